@@ -1,0 +1,366 @@
+// Package frame holds the bytes of MCP: a JSON-RPC [Message] kept as the
+// exact bytes that arrived, ids as raw JSON tokens, error envelopes, and the
+// two framings MCP uses on the wire — newline-delimited JSON on stdio
+// ([Reader], [Writer]) and server-sent events on HTTP ([SSEReader],
+// [WriteSSE]).
+//
+// Nothing in this package re-encodes a message. A Message is read lazily with
+// gjson and edited with sjson, so whatever a stage does not mean to change
+// stays byte-identical: key order, whitespace inside a line, `1.50`, unknown
+// fields and duplicate keys all survive a trip through the gateway. The one
+// rewrite frame ever makes is the one framing requires: a message that
+// arrived spread over several lines (pretty-printed JSON, a multi-line SSE
+// payload) is compacted to one line, which removes only insignificant
+// whitespace.
+package frame
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// Kind classifies a JSON-RPC message by its top-level shape.
+type Kind uint8
+
+const (
+	// Invalid is valid JSON that is not a JSON-RPC message: a scalar, or an
+	// object with neither a method nor a result or error under an id.
+	Invalid Kind = iota
+	// Request has a method and an id.
+	Request
+	// Notification has a method and no id.
+	Notification
+	// Result has an id and a result.
+	Result
+	// Error has an id and an error.
+	Error
+	// Batch is a JSON array (batches are legal in MCP 2025-03-26 only).
+	Batch
+)
+
+// String returns the lower-case name of the kind.
+func (k Kind) String() string {
+	switch k {
+	case Request:
+		return "request"
+	case Notification:
+		return "notification"
+	case Result:
+		return "result"
+	case Error:
+		return "error"
+	case Batch:
+		return "batch"
+	}
+	return "invalid"
+}
+
+// IsResponse reports whether k is a Result or an Error.
+func (k Kind) IsResponse() bool { return k == Result || k == Error }
+
+// ID is a JSON-RPC id as its raw JSON token: `7`, `"7"` and `7.0` are three
+// different ids, and `null` is the null id. The empty ID means the message has
+// no id at all. Correlate on ID, never on a decoded value.
+type ID string
+
+// IsZero reports whether the id is absent.
+func (id ID) IsZero() bool { return id == "" }
+
+// IsNull reports whether the id is the JSON null token.
+func (id ID) IsNull() bool { return id == "null" }
+
+// Raw returns the token as bytes ready to be spliced into JSON; an absent id
+// is rendered as null.
+func (id ID) Raw() []byte {
+	if id == "" {
+		return []byte("null")
+	}
+	return []byte(id)
+}
+
+// String returns the raw token ("" for an absent id).
+func (id ID) String() string { return string(id) }
+
+// StringID returns the ID of the JSON string s.
+func StringID(s string) ID {
+	b, _ := json.Marshal(s)
+	return ID(b)
+}
+
+// IntID returns the ID of the JSON integer n.
+func IntID(n int64) ID { return ID(fmt.Sprint(n)) }
+
+// Message is one JSON-RPC message (or a batch) as the exact bytes that
+// arrived, plus a side channel of HTTP headers that is never serialised.
+//
+// A Message is a small value; copying it shares the bytes. The bytes are
+// read-only for everybody: never append to [Message.Bytes] or edit it in
+// place. Edits go through [Message.Set], which returns a new Message.
+//
+// The zero Message is invalid and has no bytes.
+type Message struct {
+	raw    []byte
+	hdr    http.Header
+	id     ID
+	method string
+	kind   Kind
+}
+
+// Errors returned by [Parse].
+var (
+	// ErrSyntax means the bytes are not valid JSON.
+	ErrSyntax = errors.New("invalid JSON")
+	// ErrEmpty means the bytes hold nothing but whitespace.
+	ErrEmpty = errors.New("empty message")
+)
+
+// Parse validates b and returns it as a Message. It copies b, so the caller
+// may reuse its buffer. Surrounding whitespace is trimmed and a message
+// spread over several lines is compacted to one; every other byte is kept.
+// Valid JSON that is not a JSON-RPC message parses with Kind [Invalid].
+func Parse(b []byte) (Message, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return Message{}, ErrEmpty
+	}
+	if !gjson.ValidBytes(b) {
+		return Message{}, ErrSyntax
+	}
+	return fromValid(oneLine(b, true)), nil
+}
+
+// parseOwned is Parse for a buffer the caller hands over: it is kept, not
+// copied, when it is already one line.
+func parseOwned(b []byte) (Message, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return Message{}, ErrEmpty
+	}
+	if !gjson.ValidBytes(b) {
+		return Message{}, ErrSyntax
+	}
+	return fromValid(oneLine(b, false)), nil
+}
+
+// MustParse is Parse for literals in tests and examples; it panics on error.
+func MustParse(s string) Message {
+	m, err := Parse([]byte(s))
+	if err != nil {
+		panic(fmt.Sprintf("frame.MustParse(%q): %v", s, err))
+	}
+	return m
+}
+
+// oneLine returns valid JSON b as a single line. In valid JSON a CR or LF can
+// only be insignificant whitespace (inside strings they must be escaped), so
+// a line break means the value was pretty-printed and is compacted. When b is
+// already one line it is returned as is, copied if mustCopy.
+func oneLine(b []byte, mustCopy bool) []byte {
+	if bytes.IndexByte(b, '\n') < 0 && bytes.IndexByte(b, '\r') < 0 {
+		if mustCopy {
+			return bytes.Clone(b)
+		}
+		return b
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(b))
+	if err := json.Compact(&buf, b); err != nil {
+		// Unreachable for valid JSON; fall back to dropping the breaks.
+		buf.Reset()
+		for _, c := range b {
+			if c != '\n' && c != '\r' {
+				buf.WriteByte(c)
+			}
+		}
+	}
+	return buf.Bytes()
+}
+
+// fromValid classifies raw, which must be valid, trimmed, single-line JSON
+// that nobody will mutate.
+func fromValid(raw []byte) Message {
+	m := Message{raw: raw}
+	switch raw[0] {
+	case '[':
+		m.kind = Batch
+		return m
+	case '{':
+	default:
+		return m
+	}
+	var hasMethod, hasResult, hasError, hasID bool
+	view(raw).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id":
+			if !hasID && (v.Type == gjson.String || v.Type == gjson.Number || v.Type == gjson.Null) {
+				hasID = true
+				m.id = ID(strings.Clone(v.Raw))
+			}
+		case "method":
+			if !hasMethod && v.Type == gjson.String {
+				hasMethod = true
+				m.method = internMethod(v.Str)
+			}
+		case "result":
+			hasResult = true
+		case "error":
+			hasError = true
+		}
+		return true
+	})
+	switch {
+	case hasMethod && hasID:
+		m.kind = Request
+	case hasMethod:
+		m.kind = Notification
+	case hasID && hasError:
+		m.kind = Error
+	case hasID && hasResult:
+		m.kind = Result
+	default:
+		m.id = ""
+	}
+	return m
+}
+
+// view returns raw as a gjson document without copying. Results taken from
+// it point into raw, which is safe because message bytes are never mutated.
+func view(raw []byte) gjson.Result {
+	return gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw)))
+}
+
+// knownMethods are interned so classifying a message allocates nothing for
+// its method name.
+var knownMethods = func() map[string]string {
+	ms := []string{
+		"initialize", "ping", "server/discover", "subscriptions/listen",
+		"tools/list", "tools/call", "prompts/list", "prompts/get",
+		"resources/list", "resources/read", "resources/templates/list",
+		"resources/subscribe", "resources/unsubscribe", "completion/complete",
+		"logging/setLevel", "sampling/createMessage", "elicitation/create",
+		"roots/list", "notifications/initialized", "notifications/cancelled",
+		"notifications/progress", "notifications/message",
+		"notifications/tools/list_changed", "notifications/prompts/list_changed",
+		"notifications/resources/list_changed", "notifications/resources/updated",
+		"notifications/roots/list_changed", "notifications/subscriptions/acknowledged",
+	}
+	m := make(map[string]string, len(ms))
+	for _, s := range ms {
+		m[s] = s
+	}
+	return m
+}()
+
+func internMethod(s string) string {
+	if k, ok := knownMethods[s]; ok {
+		return k
+	}
+	return strings.Clone(s)
+}
+
+// Bytes returns the message bytes: one line, no trailing newline. They are
+// shared and must not be modified.
+func (m Message) Bytes() []byte { return m.raw }
+
+// String returns the message bytes as a string (a copy).
+func (m Message) String() string { return string(m.raw) }
+
+// Len returns the size of the message in bytes.
+func (m Message) Len() int { return len(m.raw) }
+
+// Kind returns the message's shape.
+func (m Message) Kind() Kind { return m.kind }
+
+// ID returns the raw id token of a request or response, or "" for a
+// notification, a batch or an invalid message.
+func (m Message) ID() ID { return m.id }
+
+// Method returns the method of a request or notification, or "".
+func (m Message) Method() string { return m.method }
+
+// IsRequest reports whether m is a request.
+func (m Message) IsRequest() bool { return m.kind == Request }
+
+// Get reads path (gjson syntax) from the message. The result points into the
+// message's bytes and must be treated as read-only.
+func (m Message) Get(path string) gjson.Result {
+	if len(m.raw) == 0 {
+		return gjson.Result{}
+	}
+	return view(m.raw).Get(path)
+}
+
+// Set returns a copy of m with the value at path (sjson syntax) replaced by
+// the raw JSON value. Every other byte of the message is kept. Keys
+// containing '.', '*', '?' or '/' must be escaped with gjson.Escape, or sjson
+// nests them.
+func (m Message) Set(path string, raw []byte) (Message, error) {
+	if len(m.raw) == 0 {
+		return Message{}, ErrEmpty
+	}
+	if !gjson.ValidBytes(raw) {
+		return Message{}, fmt.Errorf("frame: set %s: %w", path, ErrSyntax)
+	}
+	out, err := sjson.SetRawBytes(m.raw, path, oneLine(raw, false))
+	if err != nil {
+		return Message{}, fmt.Errorf("frame: set %s: %w", path, err)
+	}
+	n := fromValid(out)
+	n.hdr = m.hdr
+	return n, nil
+}
+
+// Delete returns a copy of m without the value at path. Deleting a path that
+// does not exist returns m itself.
+func (m Message) Delete(path string) (Message, error) {
+	if len(m.raw) == 0 {
+		return Message{}, ErrEmpty
+	}
+	if !m.Get(path).Exists() {
+		return m, nil
+	}
+	out, err := sjson.DeleteBytes(m.raw, path)
+	if err != nil {
+		return Message{}, fmt.Errorf("frame: delete %s: %w", path, err)
+	}
+	n := fromValid(out)
+	n.hdr = m.hdr
+	return n, nil
+}
+
+// WithID returns a copy of m whose id is id.
+func (m Message) WithID(id ID) (Message, error) {
+	return m.Set("id", id.Raw())
+}
+
+// Header returns the message's HTTP side channel: request headers a stage
+// wants sent with it (toward a server) or the headers of the HTTP response
+// that carried it (toward a client). It is never serialised and may be nil.
+// The returned map is shared and must not be modified.
+func (m Message) Header() http.Header { return m.hdr }
+
+// WithHeader returns a copy of m whose side channel has key set to value.
+func (m Message) WithHeader(key, value string) Message {
+	h := make(http.Header, len(m.hdr)+1)
+	for k, v := range m.hdr {
+		h[k] = v
+	}
+	h.Set(key, value)
+	m.hdr = h
+	return m
+}
+
+// WithHeaders returns a copy of m carrying h as its side channel. h is kept,
+// not copied, and must not be modified afterwards.
+func (m Message) WithHeaders(h http.Header) Message {
+	m.hdr = h
+	return m
+}

@@ -1,0 +1,179 @@
+package frame
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/tidwall/gjson"
+)
+
+// DefaultMaxMessageSize bounds one message on every framing unless the
+// caller chooses otherwise: 64 MiB.
+const DefaultMaxMessageSize = 64 << 20
+
+// ErrTooLarge means a message exceeded the configured size cap.
+var ErrTooLarge = errors.New("message too large")
+
+// LineError reports one bad line of newline-delimited JSON. The reader has
+// already skipped the line; the next Read continues with the line after it.
+type LineError struct {
+	Line int   // 1-based line number
+	Err  error // ErrSyntax or ErrTooLarge
+	// ID is the line's top-level id when it could be recovered (an oversized
+	// request whose id precedes its bulk), else "". It lets the caller answer
+	// the request instead of leaving its sender waiting.
+	ID ID
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Code returns the JSON-RPC error code that answers the line:
+// [CodeParseError] for bad JSON, [CodeInvalidRequest] for an oversized line.
+func (e *LineError) Code() int {
+	if errors.Is(e.Err, ErrTooLarge) {
+		return CodeInvalidRequest
+	}
+	return CodeParseError
+}
+
+// Reader reads newline-delimited JSON-RPC: one message per line, LF or CRLF
+// terminated, blank lines skipped. It has no fixed line limit; a line longer
+// than the cap is discarded as it streams by and reported as a [LineError].
+// A Reader is not safe for concurrent use.
+type Reader struct {
+	br      *bufio.Reader
+	max     int
+	line    int
+	scratch []byte
+}
+
+// idProbe is how much of an oversized line is kept to look for its id.
+const idProbe = 4 << 10
+
+// NewReader returns a Reader over r whose messages may be up to max bytes
+// (max <= 0 means [DefaultMaxMessageSize]).
+func NewReader(r io.Reader, max int) *Reader {
+	if max <= 0 {
+		max = DefaultMaxMessageSize
+	}
+	return &Reader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// Read returns the next message. Errors are either a *[LineError] for a line
+// that could not be used (keep reading), or the underlying reader's error,
+// io.EOF at a clean end, after which the Reader is done. A final line without
+// a newline still counts as a line.
+func (r *Reader) Read() (Message, error) {
+	for {
+		line, tooLong, err := r.readLine()
+		if len(line) == 0 && !tooLong && err != nil {
+			return Message{}, err
+		}
+		r.line++
+		if tooLong {
+			return Message{}, &LineError{Line: r.line, Err: ErrTooLarge, ID: probeID(line)}
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			if err != nil {
+				return Message{}, err
+			}
+			continue
+		}
+		m, perr := parseOwned(bytes.Clone(line))
+		if perr != nil {
+			return Message{}, &LineError{Line: r.line, Err: perr}
+		}
+		return m, nil
+	}
+}
+
+// readLine returns the next line without its terminator. For an oversized
+// line it returns only the first idProbe bytes and tooLong. err is non-nil
+// only when the input ended (the line, if any, is still valid).
+func (r *Reader) readLine() (line []byte, tooLong bool, err error) {
+	r.scratch = r.scratch[:0]
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		if !tooLong {
+			if len(r.scratch)+len(chunk) > r.max+2 { // +2: the CRLF is not content
+				tooLong = true
+				keep := min(idProbe-len(r.scratch), len(chunk))
+				if keep > 0 {
+					r.scratch = append(r.scratch, chunk[:keep]...)
+				}
+			} else {
+				r.scratch = append(r.scratch, chunk...)
+			}
+		}
+		switch {
+		case err == nil:
+			return trimEOL(r.scratch, tooLong), tooLong, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return trimEOL(r.scratch, tooLong), tooLong, err
+		}
+	}
+}
+
+func trimEOL(b []byte, tooLong bool) []byte {
+	if tooLong {
+		return b
+	}
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	return bytes.TrimSuffix(b, []byte("\r"))
+}
+
+// probeID recovers the top-level id from the start of an oversized line, if
+// the id comes before the cut.
+func probeID(prefix []byte) ID {
+	prefix = bytes.TrimLeft(prefix, " \t")
+	if len(prefix) == 0 || prefix[0] != '{' {
+		return ""
+	}
+	// Walk the top-level members that are complete within the prefix.
+	var id ID
+	gjson.ParseBytes(prefix).ForEach(func(k, v gjson.Result) bool {
+		if k.Str == "id" && (v.Type == gjson.Number || v.Type == gjson.String) && gjson.Valid(v.Raw) {
+			id = ID(v.Raw)
+			return false
+		}
+		return true
+	})
+	return id
+}
+
+// Writer writes newline-delimited JSON-RPC: each message is written whole,
+// followed by exactly one "\n", and flushed. It is safe for concurrent use;
+// messages never interleave.
+type Writer struct {
+	mu sync.Mutex
+	bw *bufio.Writer
+}
+
+// NewWriter returns a Writer on w.
+func NewWriter(w io.Writer) *Writer {
+	return &Writer{bw: bufio.NewWriterSize(w, 32<<10)}
+}
+
+// Write writes m as one line. A message that is not a single line of JSON
+// (the zero Message) is refused.
+func (w *Writer) Write(m Message) error {
+	if len(m.raw) == 0 {
+		return ErrEmpty
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := w.bw.Write(m.raw); err != nil {
+		return err
+	}
+	if err := w.bw.WriteByte('\n'); err != nil {
+		return err
+	}
+	return w.bw.Flush()
+}

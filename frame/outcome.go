@@ -1,0 +1,85 @@
+package frame
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Typed delivery outcomes. Transports return these (wrapped or not) from
+// Handle so that the policy stages — retry, session recovery, re-auth —
+// decide with knowledge of the method, and so that whoever finally gives up
+// can answer the client precisely. They live in frame because both sides of
+// the chain speak them and frame is the package both import.
+
+// StatusError reports that a peer answered a message with an HTTP status that
+// does not carry its JSON-RPC answer in the normal way (any status >= 400, or
+// an unexpected one).
+type StatusError struct {
+	Code   int
+	Header http.Header
+	// Body is the start of the response body (at most a few KiB), for
+	// diagnostics and for a JSON-RPC error a server put there. Never log it
+	// for statuses that may echo credentials.
+	Body []byte
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d", e.Code) }
+
+// Response returns the JSON-RPC error response the body carries, if it is
+// one, answering id (a body with a null id is taken as answering id).
+func (e *StatusError) Response(id ID) (Message, bool) {
+	m, err := Parse(e.Body)
+	if err != nil || m.Kind() != Error {
+		return Message{}, false
+	}
+	switch m.ID() {
+	case id:
+		return m, true
+	case "null":
+		if id == "" {
+			return m, true
+		}
+		r, err := m.WithID(id)
+		return r, err == nil
+	}
+	return Message{}, false
+}
+
+// SendError reports that a message could not be moved to its peer or that
+// its answer was lost on the way back. Sent tells whether the request may
+// have reached the peer: when false, sending it again cannot run it twice.
+type SendError struct {
+	Sent bool
+	Err  error
+}
+
+func (e *SendError) Error() string { return e.Err.Error() }
+func (e *SendError) Unwrap() error { return e.Err }
+
+// Errors a stage or transport reports for a message it could not deliver.
+var (
+	// ErrSessionLost means the server forgot the session and it could not be
+	// re-established.
+	ErrSessionLost = errors.New("session lost")
+	// ErrStreamEnded means a response stream closed before it carried the
+	// answer to the request.
+	ErrStreamEnded = errors.New("stream ended before the response")
+	// ErrClosed means the gateway is shutting down.
+	ErrClosed = errors.New("gateway closed")
+)
+
+// Sent reports whether err leaves open that the request reached the peer.
+// Errors that are neither a *SendError nor a *StatusError count as sent, the
+// safe assumption.
+func Sent(err error) bool {
+	var se *SendError
+	if errors.As(err, &se) {
+		return se.Sent
+	}
+	var st *StatusError
+	if errors.As(err, &st) {
+		return st.Code != http.StatusTooManyRequests && st.Code != http.StatusServiceUnavailable
+	}
+	return true
+}

@@ -1,0 +1,231 @@
+// Package mw is the middleware vocabulary of mcp-stdio and its stock stages.
+//
+// A gateway is a chain of stages between an MCP client and an MCP server.
+// Every stage sees two streams of [frame.Message]: server-bound traffic
+// (client → server) and client-bound traffic (server → client). A stage is
+// a [Middleware]: given the exits of the stage inside it, it returns its own
+// entries. [Chain] stacks stages like an onion, first one outermost:
+//
+//	client ──ToServer──▶ ms[0] ─▶ ms[1] ─▶ … ─▶ ms[n-1] ─▶ transport
+//	client ◀──ToClient── ms[0] ◀─ ms[1] ◀─ … ◀─ ms[n-1] ◀─ transport
+//
+// "Client" and "server" are MCP roles, fixed for both pipelines: in the relay
+// the client is stdin/stdout and the server the remote HTTP endpoint; in
+// serve the client is the HTTP caller and the server the child process.
+//
+// The contract every [Handler] keeps:
+//
+//   - Handle is safe for concurrent use. Requests are in flight at the same
+//     time; a long tools/call never blocks a cancel, a ping or another call.
+//   - Handle of a request on the server-bound side returns once the request
+//     is finished: its response (and anything related before it) has been
+//     handed to the client-bound side, or it could not be delivered.
+//   - Handle returns a Go error only when the message could not be
+//     delivered. A JSON-RPC error is a message, never a Go error. A stage
+//     that rejects a request answers it with an error response toward the
+//     client and returns nil.
+//   - Errors are typed ([frame.StatusError], [frame.SendError] and the
+//     frame sentinels) so outer stages can decide what to do; whoever
+//     finally gives up answers the client (see [ErrorFor]), so a client never
+//     hangs.
+//   - Messages are read-only; a stage that edits one forwards the copy
+//     [frame.Message.Set] returns.
+//   - A stage may originate messages in either direction at any time (a
+//     replayed initialize, a page request). Ids it mints come from [MintID],
+//     which can never collide with a client's ids, and the stage swallows
+//     the answers to them.
+package mw
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// Handler accepts one message. See the package documentation for the
+// contract.
+type Handler interface {
+	Handle(ctx context.Context, m frame.Message) error
+}
+
+// HandlerFunc adapts a function to [Handler].
+type HandlerFunc func(ctx context.Context, m frame.Message) error
+
+// Handle calls f(ctx, m).
+func (f HandlerFunc) Handle(ctx context.Context, m frame.Message) error { return f(ctx, m) }
+
+// Duplex is a stage's pair of handlers. Given to a [Middleware] it holds the
+// stage's exits: ToServer delivers toward the server (the next stage in),
+// ToClient delivers toward the client (the next stage out). Returned from a
+// Middleware it holds the stage's entries.
+type Duplex struct {
+	ToServer Handler
+	ToClient Handler
+}
+
+// Middleware builds one stage around the exits it is given and returns the
+// stage's entries. It is called once per pipeline (once per session in
+// serve). The stage may keep next.ToClient while it is built but must not
+// call it before the pipeline runs: the outer stages are bound afterwards.
+type Middleware func(next Duplex) Duplex
+
+// Chain stacks ms into one Middleware, ms[0] nearest the client. Server-bound
+// traffic falls through ms[0], ms[1], …; client-bound traffic climbs back up
+// in reverse. A nil entry is skipped, so optional stages can be listed
+// inline.
+func Chain(ms ...Middleware) Middleware {
+	return func(next Duplex) Duplex {
+		var stages []Middleware
+		for _, m := range ms {
+			if m != nil {
+				stages = append(stages, m)
+			}
+		}
+		if len(stages) == 0 {
+			return next
+		}
+		// Build from the inside out. Each stage's client exit is bound late,
+		// once the stage outside it exists.
+		exits := make([]*lateHandler, len(stages))
+		entries := make([]Duplex, len(stages))
+		inner := next.ToServer
+		for i := len(stages) - 1; i >= 0; i-- {
+			exits[i] = &lateHandler{}
+			entries[i] = stages[i](Duplex{ToServer: inner, ToClient: exits[i]})
+			inner = entries[i].ToServer
+		}
+		exits[0].set(next.ToClient)
+		for i := 1; i < len(stages); i++ {
+			exits[i].set(entries[i-1].ToClient)
+		}
+		return Duplex{ToServer: entries[0].ToServer, ToClient: entries[len(stages)-1].ToClient}
+	}
+}
+
+// lateHandler forwards to a handler bound after construction.
+type lateHandler struct {
+	h atomic.Pointer[Handler]
+}
+
+func (l *lateHandler) set(h Handler) {
+	if h == nil {
+		h = Discard()
+	}
+	l.h.Store(&h)
+}
+
+func (l *lateHandler) Handle(ctx context.Context, m frame.Message) error {
+	h := l.h.Load()
+	if h == nil {
+		return errUnbound
+	}
+	return (*h).Handle(ctx, m)
+}
+
+// Late is a Handler whose target is bound after construction, for wiring a
+// transport (which must be built before the chain) to the chain's
+// client-bound entry (which exists only after). Handle before Bind fails.
+type Late struct{ lateHandler }
+
+// Bind sets the handler Late forwards to.
+func (l *Late) Bind(h Handler) { l.set(h) }
+
+type unboundError struct{}
+
+func (unboundError) Error() string { return "mw: handler used before the pipeline was bound" }
+
+var errUnbound error = unboundError{}
+
+// Discard returns a Handler that accepts every message and drops it.
+func Discard() Handler {
+	return HandlerFunc(func(context.Context, frame.Message) error { return nil })
+}
+
+// Passthrough is the Middleware that does nothing; a stage that is turned
+// off can be replaced by it.
+func Passthrough(next Duplex) Duplex { return next }
+
+// ServerBound returns a Middleware that acts on server-bound traffic only;
+// f receives the inner ToServer exit and returns the stage's entry.
+// Client-bound traffic passes untouched.
+func ServerBound(f func(next Handler) Handler) Middleware {
+	return func(next Duplex) Duplex {
+		return Duplex{ToServer: f(next.ToServer), ToClient: next.ToClient}
+	}
+}
+
+// ClientBound returns a Middleware that acts on client-bound traffic only;
+// f receives the outer ToClient exit and returns the stage's entry.
+// Server-bound traffic passes untouched.
+func ClientBound(f func(next Handler) Handler) Middleware {
+	return func(next Duplex) Duplex {
+		return Duplex{ToServer: next.ToServer, ToClient: f(next.ToClient)}
+	}
+}
+
+// MintedIDPrefix starts the JSON string of every id a stage mints. Client ids
+// with this prefix are refused at the edge of the relay, so minted ids never
+// collide with a client's.
+const MintedIDPrefix = `"mcp-stdio/`
+
+// IDMinter mints ids for messages a stage originates. The zero value is ready
+// to use and safe for concurrent use.
+type IDMinter struct{ n atomic.Uint64 }
+
+// Mint returns a fresh id, the JSON string "mcp-stdio/<stage>/<n>".
+func (g *IDMinter) Mint(stage string) frame.ID {
+	n := g.n.Add(1)
+	return frame.ID(MintedIDPrefix + stage + "/" + strconv.FormatUint(n, 10) + `"`)
+}
+
+// IsMinted reports whether id was minted by a stage.
+func IsMinted(id frame.ID) bool { return strings.HasPrefix(string(id), MintedIDPrefix) }
+
+// waiters maps minted ids to the goroutines waiting for their answers. A
+// stage that originates a request registers the id, sends the request, and
+// the stage's client-bound entry hands the answer over instead of passing it
+// on.
+type waiters struct {
+	mu sync.Mutex
+	m  map[frame.ID]chan frame.Message
+}
+
+// add registers id and returns the channel its answer arrives on.
+func (w *waiters) add(id frame.ID) chan frame.Message {
+	ch := make(chan frame.Message, 1)
+	w.mu.Lock()
+	if w.m == nil {
+		w.m = make(map[frame.ID]chan frame.Message)
+	}
+	w.m[id] = ch
+	w.mu.Unlock()
+	return ch
+}
+
+// remove forgets id.
+func (w *waiters) remove(id frame.ID) {
+	w.mu.Lock()
+	delete(w.m, id)
+	w.mu.Unlock()
+}
+
+// deliver hands m to its waiter and reports whether it had one.
+func (w *waiters) deliver(m frame.Message) bool {
+	if !m.Kind().IsResponse() {
+		return false
+	}
+	w.mu.Lock()
+	ch, ok := w.m[m.ID()]
+	if ok {
+		delete(w.m, m.ID())
+	}
+	w.mu.Unlock()
+	if ok {
+		ch <- m
+	}
+	return ok
+}
