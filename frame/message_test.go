@@ -1,0 +1,171 @@
+package frame_test
+
+import (
+	"testing"
+
+	"github.com/matryer/is"
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+func TestParseKinds(t *testing.T) {
+	tests := []struct {
+		in     string
+		kind   frame.Kind
+		id     frame.ID
+		method string
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, frame.Request, "1", "tools/list"},
+		{`{"jsonrpc":"2.0","id":"1","method":"x/custom"}`, frame.Request, `"1"`, "x/custom"},
+		{`{"jsonrpc":"2.0","id":1.0,"method":"ping"}`, frame.Request, "1.0", "ping"},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, frame.Notification, "", "notifications/initialized"},
+		{`{"jsonrpc":"2.0","id":7,"result":{}}`, frame.Result, "7", ""},
+		{`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`, frame.Error, "null", ""},
+		{`{"result":{},"id":0,"jsonrpc":"2.0"}`, frame.Result, "0", ""},
+		{`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, frame.Batch, "", ""},
+		{`{"jsonrpc":"2.0"}`, frame.Invalid, "", ""},
+		{`{"id":{"a":1},"result":{}}`, frame.Invalid, "", ""},
+		{`{"method":5,"id":1}`, frame.Invalid, "", ""},
+		{`42`, frame.Invalid, "", ""},
+		{`"str"`, frame.Invalid, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			is := is.New(t)
+			m, err := frame.Parse([]byte(tt.in))
+			is.NoErr(err)
+			is.Equal(m.Kind(), tt.kind)
+			is.Equal(m.ID(), tt.id)
+			is.Equal(m.Method(), tt.method)
+			is.Equal(string(m.Bytes()), tt.in) // bytes kept exactly
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	is := is.New(t)
+	_, err := frame.Parse([]byte("   \t "))
+	is.Equal(err, frame.ErrEmpty)
+	_, err = frame.Parse([]byte(`{"jsonrpc":"2.0",`))
+	is.Equal(err, frame.ErrSyntax)
+	_, err = frame.Parse([]byte(`<html>`))
+	is.Equal(err, frame.ErrSyntax)
+}
+
+func TestParseKeepsBytes(t *testing.T) {
+	is := is.New(t)
+	in := ` {"b":1.50, "a" : [1,2] ,"id":1,"method":"m","params":{"x":"\u00e9"}}` + "\r"
+	m, err := frame.Parse([]byte(in))
+	is.NoErr(err)
+	is.Equal(string(m.Bytes()), `{"b":1.50, "a" : [1,2] ,"id":1,"method":"m","params":{"x":"\u00e9"}}`)
+}
+
+func TestParseCompactsMultiLine(t *testing.T) {
+	is := is.New(t)
+	in := "{\n  \"jsonrpc\": \"2.0\",\r\n  \"id\": 1,\n  \"result\": {\"text\": \"a\\nb\", \"n\": 1.50}\n}"
+	m, err := frame.Parse([]byte(in))
+	is.NoErr(err)
+	is.Equal(string(m.Bytes()), `{"jsonrpc":"2.0","id":1,"result":{"text":"a\nb","n":1.50}}`)
+	is.Equal(m.Kind(), frame.Result)
+}
+
+func TestParseCopiesInput(t *testing.T) {
+	is := is.New(t)
+	buf := []byte(`{"id":1,"method":"ping"}`)
+	m, err := frame.Parse(buf)
+	is.NoErr(err)
+	copy(buf, `{"id":2`)
+	is.Equal(m.String(), `{"id":1,"method":"ping"}`)
+}
+
+func TestSetKeepsOtherBytes(t *testing.T) {
+	is := is.New(t)
+	m := frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","n":1.50}}`)
+	n, err := m.Set("params._meta."+gjson.Escape("io.modelcontextprotocol/protocolVersion"), []byte(`"2026-07-28"`))
+	is.NoErr(err)
+	is.Equal(n.String(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","n":1.50,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	is.Equal(m.String(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","n":1.50}}`) // original untouched
+
+	r, err := m.WithID(`"mcp-stdio/x/1"`)
+	is.NoErr(err)
+	is.Equal(r.ID(), frame.ID(`"mcp-stdio/x/1"`))
+	is.Equal(r.Kind(), frame.Request)
+
+	_, err = m.Set("params.x", []byte(`{bad`))
+	is.True(err != nil)
+}
+
+func TestSetCompactsValue(t *testing.T) {
+	is := is.New(t)
+	m := frame.MustParse(`{"id":1,"result":{}}`)
+	n, err := m.Set("result.list", []byte("[\n 1,\n 2\n]"))
+	is.NoErr(err)
+	is.Equal(n.String(), `{"id":1,"result":{"list":[1,2]}}`)
+}
+
+func TestDelete(t *testing.T) {
+	is := is.New(t)
+	m := frame.MustParse(`{"id":1,"result":{"tools":[],"nextCursor":"c"}}`)
+	n, err := m.Delete("result.nextCursor")
+	is.NoErr(err)
+	is.Equal(n.String(), `{"id":1,"result":{"tools":[]}}`)
+	same, err := n.Delete("result.nextCursor")
+	is.NoErr(err)
+	is.Equal(same.String(), n.String())
+}
+
+func TestHeaderSideChannel(t *testing.T) {
+	is := is.New(t)
+	m := frame.MustParse(`{"id":1,"method":"ping"}`)
+	a := m.WithHeader("Mcp-Session-Id", "s1")
+	b := a.WithHeader("MCP-Protocol-Version", "2025-11-25")
+	is.Equal(m.Header().Get("Mcp-Session-Id"), "")
+	is.Equal(a.Header().Get("MCP-Protocol-Version"), "") // copy on write
+	is.Equal(b.Header().Get("Mcp-Session-Id"), "s1")
+	is.Equal(b.Header().Get("Mcp-Protocol-Version"), "2025-11-25")
+	n, err := b.Set("params", []byte(`{}`))
+	is.NoErr(err)
+	is.Equal(n.Header().Get("Mcp-Session-Id"), "s1") // edits keep the side channel
+}
+
+func TestErrorResponse(t *testing.T) {
+	is := is.New(t)
+	m := frame.ErrorResponse(`"a"`, frame.CodeGateway, `HTTP 404 "x" <y>`)
+	is.Equal(m.String(), `{"jsonrpc":"2.0","id":"a","error":{"code":-32000,"message":"HTTP 404 \"x\" \u003cy\u003e"}}`)
+	is.Equal(m.Kind(), frame.Error)
+	code, ok := m.ErrorCode()
+	is.True(ok)
+	is.Equal(code, -32000)
+
+	n := frame.ErrorResponse("", frame.CodeParseError, "parse error")
+	is.Equal(n.String(), `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`)
+
+	d := frame.ErrorResponseData("3", frame.CodeUnsupportedVersion, "unsupported", []byte(`{"supported":["2026-07-28"]}`))
+	is.Equal(d.Get("error.data.supported.0").String(), "2026-07-28")
+
+	r := frame.ResultResponse("3", []byte(`{"ok":true}`))
+	is.Equal(r.String(), `{"jsonrpc":"2.0","id":3,"result":{"ok":true}}`)
+}
+
+func TestIDs(t *testing.T) {
+	is := is.New(t)
+	is.Equal(frame.StringID(`a"b`), frame.ID(`"a\"b"`))
+	is.Equal(frame.IntID(-4), frame.ID("-4"))
+	is.True(frame.ID("").IsZero())
+	is.True(frame.ID("null").IsNull())
+	is.Equal(string(frame.ID("").Raw()), "null")
+}
+
+func TestStatusErrorResponse(t *testing.T) {
+	is := is.New(t)
+	e := &frame.StatusError{Code: 400, Body: []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"bad"}}`)}
+	m, ok := e.Response("5")
+	is.True(ok)
+	is.Equal(m.ID(), frame.ID("5"))
+	is.Equal(m.Get("error.code").Int(), int64(-32602))
+	_, ok = (&frame.StatusError{Code: 500, Body: []byte("<html>")}).Response("5")
+	is.True(!ok)
+	_, ok = (&frame.StatusError{Code: 400, Body: []byte(`{"jsonrpc":"2.0","id":9,"error":{"code":1,"message":""}}`)}).Response("5")
+	is.True(!ok) // someone else's answer
+}

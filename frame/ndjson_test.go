@@ -1,0 +1,126 @@
+package frame_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// readAll drains r, recording messages and line errors.
+func readAll(r *frame.Reader) (msgs []string, errs []*frame.LineError, end error) {
+	for {
+		m, err := r.Read()
+		var le *frame.LineError
+		switch {
+		case err == nil:
+			msgs = append(msgs, m.String())
+		case errors.As(err, &le):
+			errs = append(errs, le)
+		default:
+			return msgs, errs, err
+		}
+	}
+}
+
+func TestReaderLines(t *testing.T) {
+	is := is.New(t)
+	in := "{\"id\":1,\"method\":\"a\"}\n\n   \r\n{\"id\":2,\"method\":\"b\"}\r\n  {\"id\":3,\"method\":\"c\"}  \n{\"id\":4,\"method\":\"d\"}"
+	msgs, errs, end := readAll(frame.NewReader(strings.NewReader(in), 0))
+	is.Equal(end, io.EOF)
+	is.Equal(len(errs), 0)
+	is.Equal(msgs, []string{`{"id":1,"method":"a"}`, `{"id":2,"method":"b"}`, `{"id":3,"method":"c"}`, `{"id":4,"method":"d"}`})
+}
+
+func TestReaderBadLineThenContinues(t *testing.T) {
+	is := is.New(t)
+	in := "not json\n{\"id\":1,\"method\":\"a\"}\n{\"id\":2,\n"
+	msgs, errs, end := readAll(frame.NewReader(strings.NewReader(in), 0))
+	is.Equal(end, io.EOF)
+	is.Equal(msgs, []string{`{"id":1,"method":"a"}`})
+	is.Equal(len(errs), 2)
+	is.Equal(errs[0].Line, 1)
+	is.True(errors.Is(errs[0], frame.ErrSyntax))
+	is.Equal(errs[0].Code(), frame.CodeParseError)
+	is.Equal(errs[1].Line, 3)
+}
+
+func TestReaderLongLinesBeyond64KiB(t *testing.T) {
+	is := is.New(t)
+	big := strings.Repeat("x", 5<<20)
+	in := `{"id":1,"method":"a","params":{"s":"` + big + `"}}` + "\n" + `{"id":2,"method":"b"}` + "\n"
+	msgs, errs, _ := readAll(frame.NewReader(strings.NewReader(in), 0))
+	is.Equal(len(errs), 0)
+	is.Equal(len(msgs), 2)
+	is.Equal(len(msgs[0]), len(in)-len(`{"id":2,"method":"b"}`)-2)
+}
+
+func TestReaderOversizedLineSkipped(t *testing.T) {
+	is := is.New(t)
+	big := strings.Repeat("y", 300<<10)
+	in := `{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{"s":"` + big + `"}}` + "\n" +
+		`[` + big + "]\n" +
+		`{"id":2,"method":"b"}` + "\n"
+	msgs, errs, end := readAll(frame.NewReader(strings.NewReader(in), 100<<10))
+	is.Equal(end, io.EOF)
+	is.Equal(msgs, []string{`{"id":2,"method":"b"}`})
+	is.Equal(len(errs), 2)
+	is.True(errors.Is(errs[0], frame.ErrTooLarge))
+	is.Equal(errs[0].ID, frame.ID(`"big-1"`)) // recovered so the sender can be answered
+	is.Equal(errs[0].Code(), frame.CodeInvalidRequest)
+	is.Equal(errs[1].ID, frame.ID(""))
+}
+
+func TestReaderExactCap(t *testing.T) {
+	is := is.New(t)
+	line := `{"id":1,"method":"a"}`
+	msgs, errs, _ := readAll(frame.NewReader(strings.NewReader(line+"\r\n"+line+"x\n"), len(line)))
+	is.Equal(msgs, []string{line})
+	is.Equal(len(errs), 1)
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+func TestReaderUnderlyingError(t *testing.T) {
+	is := is.New(t)
+	boom := errors.New("boom")
+	r := frame.NewReader(io.MultiReader(strings.NewReader(`{"id":1,"method":"a"}`+"\n"), errReader{boom}), 0)
+	_, err := r.Read()
+	is.NoErr(err)
+	_, err = r.Read()
+	is.Equal(err, boom)
+}
+
+func TestWriterOneLinePerMessage(t *testing.T) {
+	is := is.New(t)
+	var buf bytes.Buffer
+	w := frame.NewWriter(&buf)
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := frame.MustParse("{\n\"id\":" + frame.IntID(int64(i)).String() + ",\r\n\"result\":{\"s\":\"" + strings.Repeat("z", 10000) + "\"}}")
+			is.NoErr(w.Write(m))
+		}()
+	}
+	wg.Wait()
+	lines := strings.Split(buf.String(), "\n")
+	is.Equal(len(lines), 51)
+	is.Equal(lines[50], "")
+	is.True(!strings.Contains(buf.String(), "\r"))
+	for _, l := range lines[:50] {
+		m, err := frame.Parse([]byte(l))
+		is.NoErr(err)
+		is.Equal(m.Kind(), frame.Result)
+	}
+	is.Equal(w.Write(frame.Message{}), frame.ErrEmpty)
+}
