@@ -1,0 +1,193 @@
+package mw
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// Defaults of [Retry].
+const (
+	// DefaultRetryAttempts is the total number of attempts per message.
+	DefaultRetryAttempts = 3
+	// DefaultMaxRetryAfter is the longest Retry-After that is waited out.
+	DefaultMaxRetryAfter = 60 * time.Second
+	// retryWait is the min and max handed to the Backoff: with
+	// RateLimitLinearJitterBackoff it makes the wait exactly 1s × attempt.
+	retryWait = time.Second
+)
+
+// RetryOptions configures [Retry].
+type RetryOptions struct {
+	// Attempts is the total number of attempts per message, the first
+	// included; 0 means [DefaultRetryAttempts].
+	Attempts int
+	// Backoff computes the wait before the next attempt. It is called with
+	// min = max = 1s, the 0-based number of the attempt that failed, and, for
+	// an HTTP status, a synthesised *http.Response carrying the status and
+	// the response headers (no body). nil means
+	// retryablehttp.RateLimitLinearJitterBackoff: 1s × attempt (1s, 2s, …),
+	// or what Retry-After says (seconds or an HTTP-date) on a 429 or 503.
+	Backoff retryablehttp.Backoff
+	// MaxRetryAfter is the longest wait a 429 or 503 may ask for; a server
+	// asking for more gets its error surfaced at once, with no sleep. A wait
+	// of exactly MaxRetryAfter is honoured. 0 means [DefaultMaxRetryAfter].
+	MaxRetryAfter time.Duration
+	// Sleep waits d or until ctx is done, returning ctx's error then. nil
+	// means a real timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// ReplaySafe reports whether a request with this method may be sent
+	// again after it may have reached the server. nil means
+	// [ReplaySafeMethod].
+	ReplaySafe func(method string) bool
+	// Logger receives a line per retry and per give-up; nil discards.
+	Logger *slog.Logger
+}
+
+// Retry returns the stage that sends a server-bound message again when
+// delivering it failed in a way that another attempt can fix. It sits just
+// outside the transport in the relay chain (cancel filter → pagination merge
+// → session recovery → retry → transport), so every message that leaves,
+// including the page requests and the replayed initialize of the outer
+// stages, gets the same policy. Client-bound traffic passes untouched.
+//
+// Each failed attempt is judged on its own:
+//
+//   - ctx done: return at once.
+//   - [frame.SendError] with Sent false (the server never saw the message):
+//     retry, whatever the message.
+//   - [frame.SendError] with Sent true (the connection broke after the
+//     request went out): retry only a request whose method is replay-safe
+//     (see [ReplaySafeMethod]); never tools/call, never a notification or a
+//     response, which could take effect twice.
+//   - [frame.StatusError] 429 or 503: wait per Backoff, which honours
+//     Retry-After, then retry. A wait longer than MaxRetryAfter is not
+//     waited out: the error is returned at once.
+//   - anything else (other 4xx and 5xx, 401, 404, a JSON-RPC-level
+//     failure): return at once, for the outer stages to decide.
+//
+// After the last attempt the last error is returned. Go errors only ever
+// come from the inner chain; Retry adds none of its own.
+func Retry(o RetryOptions) Middleware {
+	if o.Attempts <= 0 {
+		o.Attempts = DefaultRetryAttempts
+	}
+	if o.Backoff == nil {
+		o.Backoff = retryablehttp.RateLimitLinearJitterBackoff
+	}
+	if o.MaxRetryAfter <= 0 {
+		o.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepContext
+	}
+	if o.ReplaySafe == nil {
+		o.ReplaySafe = ReplaySafeMethod
+	}
+	o.Logger = loggerOrDiscard(o.Logger)
+	return ServerBound(func(next Handler) Handler {
+		return &retrier{o: o, next: next}
+	})
+}
+
+// ReplaySafeMethod reports whether a request with this method may be sent a
+// second time after the first may have reached the server: running it twice
+// has no effect beyond running it once. These are the read-only requests and
+// those whose repetition is harmless (setting the same log level,
+// subscribing twice). tools/call is never replay-safe: a tool may act on the
+// world.
+func ReplaySafeMethod(method string) bool {
+	switch method {
+	case "initialize", // a duplicate session is just abandoned
+		"ping",
+		"server/discover",
+		"tools/list",
+		"prompts/list",
+		"prompts/get",
+		"resources/list",
+		"resources/templates/list",
+		"resources/read",
+		"resources/subscribe",   // subscribing twice is subscribing
+		"resources/unsubscribe", // and so is unsubscribing
+		"completion/complete",
+		"logging/setLevel": // idempotent
+		return true
+	}
+	return false
+}
+
+type retrier struct {
+	o    RetryOptions
+	next Handler
+}
+
+func (r *retrier) Handle(ctx context.Context, m frame.Message) error {
+	for attempt := 0; ; attempt++ {
+		err := r.next.Handle(ctx, m)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		wait, retry := r.decide(m, err, attempt)
+		if !retry {
+			return err
+		}
+		if attempt+1 >= r.o.Attempts {
+			r.o.Logger.Warn("request failed after retries", "method", m.Method(), "id", m.ID().String(), "attempts", attempt+1, "err", err)
+			return err
+		}
+		r.o.Logger.Debug("retrying", "method", m.Method(), "id", m.ID().String(), "attempt", attempt+1, "wait", wait, "err", err)
+		if r.o.Sleep(ctx, wait) != nil {
+			return err
+		}
+	}
+}
+
+// decide reports whether a message whose 0-based attempt failed with err is
+// sent again, and after how long.
+func (r *retrier) decide(m frame.Message, err error, attempt int) (time.Duration, bool) {
+	var se *frame.SendError
+	if errors.As(err, &se) {
+		if se.Sent && (m.Kind() != frame.Request || !r.o.ReplaySafe(m.Method())) {
+			return 0, false
+		}
+		return r.o.Backoff(retryWait, retryWait, attempt, nil), true
+	}
+	var st *frame.StatusError
+	if errors.As(err, &st) && (st.Code == http.StatusTooManyRequests || st.Code == http.StatusServiceUnavailable) {
+		resp := &http.Response{StatusCode: st.Code, Header: make(http.Header, 1)}
+		if v := st.Header.Values("Retry-After"); len(v) > 0 {
+			resp.Header["Retry-After"] = v
+		}
+		wait := r.o.Backoff(retryWait, retryWait, attempt, resp)
+		if wait > r.o.MaxRetryAfter {
+			r.o.Logger.Warn("server asks to wait too long; not retrying", "method", m.Method(), "id", m.ID().String(), "status", st.Code, "wait", wait, "max", r.o.MaxRetryAfter)
+			return 0, false
+		}
+		return wait, true
+	}
+	return 0, false
+}
+
+// sleepContext waits d, or until ctx is done and returns its error.
+func sleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,551 @@
+package mw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// Header names of the Streamable HTTP session era.
+const (
+	// sessionHdrID carries the session id a server assigned.
+	sessionHdrID = "Mcp-Session-Id"
+	// sessionHdrVersion carries the negotiated protocol version.
+	sessionHdrVersion = "Mcp-Protocol-Version"
+	// sessionHdrLastEventID resumes a server's stream after the event it names.
+	sessionHdrLastEventID = "Last-Event-Id"
+)
+
+const (
+	sessionMethodInitialize  = "initialize"
+	sessionMethodInitialized = "notifications/initialized"
+)
+
+// SessionOptions configures a [Session].
+type SessionOptions struct {
+	// Transport opens the server's standalone GET stream and ends the
+	// session with DELETE. nil means neither happens.
+	Transport StreamTransport
+	// ListenBackoff is the wait before reconnecting the GET stream after
+	// its attempt-th consecutive end (attempt counts from 1). nil means
+	// exponential from 1s, capped at 30s.
+	ListenBackoff func(attempt int) time.Duration
+	// Sleep waits d or until ctx is done, returning ctx's error then. nil
+	// means a real timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Logger receives session events; nil discards.
+	Logger *slog.Logger
+}
+
+// Session keeps a client's Streamable HTTP session (the era before MCP
+// 2026-07-28) alive across server restarts. Its [Session.Middleware] sits
+// inside pagination merge and outside retry in the relay chain (cancel
+// filter → pagination merge → session recovery → retry → transport), so
+// each page request is recovered on its own and the replayed handshake is
+// retried like any request.
+//
+// What the stage does:
+//
+//   - The client's initialize request is remembered byte for byte and
+//     forwarded without a session id. When its result comes back
+//     client-bound, the Mcp-Session-Id of the HTTP response (the transport
+//     puts the response headers in the message's side channel) and
+//     result.protocolVersion become the session's.
+//   - The client's notifications/initialized is remembered too. Once it is
+//     delivered, the standalone GET stream is opened (when a Transport is
+//     set), once per session.
+//   - Every other server-bound message carries Mcp-Session-Id while a
+//     session exists and MCP-Protocol-Version once one was negotiated.
+//   - A message sent with a session id and refused with HTTP 404 (a
+//     *frame.StatusError) means the server forgot the session. The
+//     session is re-established once for every message that failed under
+//     that id — the client's initialize is replayed under a minted id
+//     without a session id (its answer never reaches the client), the new
+//     session id and version are taken, the client's initialized is
+//     replayed under them, the GET stream restarts — and the message is
+//     sent again, once. Messages that failed under an older session id
+//     are just sent again. If re-establishing fails, Handle returns an
+//     error wrapping [frame.ErrSessionLost] (the edge answers "session
+//     lost") and the session is marked lost: the next server-bound
+//     message tries again before it is sent, so a server that comes back
+//     later is picked up.
+//   - A 404 for a message sent without a session id (no session, or no
+//     initialize seen) is returned unchanged (the edge answers "HTTP
+//     404").
+//
+// The GET stream is reopened after ListenBackoff when it ends or breaks,
+// resuming with Last-Event-ID when the server numbered its events. A 4xx
+// stops it: 405 means the server offers no stream; 404 means the session
+// is gone, and the next request recovers it and restarts the stream.
+//
+// A Session serves one pipeline: call Middleware once, and Close when the
+// pipeline is done.
+type Session struct {
+	transport     StreamTransport
+	listenBackoff func(attempt int) time.Duration
+	sleep         func(ctx context.Context, d time.Duration) error
+	log           *slog.Logger
+
+	ids     IDMinter
+	replays waiters // answers to the replayed initialize
+
+	// life is cancelled by Close; every goroutine the session starts ends
+	// with it and is counted in wg.
+	life     context.Context
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	closeOne sync.Once
+	closeErr error
+
+	next Duplex // set once by Middleware, before the pipeline runs
+
+	mu sync.Mutex
+	// The client's handshake, as the client sent it.
+	initialize  frame.Message
+	initialized frame.Message
+	hasInit     bool
+	hasInited   bool
+	// pendingInit holds the client's initialize requests awaiting an
+	// answer, by id.
+	pendingInit map[frame.ID]frame.Message
+	sid         string
+	version     string
+	lost        bool
+	closed      bool
+	// attempts counts re-establishments started; last is the latest and
+	// running the one under way, if any.
+	attempts uint64
+	last     *reestablish
+	running  *reestablish
+	stream   *listener
+}
+
+// reestablish is one attempt to re-establish the session, shared by every
+// message that waits for it.
+type reestablish struct {
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// listener is a running GET stream.
+type listener struct {
+	sid    string
+	cancel context.CancelFunc
+}
+
+// NewSession returns a Session with no session yet.
+func NewSession(o SessionOptions) *Session {
+	s := &Session{
+		transport:     o.Transport,
+		listenBackoff: o.ListenBackoff,
+		sleep:         o.Sleep,
+		log:           loggerOrDiscard(o.Logger),
+		pendingInit:   make(map[frame.ID]frame.Message),
+	}
+	if s.listenBackoff == nil {
+		s.listenBackoff = defaultListenBackoff
+	}
+	if s.sleep == nil {
+		s.sleep = sleepContext
+	}
+	s.life, s.stop = context.WithCancel(context.Background())
+	return s
+}
+
+// defaultListenBackoff waits 1s, 2s, 4s, … up to 30s.
+func defaultListenBackoff(attempt int) time.Duration {
+	d := time.Second
+	for i := 1; i < attempt && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
+}
+
+// Middleware returns the session recovery stage. Call it once.
+func (s *Session) Middleware() Middleware {
+	return func(next Duplex) Duplex {
+		s.next = next
+		return Duplex{
+			ToServer: HandlerFunc(s.toServer),
+			ToClient: HandlerFunc(s.toClient),
+		}
+	}
+}
+
+// ID returns the current session id, "" if there is none.
+func (s *Session) ID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sid
+}
+
+// ProtocolVersion returns the negotiated protocol version, "" before the
+// first initialize was answered.
+func (s *Session) ProtocolVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
+}
+
+// Close stops the GET stream and any re-establishment under way, waits for
+// them to end, and then, when a session exists and a Transport is set, asks
+// the server to end it (once). Later calls return the first call's result.
+// Server-bound messages after Close fail with [frame.ErrClosed].
+func (s *Session) Close(ctx context.Context) error {
+	s.closeOne.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		h := s.headersLocked()
+		hasSession := s.sid != ""
+		s.mu.Unlock()
+		s.stop()
+		s.wg.Wait()
+		if hasSession && s.transport != nil {
+			s.closeErr = s.transport.EndSession(ctx, h)
+		}
+	})
+	return s.closeErr
+}
+
+func (s *Session) toClient(ctx context.Context, m frame.Message) error {
+	if s.replays.deliver(m) {
+		return nil
+	}
+	if m.Kind().IsResponse() {
+		s.mu.Lock()
+		if init, ok := s.pendingInit[m.ID()]; ok {
+			delete(s.pendingInit, m.ID())
+			if m.Kind() == frame.Result {
+				s.initialize, s.hasInit = init, true
+				s.sid = m.Header().Get(sessionHdrID)
+				s.version = m.Get("result.protocolVersion").String()
+				s.lost = false
+			}
+		}
+		s.mu.Unlock()
+	}
+	return s.next.ToClient.Handle(ctx, m)
+}
+
+func (s *Session) toServer(ctx context.Context, m frame.Message) error {
+	if m.Kind() == frame.Request && m.Method() == sessionMethodInitialize {
+		return s.sendInitialize(ctx, m)
+	}
+	isInitialized := m.Kind() == frame.Notification && m.Method() == sessionMethodInitialized
+	if isInitialized {
+		s.mu.Lock()
+		s.initialized, s.hasInited = m, true
+		s.mu.Unlock()
+	}
+	resent := false
+	for {
+		out, sid, seen, err := s.prepare(ctx, m)
+		if err != nil {
+			return err
+		}
+		err = s.next.ToServer.Handle(ctx, out)
+		if err == nil {
+			if isInitialized {
+				s.mu.Lock()
+				s.startStreamLocked()
+				s.mu.Unlock()
+			}
+			return nil
+		}
+		if resent || sid == "" || !isStatus(err, http.StatusNotFound) {
+			return err
+		}
+		s.log.Info("server forgot the session", "session", sid, "method", m.Method())
+		if err := s.recoverFrom(ctx, sid, seen); err != nil {
+			return err
+		}
+		if isInitialized {
+			return nil // re-establishing replayed it
+		}
+		resent = true
+	}
+}
+
+// sendInitialize forwards the client's initialize without session headers
+// and notes it, so that its answer sets up the session.
+func (s *Session) sendInitialize(ctx context.Context, m frame.Message) error {
+	id := m.ID()
+	s.mu.Lock()
+	s.pendingInit[id] = m
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.pendingInit, id)
+		s.mu.Unlock()
+	}()
+	return s.next.ToServer.Handle(ctx, withoutSessionHeaders(m))
+}
+
+// prepare returns m stamped with the session's headers, after waiting for a
+// re-establishment under way and, if the session is lost, trying to
+// re-establish it first. It also returns the session id stamped and the
+// number of re-establishments started before.
+func (s *Session) prepare(ctx context.Context, m frame.Message) (frame.Message, string, uint64, error) {
+	for {
+		s.mu.Lock()
+		switch {
+		case s.closed:
+			s.mu.Unlock()
+			return frame.Message{}, "", 0, frame.ErrClosed
+		case s.running != nil:
+			r := s.running
+			s.mu.Unlock()
+			if err := s.wait(ctx, r); err != nil {
+				return frame.Message{}, "", 0, err
+			}
+			continue
+		case s.lost:
+			r, err := s.startLocked(ctx)
+			s.mu.Unlock()
+			if err != nil {
+				return frame.Message{}, "", 0, err
+			}
+			if err := s.wait(ctx, r); err != nil {
+				return frame.Message{}, "", 0, err
+			}
+			continue
+		}
+		out := stampHeaders(m, s.sid, s.version)
+		sid, seen := s.sid, s.attempts
+		s.mu.Unlock()
+		return out, sid, seen, nil
+	}
+}
+
+// recoverFrom makes sure the session that refused a message sent under sid
+// is replaced, starting the re-establishment unless one began after the
+// message was sent (seen is how many had begun then) or the session changed
+// already.
+func (s *Session) recoverFrom(ctx context.Context, sid string, seen uint64) error {
+	s.mu.Lock()
+	var r *reestablish
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return frame.ErrClosed
+	case s.attempts > seen:
+		r = s.last
+	case s.sid != sid && !s.lost:
+		s.mu.Unlock()
+		return nil // the client initialized a new session meanwhile
+	default:
+		var err error
+		if r, err = s.startLocked(ctx); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+	}
+	s.mu.Unlock()
+	return s.wait(ctx, r)
+}
+
+// wait waits for r to finish, or for ctx.
+func (s *Session) wait(ctx context.Context, r *reestablish) error {
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// startLocked starts re-establishing the session on its own goroutine, so
+// that the message that triggered it may give up waiting without failing
+// the others. It keeps ctx's values but not its cancellation; Close ends it.
+func (s *Session) startLocked(ctx context.Context) (*reestablish, error) {
+	if s.closed {
+		return nil, frame.ErrClosed
+	}
+	if !s.hasInit {
+		// Unreachable: a session only exists after an initialize.
+		return nil, fmt.Errorf("%w: no initialize to replay", frame.ErrSessionLost)
+	}
+	r := &reestablish{done: make(chan struct{})}
+	s.attempts++
+	s.last, s.running = r, r
+	s.stopStreamLocked()
+	init, inited, hasInited := s.initialize, s.initialized, s.hasInited
+	next := s.next.ToServer
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(s.life, cancel)
+	s.wg.Go(func() {
+		defer cancel()
+		defer stop()
+		sid, version, err := s.handshake(rctx, next, init, inited, hasInited)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.running = nil
+		if err != nil {
+			s.log.Warn("could not re-establish the session", "err", err)
+			s.lost, s.sid = true, ""
+			// The cause is kept as text only: a wrapped *frame.StatusError
+			// would make the edge answer with its status instead.
+			r.err = fmt.Errorf("%w: %v", frame.ErrSessionLost, err)
+		} else {
+			s.log.Info("session re-established", "session", sid)
+			s.lost, s.sid, s.version = false, sid, version
+			if hasInited {
+				s.startStreamLocked()
+			}
+		}
+		close(r.done)
+	})
+	return r, nil
+}
+
+// handshake replays the client's initialize under a minted id and its
+// initialized under the new session, and returns the new session id and
+// protocol version.
+func (s *Session) handshake(ctx context.Context, next Handler, init, inited frame.Message, hasInited bool) (string, string, error) {
+	id := s.ids.Mint("session")
+	m, err := init.WithID(id)
+	if err != nil {
+		return "", "", err
+	}
+	answer := s.replays.add(id)
+	defer s.replays.remove(id)
+	if err := next.Handle(ctx, withoutSessionHeaders(m)); err != nil {
+		return "", "", fmt.Errorf("initialize: %w", err)
+	}
+	var resp frame.Message
+	select {
+	case resp = <-answer:
+	default:
+		return "", "", fmt.Errorf("initialize: %w", frame.ErrStreamEnded)
+	}
+	if resp.Kind() != frame.Result {
+		return "", "", fmt.Errorf("initialize answered with an error: %s", resp.Get("error.message").String())
+	}
+	sid := resp.Header().Get(sessionHdrID)
+	if sid == "" {
+		return "", "", errors.New("initialize answered without a session id")
+	}
+	version := resp.Get("result.protocolVersion").String()
+	if hasInited {
+		if err := next.Handle(ctx, stampHeaders(inited, sid, version)); err != nil {
+			return "", "", fmt.Errorf("initialized: %w", err)
+		}
+	}
+	return sid, version, nil
+}
+
+// headersLocked returns the session's headers for a GET or DELETE.
+func (s *Session) headersLocked() http.Header {
+	h := make(http.Header, 3)
+	if s.sid != "" {
+		h.Set(sessionHdrID, s.sid)
+	}
+	if s.version != "" {
+		h.Set(sessionHdrVersion, s.version)
+	}
+	return h
+}
+
+// startStreamLocked opens the GET stream for the current session unless it
+// is open already.
+func (s *Session) startStreamLocked() {
+	if s.transport == nil || s.closed || s.sid == "" {
+		return
+	}
+	if s.stream != nil && s.stream.sid == s.sid {
+		return
+	}
+	s.stopStreamLocked()
+	ctx, cancel := context.WithCancel(s.life)
+	s.stream = &listener{sid: s.sid, cancel: cancel}
+	h := s.headersLocked()
+	s.wg.Go(func() {
+		defer cancel()
+		s.listen(ctx, h)
+	})
+}
+
+func (s *Session) stopStreamLocked() {
+	if s.stream != nil {
+		s.stream.cancel()
+		s.stream = nil
+	}
+}
+
+// listen keeps the GET stream open until ctx is done or the server refuses
+// it.
+func (s *Session) listen(ctx context.Context, h http.Header) {
+	sid := h.Get(sessionHdrID)
+	attempt := 0
+	for {
+		last, err := s.transport.Listen(ctx, h)
+		if ctx.Err() != nil {
+			return
+		}
+		if last != "" && last != h.Get(sessionHdrLastEventID) {
+			h = h.Clone()
+			h.Set(sessionHdrLastEventID, last)
+		}
+		var st *frame.StatusError
+		switch {
+		case errors.As(err, &st) && st.Code == http.StatusMethodNotAllowed:
+			s.log.Debug("server offers no GET stream", "session", sid)
+			return
+		case errors.As(err, &st) && st.Code >= 400 && st.Code < 500:
+			s.log.Info("GET stream refused", "session", sid, "status", st.Code)
+			return
+		case err == nil:
+			attempt = 1 // the stream was up: reconnect promptly
+		default:
+			attempt++
+			s.log.Debug("GET stream broke", "session", sid, "err", err)
+		}
+		if s.sleep(ctx, s.listenBackoff(attempt)) != nil {
+			return
+		}
+	}
+}
+
+// stampHeaders returns m carrying the session headers, one map copy at most.
+func stampHeaders(m frame.Message, sid, version string) frame.Message {
+	if sid == "" && version == "" {
+		return m
+	}
+	old := m.Header()
+	h := make(http.Header, len(old)+2)
+	for k, v := range old {
+		h[k] = v
+	}
+	if sid != "" {
+		h.Set(sessionHdrID, sid)
+	}
+	if version != "" {
+		h.Set(sessionHdrVersion, version)
+	}
+	return m.WithHeaders(h)
+}
+
+// withoutSessionHeaders returns m without session headers in its side
+// channel.
+func withoutSessionHeaders(m frame.Message) frame.Message {
+	old := m.Header()
+	if old.Get(sessionHdrID) == "" && old.Get(sessionHdrVersion) == "" {
+		return m
+	}
+	h := old.Clone()
+	h.Del(sessionHdrID)
+	h.Del(sessionHdrVersion)
+	return m.WithHeaders(h)
+}
+
+// isStatus reports whether err is a *frame.StatusError with this code.
+func isStatus(err error, code int) bool {
+	var st *frame.StatusError
+	return errors.As(err, &st) && st.Code == code
+}
