@@ -3,10 +3,248 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/pipeline"
+	"github.com/mcp-stdio/mcp-stdio/transport"
 )
 
-// runRelay is the relay subcommand (the default).
+const relayUsage = `usage: mcp-stdio [flags] URL
+
+Relay a local stdio MCP client (Claude Desktop, Claude Code, an IDE) to the
+remote MCP server at URL, over Streamable HTTP or the older HTTP+SSE
+transport. stdin and stdout carry the client's JSON-RPC, one message per line;
+logs go to stderr.
+
+Other commands:
+  mcp-stdio serve [flags] [-- CMD ARGS...]   publish a stdio server over HTTP
+
+Flags:
+`
+
+// relayFlags are the relay's command-line settings. Names follow the
+// Python mcp-stdio so this is a drop-in replacement.
+type relayFlags struct {
+	url            string
+	bearer         string
+	headers        headerList
+	transport      string
+	connectTimeout seconds
+	readTimeout    seconds
+	sseReadTimeout seconds
+	noKeepalive    bool
+	noCancelFilter bool
+	check          bool
+	test           bool
+	version        bool
+	maxMessage     int
+	logLevel       slog.Level
+}
+
+func newRelayFlagSet(f *relayFlags, getenv func(string) string) *flag.FlagSet {
+	fs := flag.NewFlagSet("mcp-stdio", flag.ContinueOnError)
+	f.bearer = getenv("MCP_BEARER_TOKEN")
+	f.transport = pipeline.TransportAuto
+	f.connectTimeout = seconds(transport.DefaultConnectTimeout.Seconds())
+	f.readTimeout = seconds(transport.DefaultReadTimeout.Seconds())
+	f.sseReadTimeout = seconds(pipeline.DefaultSSEIdle.Seconds())
+	fs.StringVar(&f.bearer, "bearer-token", f.bearer, "static bearer `token` sent as Authorization (prefer the MCP_BEARER_TOKEN env var: flags show in ps)")
+	fs.Var(&f.headers, "header", "extra HTTP header `'Name: Value'` on every request (repeatable)")
+	fs.Var(&f.headers, "H", "shorthand for --header")
+	fs.StringVar(&f.transport, "transport", f.transport, "`transport`: auto (Streamable HTTP, falling back to HTTP+SSE), streamable-http, or sse")
+	fs.Var(&f.connectTimeout, "timeout-connect", "connect timeout in `seconds`; also the wait for the HTTP+SSE endpoint at start")
+	fs.Var(&f.readTimeout, "timeout-read", "read timeout in `seconds`: for response headers and for silence inside a response")
+	fs.Var(&f.sseReadTimeout, "sse-read-timeout", "idle `seconds` on a standing SSE stream before reconnecting (0 = never)")
+	fs.BoolVar(&f.noKeepalive, "no-tcp-keepalive", false, "turn off TCP keepalive probes (on: 60s idle, 15s x 4)")
+	fs.BoolVar(&f.noCancelFilter, "no-cancel-filter", false, "pass responses to cancelled requests through, and don't abort their HTTP requests")
+	fs.BoolVar(&f.check, "check", false, "check connectivity: send initialize, print what the server says on stderr, exit 0 or 1")
+	fs.BoolVar(&f.test, "test", false, "deprecated alias for --check")
+	fs.BoolVar(&f.version, "version", false, "print the version and exit")
+	fs.BoolVar(&f.version, "V", false, "shorthand for --version")
+	fs.IntVar(&f.maxMessage, "max-message-size", 0, "largest message in `bytes` in either direction (0 = 64 MiB)")
+	fs.TextVar(&f.logLevel, "log-level", slog.LevelInfo, "stderr log `level`: debug, info, warn or error")
+	return fs
+}
+
+// runRelay is the relay command (the default).
 func runRelay(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return errors.New("relay: not built yet")
+	var f relayFlags
+	fs := newRelayFlagSet(&f, getenv)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), relayUsage)
+		fs.PrintDefaults()
+	}
+	positional, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return nil
+	}
+	if err != nil {
+		return &exitError{code: exitUsage}
+	}
+	if f.version {
+		fmt.Fprintf(stdout, "mcp-stdio %s\n", version)
+		return nil
+	}
+	logger := newLogger(stderr, f.logLevel)
+	if f.test {
+		logger.Warn("--test is deprecated; use --check instead")
+		f.check = true
+	}
+	cfg, err := f.config(positional, getenv, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-stdio: %v\n", err)
+		fs.Usage()
+		return &exitError{code: exitUsage}
+	}
+	if f.check {
+		if _, err := pipeline.Check(ctx, cfg, stderr); err != nil {
+			return &exitError{code: exitFailure}
+		}
+		return nil
+	}
+	logger.Info("relaying stdio", "url", redactURL(cfg.URL), "transport", cfg.Transport)
+	if err := pipeline.Relay(ctx, cfg, stdin, stdout); err != nil {
+		return err
+	}
+	return nil
+}
+
+// config checks the flags and turns them into a relay configuration.
+func (f *relayFlags) config(positional []string, getenv func(string) string, logger *slog.Logger) (pipeline.RelayConfig, error) {
+	var cfg pipeline.RelayConfig
+	switch len(positional) {
+	case 0:
+		return cfg, errors.New("missing the server URL")
+	case 1:
+	default:
+		return cfg, fmt.Errorf("one server URL expected, got %d arguments", len(positional))
+	}
+	u, err := url.Parse(positional[0])
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return cfg, fmt.Errorf("invalid server URL %q: want http(s)://host/path", positional[0])
+	}
+	switch f.transport {
+	case pipeline.TransportAuto, pipeline.TransportStreamable, pipeline.TransportSSE:
+	default:
+		return cfg, fmt.Errorf("invalid --transport %q: want auto, streamable-http or sse", f.transport)
+	}
+	if f.maxMessage < 0 {
+		return cfg, errors.New("--max-message-size must not be negative")
+	}
+	// Header precedence: defaults (set by the transport), then the bearer
+	// token, then -H entries in order.
+	h := http.Header{}
+	if f.bearer != "" {
+		h.Set("Authorization", "Bearer "+f.bearer)
+	}
+	for _, kv := range f.headers {
+		h.Set(kv[0], kv[1])
+	}
+	cfg = pipeline.RelayConfig{
+		URL:       u.String(),
+		Transport: f.transport,
+		Header:    h,
+		HTTP: transport.HTTPOptions{
+			ConnectTimeout: f.connectTimeout.duration(),
+			ReadTimeout:    f.readTimeout.duration(),
+			KeepAlive:      !f.noKeepalive,
+			Getenv:         getenv,
+		},
+		SSEReadTimeout: f.sseReadTimeout.durationOrOff(),
+		MaxMessageSize: f.maxMessage,
+		NoCancelFilter: f.noCancelFilter,
+		Logger:         logger,
+	}
+	return cfg, nil
+}
+
+// parseInterspersed parses flags wherever they appear among the positional
+// arguments (as Python's argparse does: `mcp-stdio URL --transport sse`
+// works), and returns the positional ones. "--" ends flag parsing.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		// flag stops at the first non-flag, or after "--".
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// headerList collects -H values, validated as they are parsed.
+type headerList [][2]string
+
+func (h *headerList) String() string { return "" }
+
+func (h *headerList) Set(s string) error {
+	name, value, err := transport.ParseHeader(s)
+	if err != nil {
+		return err
+	}
+	*h = append(*h, [2]string{http.CanonicalHeaderKey(name), value})
+	return nil
+}
+
+// redactURL drops credentials and the query (which may carry tokens) from a
+// URL for logging.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "…"
+	}
+	return u.String()
+}
+
+// newLogger returns the stderr logger every command uses.
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})).With("app", "mcp-stdio")
+}
+
+// seconds is a duration flag given in (possibly fractional) seconds, as the
+// Python tool takes them.
+type seconds float64
+
+func (s *seconds) String() string { return strconv.FormatFloat(float64(*s), 'g', -1, 64) }
+
+func (s *seconds) Set(v string) error {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || f < 0 || f != f || f > 1e9 {
+		return fmt.Errorf("want a non-negative number of seconds, got %q", v)
+	}
+	*s = seconds(f)
+	return nil
+}
+
+func (s seconds) duration() time.Duration { return time.Duration(float64(s) * float64(time.Second)) }
+
+// durationOrOff maps 0 to "no limit" (a negative duration for the relay).
+func (s seconds) durationOrOff() time.Duration {
+	if s == 0 {
+		return -1
+	}
+	return s.duration()
 }

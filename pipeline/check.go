@@ -1,0 +1,138 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport"
+)
+
+// CheckResult is what a connectivity check learned from the server.
+type CheckResult struct {
+	ServerName      string
+	ServerVersion   string
+	ProtocolVersion string
+	Tools           bool
+	Resources       bool
+	Prompts         bool
+	SessionID       string
+	Transport       string // the transport that answered
+}
+
+// checkVersion is the protocol version the check asks for.
+const checkVersion = "2025-11-25"
+
+// Check sends one initialize to the server cfg names, over the transport cfg
+// chooses (auto falls back to HTTP+SSE as the relay does), reports what the
+// server said on w, and ends the session it opened. It never prints a
+// response body of a failed request: servers echo credentials in error
+// pages. It returns an error when the server could not be reached or did not
+// answer initialize with a result.
+func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, error) {
+	cfg.defaults()
+	var res CheckResult
+	var mu sync.Mutex
+	var answer frame.Message
+	var answerHdr http.Header
+	sink := transport.SinkFunc(func(_ context.Context, m frame.Message) error {
+		if m.ID() == "1" && m.Kind().IsResponse() {
+			mu.Lock()
+			answer, answerHdr = m, m.Header()
+			mu.Unlock()
+		}
+		return nil
+	})
+	if cfg.URL == "" {
+		return res, errors.New("check: no server URL")
+	}
+	wired, err := buildTransport(cfg, sink)
+	if err != nil {
+		return res, err
+	}
+	wire, runner := wired.wire, wired.runner
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	runErr := make(chan error, 1)
+	if runner != nil {
+		wg.Go(func() { runErr <- runner(runCtx) })
+	}
+	defer func() { stop(); wg.Wait() }()
+
+	init := frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + checkVersion +
+		`","capabilities":{},"clientInfo":{"name":"mcp-stdio","version":"check"}}}`)
+	sendErr := wire.Handle(runCtx, init)
+	select {
+	case err := <-runErr:
+		if sendErr == nil && err != nil {
+			sendErr = err
+		}
+	default:
+	}
+	if sendErr != nil {
+		var st *frame.StatusError
+		if errors.As(sendErr, &st) {
+			fmt.Fprintf(w, "✗ HTTP %d\n", st.Code)
+			return res, fmt.Errorf("HTTP %d", st.Code)
+		}
+		fmt.Fprintf(w, "✗ %v\n", sendErr)
+		return res, sendErr
+	}
+	mu.Lock()
+	m, hdr := answer, answerHdr
+	mu.Unlock()
+	switch m.Kind() {
+	case frame.Result:
+	case frame.Error:
+		code, _ := m.ErrorCode()
+		fmt.Fprintf(w, "✗ initialize failed: error %d: %s\n", code, oneLineText(m.Get("error.message").String()))
+		return res, fmt.Errorf("initialize failed: error %d", code)
+	default:
+		fmt.Fprintln(w, "✗ no answer to initialize")
+		return res, errors.New("no answer to initialize")
+	}
+	res = CheckResult{
+		ServerName:      m.Get("result.serverInfo.name").String(),
+		ServerVersion:   m.Get("result.serverInfo.version").String(),
+		ProtocolVersion: m.Get("result.protocolVersion").String(),
+		Tools:           m.Get("result.capabilities.tools").Exists(),
+		Resources:       m.Get("result.capabilities.resources").Exists(),
+		Prompts:         m.Get("result.capabilities.prompts").Exists(),
+		SessionID:       hdr.Get("Mcp-Session-Id"),
+		Transport:       cfg.Transport,
+	}
+	yes := map[bool]string{true: "yes", false: "no"}
+	fmt.Fprintln(w, "✓ Connected")
+	fmt.Fprintf(w, "  server:    %s %s\n", oneLineText(res.ServerName), oneLineText(res.ServerVersion))
+	fmt.Fprintf(w, "  protocol:  %s\n", oneLineText(res.ProtocolVersion))
+	fmt.Fprintf(w, "  tools:     %s\n  resources: %s\n  prompts:   %s\n", yes[res.Tools], yes[res.Resources], yes[res.Prompts])
+	if res.SessionID != "" {
+		fmt.Fprintf(w, "  session:   %s\n", oneLineText(res.SessionID))
+		if wired.streams != nil {
+			h := http.Header{}
+			h.Set("Mcp-Session-Id", res.SessionID)
+			h.Set("MCP-Protocol-Version", res.ProtocolVersion)
+			_ = wired.streams.EndSession(ctx, h)
+		}
+	}
+	return res, nil
+}
+
+// oneLineText makes a server-supplied string safe to print on one line of a
+// terminal: control characters become spaces and it is cut at 200 bytes.
+func oneLineText(s string) string {
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}

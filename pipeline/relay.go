@@ -1,0 +1,460 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/mw"
+	"github.com/mcp-stdio/mcp-stdio/transport"
+)
+
+// Transport names accepted by [RelayConfig.Transport].
+const (
+	TransportAuto       = "auto"            // Streamable HTTP, falling back to HTTP+SSE
+	TransportStreamable = "streamable-http" // Streamable HTTP only
+	TransportSSE        = "sse"             // HTTP+SSE (MCP 2024-11-05) only
+)
+
+// Relay defaults.
+const (
+	DefaultMaxInFlight  = 256
+	DefaultDrainTimeout = 5 * time.Second
+	DefaultSSEIdle      = 300 * time.Second
+)
+
+// RelayConfig configures a relay: one stdio client (the reader and writer
+// given to [Relay]) carried to one remote MCP server.
+type RelayConfig struct {
+	// URL is the remote MCP endpoint (the SSE GET URL for TransportSSE).
+	URL string
+	// Transport is TransportAuto (the default when empty),
+	// TransportStreamable or TransportSSE.
+	Transport string
+	// Header holds static headers sent with every HTTP request: -H entries,
+	// a bearer token. They override the defaults (Content-Type, Accept).
+	Header http.Header
+	// HTTP configures the HTTP client (timeouts, TCP keepalive, proxies).
+	// Ignored when HTTPClient is set.
+	HTTP transport.HTTPOptions
+	// HTTPClient, when set, sends every request instead of one built from
+	// HTTP. Wrap its Transport to add authentication or tracing.
+	HTTPClient *http.Client
+	// SSEReadTimeout is the longest silence tolerated on a standing SSE
+	// stream before it is reconnected; 0 means DefaultSSEIdle, negative
+	// means no limit.
+	SSEReadTimeout time.Duration
+	// MaxMessageSize caps one message in either direction; 0 means
+	// frame.DefaultMaxMessageSize.
+	MaxMessageSize int
+	// MaxInFlight bounds the client requests in flight at once; stdin is not
+	// read further while the bound is reached. 0 means DefaultMaxInFlight.
+	MaxInFlight int
+	// DrainTimeout bounds how long in-flight requests may finish after stdin
+	// ends or ctx is cancelled; 0 means DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// NoCancelFilter removes the cancel filter: late responses to cancelled
+	// requests then reach the client, and a cancel no longer aborts the
+	// in-flight HTTP request.
+	NoCancelFilter bool
+	// Middlewares are extra stages, placed just inside the cancel filter:
+	// they see every message the client sends and every message it gets
+	// except responses to requests it cancelled. Use them to deny a tool,
+	// redact a field, or log.
+	Middlewares []mw.Middleware
+	// Retry tunes the retry stage (attempts, backoff, the sleep used between
+	// attempts).
+	Retry mw.RetryOptions
+	// Auth, when set, is the re-authorisation stage's view of an OAuth
+	// client; the HTTP client must then add its token to every request.
+	Auth mw.Authorizer
+	// Logger receives diagnostics; nil discards them. Never stdout.
+	Logger *slog.Logger
+}
+
+func (c *RelayConfig) defaults() {
+	if c.Transport == "" {
+		c.Transport = TransportAuto
+	}
+	if c.MaxMessageSize <= 0 {
+		c.MaxMessageSize = frame.DefaultMaxMessageSize
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.SSEReadTimeout == 0 {
+		c.SSEReadTimeout = DefaultSSEIdle
+	}
+	if c.SSEReadTimeout < 0 {
+		c.SSEReadTimeout = 0
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Relay carries the newline-delimited JSON-RPC client on in and out to the
+// remote server cfg names, until in ends or ctx is cancelled. Then it lets
+// in-flight requests finish (bounded by cfg.DrainTimeout), answers those
+// that could not with an error, ends the server session, and returns nil.
+// It returns an error only when the relay could not run at all (bad config,
+// the HTTP+SSE server never offered an endpoint).
+//
+// Only protocol bytes are written to out, one message per line. Every
+// request read from in gets exactly one answer on out — the server's, or
+// the relay's own error — unless the client cancelled it.
+func Relay(ctx context.Context, cfg RelayConfig, in io.Reader, out io.Writer) error {
+	r, err := newRelay(cfg, out)
+	if err != nil {
+		return err
+	}
+	return r.run(ctx, in)
+}
+
+// relay is one running relay pipeline.
+type relay struct {
+	cfg     RelayConfig
+	log     *slog.Logger
+	out     *frame.Writer
+	chain   mw.Duplex
+	session *mw.Session
+	// runner is the transport's background work (the HTTP+SSE stream), or
+	// nil.
+	runner func(context.Context) error
+}
+
+func newRelay(cfg RelayConfig, out io.Writer) (*relay, error) {
+	cfg.defaults()
+	if cfg.URL == "" {
+		return nil, errors.New("relay: no server URL")
+	}
+	r := &relay{cfg: cfg, log: cfg.Logger, out: frame.NewWriter(out)}
+
+	// The transport is built before the chain, so its client-bound exit is
+	// bound once the chain exists.
+	var toClient mw.Late
+	w, err := buildTransport(cfg, &toClient)
+	if err != nil {
+		return nil, err
+	}
+	r.runner = w.runner
+
+	r.session = mw.NewSession(mw.SessionOptions{Transport: w.streams, Logger: cfg.Logger})
+	retry := cfg.Retry
+	if retry.Logger == nil {
+		retry.Logger = cfg.Logger
+	}
+	var cancel mw.Middleware
+	if !cfg.NoCancelFilter {
+		cancel = mw.CancelFilter(mw.CancelOptions{Logger: cfg.Logger})
+	}
+	var reauth mw.Middleware
+	if cfg.Auth != nil {
+		reauth = mw.Reauth(mw.ReauthOptions{Authorizer: cfg.Auth, Logger: cfg.Logger})
+	}
+	stages := []mw.Middleware{cancel}
+	stages = append(stages, cfg.Middlewares...)
+	stages = append(stages,
+		mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
+		r.session.Middleware(),
+		mw.Retry(retry),
+		reauth,
+	)
+	r.chain = mw.Chain(stages...)(mw.Duplex{ToServer: w.wire, ToClient: mw.HandlerFunc(r.toStdout)})
+	toClient.Bind(r.chain.ToClient)
+	return r, nil
+}
+
+// wiring is the transport side of a relay.
+type wiring struct {
+	wire    mw.Handler         // sends messages
+	streams mw.StreamTransport // GET stream and DELETE; nil on HTTP+SSE
+	runner  func(context.Context) error
+}
+
+// buildTransport builds the transport cfg names, delivering what the server
+// sends to sink.
+func buildTransport(cfg RelayConfig, sink transport.Sink) (wiring, error) {
+	client := cfg.HTTPClient
+	if client == nil {
+		client = transport.NewHTTPClient(cfg.HTTP)
+	}
+	readTimeout := cfg.HTTP.ReadTimeout
+	if readTimeout <= 0 {
+		readTimeout = transport.DefaultReadTimeout
+	}
+	connectTimeout := cfg.HTTP.ConnectTimeout
+	if connectTimeout <= 0 {
+		connectTimeout = transport.DefaultConnectTimeout
+	}
+	streamable := &transport.StreamableClient{
+		URL:               cfg.URL,
+		Client:            client,
+		Header:            cfg.Header,
+		ToClient:          sink,
+		MaxMessageSize:    cfg.MaxMessageSize,
+		IdleTimeout:       readTimeout,
+		StreamIdleTimeout: cfg.SSEReadTimeout,
+		Logger:            cfg.Logger,
+	}
+	sse := &transport.SSEClient{
+		URL:                  cfg.URL,
+		Client:               client,
+		Header:               cfg.Header,
+		ToClient:             sink,
+		MaxMessageSize:       cfg.MaxMessageSize,
+		FirstEndpointTimeout: connectTimeout,
+		EndpointWait:         readTimeout,
+		IdleTimeout:          cfg.SSEReadTimeout,
+		Logger:               cfg.Logger,
+	}
+	switch cfg.Transport {
+	case TransportAuto:
+		auto := &transport.Auto{Streamable: streamable, SSE: sse, Logger: cfg.Logger}
+		return wiring{wire: auto, streams: auto, runner: auto.Run}, nil
+	case TransportStreamable:
+		return wiring{wire: streamable, streams: streamable}, nil
+	case TransportSSE:
+		return wiring{wire: sse, runner: sse.Run}, nil
+	}
+	return wiring{}, fmt.Errorf("relay: unknown transport %q (want %s, %s or %s)", cfg.Transport, TransportAuto, TransportStreamable, TransportSSE)
+}
+
+// toStdout is the end of the client-bound path: one line on stdout per
+// message. Answers to ids a stage minted never get here unless the stage
+// that minted them had already given up on them; they are dropped.
+func (r *relay) toStdout(_ context.Context, m frame.Message) error {
+	if m.Kind().IsResponse() && mw.IsMinted(m.ID()) {
+		r.log.Debug("dropping a late answer to a relay-owned request", "id", m.ID().String())
+		return nil
+	}
+	return r.out.Write(m)
+}
+
+// answer writes the relay's own answer for a client request straight to
+// stdout, past every stage: a client must never wait forever.
+func (r *relay) answer(m frame.Message) {
+	if err := r.out.Write(m); err != nil {
+		r.log.Warn("cannot write to stdout", "err", err)
+	}
+}
+
+// run pumps stdin into the chain until stdin ends or ctx is done, then
+// drains and shuts down.
+func (r *relay) run(ctx context.Context, in io.Reader) error {
+	// work lives until the drain is over; requests run under it, not under
+	// ctx, so a signal lets them finish within the drain bound.
+	work, stopWork := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopWork(frame.ErrClosed)
+
+	var bg sync.WaitGroup
+	runnerErr := make(chan error, 1)
+	if r.runner != nil {
+		bg.Go(func() {
+			if err := r.runner(work); err != nil {
+				runnerErr <- err
+			}
+		})
+	}
+
+	lines := make(chan frame.Message)
+	readDone := make(chan error, 1)
+	readerCtx, stopReader := context.WithCancel(ctx)
+	defer stopReader()
+	go r.readStdin(readerCtx, in, lines, readDone)
+
+	// Notifications and the client's answers keep their order on one
+	// goroutine. Requests each get their own, bounded by slots, and each
+	// waits until the notifications read before it have been delivered: a
+	// client that sends notifications/initialized and then tools/list must
+	// not have the server see them the other way round.
+	ordered := make(chan queued, 256)
+	bg.Go(func() {
+		for q := range ordered {
+			if err := r.chain.ToServer.Handle(work, q.m); err != nil && work.Err() == nil {
+				r.log.Warn("could not deliver a message to the server", "method", q.m.Method(), "kind", q.m.Kind().String(), "err", err)
+			}
+			close(q.done)
+		}
+	})
+	lastQueued := closedChan()
+	slots := make(chan struct{}, r.cfg.MaxInFlight)
+	var requests sync.WaitGroup
+
+	var fatal error
+loop:
+	for {
+		select {
+		case m, ok := <-lines:
+			if !ok {
+				break loop
+			}
+			switch m.Kind() {
+			case frame.Request, frame.Batch:
+				select {
+				case slots <- struct{}{}:
+				case <-ctx.Done():
+					r.answer(frame.ErrorResponse(m.ID(), frame.CodeGateway, "relay shutting down"))
+					break loop
+				}
+				after := lastQueued
+				requests.Go(func() {
+					defer func() { <-slots }()
+					select {
+					case <-after:
+					case <-work.Done():
+					}
+					r.request(work, m)
+				})
+			default:
+				q := queued{m: m, done: make(chan struct{})}
+				select {
+				case ordered <- q:
+					lastQueued = q.done
+				case <-ctx.Done():
+					break loop
+				}
+			}
+		case err := <-runnerErr:
+			fatal = err
+			break loop
+		case <-ctx.Done():
+			r.log.Info("shutting down", "cause", context.Cause(ctx))
+			break loop
+		}
+	}
+	stopReader()
+
+	// Drain: let requests in flight finish, within the bound.
+	drained := make(chan struct{})
+	go func() { requests.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(r.cfg.DrainTimeout):
+		r.log.Warn("requests still in flight after the drain timeout; abandoning them", "timeout", r.cfg.DrainTimeout)
+		stopWork(frame.ErrClosed)
+		<-drained
+	}
+	close(ordered)
+
+	endCtx, cancelEnd := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.DrainTimeout)
+	if err := r.session.Close(endCtx); err != nil {
+		r.log.Warn("could not end the server session", "err", err)
+	}
+	cancelEnd()
+	stopWork(frame.ErrClosed)
+	bg.Wait()
+	if fatal == nil {
+		select {
+		case fatal = <-runnerErr:
+		default:
+		}
+	}
+	return fatal
+}
+
+// queued is a notification or client answer waiting for its turn.
+type queued struct {
+	m    frame.Message
+	done chan struct{} // closed once m was handled
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// request sends one client request (or batch) and makes sure it is
+// answered.
+func (r *relay) request(ctx context.Context, m frame.Message) {
+	err := r.chain.ToServer.Handle(ctx, m)
+	if err == nil {
+		return
+	}
+	if m.Kind() == frame.Batch {
+		r.answerBatch(m, err)
+		return
+	}
+	if errors.Is(context.Cause(ctx), frame.ErrClosed) {
+		err = frame.ErrClosed
+	}
+	r.log.Warn("request failed", "method", m.Method(), "id", m.ID().String(), "err", err)
+	r.answer(mw.ErrorFor(m, err))
+}
+
+// answerBatch answers every request of a batch that could not be delivered,
+// as one batch of errors.
+func (r *relay) answerBatch(batch frame.Message, err error) {
+	var out []byte
+	for _, el := range batch.Get("@this").Array() {
+		m, perr := frame.Parse([]byte(el.Raw))
+		if perr != nil || m.Kind() != frame.Request {
+			continue
+		}
+		e := mw.ErrorFor(m, err)
+		if out == nil {
+			out = append(out, '[')
+		} else {
+			out = append(out, ',')
+		}
+		out = append(out, e.Bytes()...)
+	}
+	if out == nil {
+		return
+	}
+	out = append(out, ']')
+	if m, perr := frame.Parse(out); perr == nil {
+		r.answer(m)
+	}
+}
+
+// readStdin reads client messages on its own goroutine, so a cancel is read
+// while requests are in flight. Lines that cannot be used are answered
+// here. It closes lines at the end of input or when ctx ends.
+func (r *relay) readStdin(ctx context.Context, in io.Reader, lines chan<- frame.Message, done chan<- error) {
+	defer close(lines)
+	rd := frame.NewReader(in, r.cfg.MaxMessageSize)
+	for {
+		m, err := rd.Read()
+		if err != nil {
+			var le *frame.LineError
+			if errors.As(err, &le) {
+				r.log.Warn("bad line on stdin", "line", le.Line, "err", le.Err)
+				msg := "parse error: invalid JSON"
+				if errors.Is(le.Err, frame.ErrTooLarge) {
+					msg = fmt.Sprintf("message too large (limit %d bytes)", r.cfg.MaxMessageSize)
+				}
+				r.answer(frame.ErrorResponse(le.ID, le.Code(), msg))
+				continue
+			}
+			if !errors.Is(err, io.EOF) {
+				r.log.Warn("stdin read failed", "err", err)
+			}
+			done <- err
+			return
+		}
+		switch {
+		case m.Kind() == frame.Invalid:
+			r.answer(frame.ErrorResponse("", frame.CodeInvalidRequest, "invalid request: not a JSON-RPC message"))
+			continue
+		case m.Kind() == frame.Request && mw.IsMinted(m.ID()):
+			r.answer(frame.ErrorResponse(m.ID(), frame.CodeInvalidRequest, "invalid request: ids starting with \"mcp-stdio/\" are reserved"))
+			continue
+		}
+		select {
+		case lines <- m:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
