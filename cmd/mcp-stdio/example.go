@@ -3,14 +3,62 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+
+	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/exampleserver"
 )
 
 // exampleServerCommand is the hidden subcommand that runs the bundled
 // example stdio server; serve starts it as its default child.
 const exampleServerCommand = "example-server"
 
-// runExampleServer runs the bundled example stdio MCP server.
-func runExampleServer(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return errors.New("example-server: not built yet")
+// runExampleServer runs the bundled example stdio MCP server on stdin and
+// stdout until stdin ends. stdout carries protocol messages only; logs go to
+// stderr.
+//
+//	mcp-stdio example-server [--page-size N] [--name NAME] [--log-level LEVEL] [--max-message-size BYTES]
+func runExampleServer(ctx context.Context, args []string, _ func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mcp-stdio "+exampleServerCommand, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pageSize := fs.Int("page-size", 0, "page size of tools/list, resources/list, resources/templates/list and prompts/list (0: no pagination)")
+	name := fs.String("name", "mcp-stdio-example", "the server name reported in serverInfo")
+	logLevel := fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
+	maxSize := fs.Int("max-message-size", 0, "largest accepted input line in bytes (0: 64 MiB)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: mcp-stdio %s [flags]\n\n"+
+			"Runs the bundled example MCP server on stdin/stdout (both protocol eras).\n\n", exampleServerCommand)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{code: exitUsage} // the flag package has printed why
+	}
+	if fs.NArg() > 0 {
+		return usageError("%s: unexpected argument %q", exampleServerCommand, fs.Arg(0))
+	}
+	if *pageSize < 0 || *maxSize < 0 {
+		return usageError("%s: --page-size and --max-message-size must not be negative", exampleServerCommand)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageError("%s: --log-level: %v", exampleServerCommand, err)
+	}
+
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", exampleServerCommand)
+	err := exampleserver.Serve(ctx, stdin, stdout, exampleserver.Options{
+		Name:           *name,
+		Version:        version,
+		PageSize:       *pageSize,
+		MaxMessageSize: *maxSize,
+		Logger:         logger,
+	})
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil // interrupted: a normal way for a stdio server to end
+	}
+	return err
 }

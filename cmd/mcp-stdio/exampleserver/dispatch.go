@@ -1,0 +1,395 @@
+package exampleserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// Protocol versions.
+const (
+	modernVersion       = "2026-07-28"
+	latestLegacyVersion = "2025-11-25"
+)
+
+// legacyVersions are the initialize-era versions served, newest first.
+var legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// Reserved _meta keys of MCP 2026-07-28.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaLogLevel           = "io.modelcontextprotocol/logLevel"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+)
+
+// metaPath is the gjson path of a reserved key in a request's params._meta;
+// the key holds '.' and '/', so it is escaped.
+func metaPath(key string) string { return "_meta." + gjson.Escape(key) }
+
+// era is the generation of the protocol a connection or request speaks.
+type era uint8
+
+const (
+	eraUnset  era = iota // no era-bearing message yet
+	eraLegacy            // initialize handshake (2024-11-05 … 2025-11-25)
+	eraModern            // per-request _meta (2026-07-28)
+)
+
+// object is a JSON object the server builds. encoding/json writes its keys
+// sorted, so the server's output is deterministic.
+type object = map[string]any
+
+// request is one client request as a handler sees it.
+type request struct {
+	id     frame.ID
+	method string
+	params gjson.Result // the request's params (points into its bytes)
+	modern bool         // answered under 2026-07-28 rules
+	// caps are the client capabilities in force: the request's own on a
+	// modern request, initialize's on a legacy one.
+	caps gjson.Result
+	// release gives the handler slot back early, for a handler about to
+	// wait on the client. Idempotent.
+	release func()
+}
+
+// meta reads a key of the request's params._meta.
+func (r *request) meta(key string) gjson.Result { return r.params.Get(metaPath(key)) }
+
+// rpcError is a JSON-RPC error a handler answers with.
+type rpcError struct {
+	code    int
+	message string
+	data    any // marshalled as error.data when non-nil
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("%d %s", e.code, e.message) }
+
+func (e *rpcError) response(id frame.ID) frame.Message {
+	var data []byte
+	if e.data != nil {
+		data = marshal(e.data)
+	}
+	return frame.ErrorResponseData(id, e.code, e.message, data)
+}
+
+// invalidParams is the -32602 error.
+func invalidParams(format string, args ...any) *rpcError {
+	return &rpcError{code: frame.CodeInvalidParams, message: "invalid params: " + fmt.Sprintf(format, args...)}
+}
+
+// unsupportedVersion is MCP 2026-07-28's UnsupportedProtocolVersionError.
+func unsupportedVersion(requested string, supported []string) *rpcError {
+	return &rpcError{
+		code:    frame.CodeUnsupportedVersion,
+		message: fmt.Sprintf("unsupported protocol version %q", requested),
+		data:    object{"supported": supported, "requested": requested},
+	}
+}
+
+// cacheHint is the caching advice on a modern cacheable result.
+type cacheHint struct {
+	ttlMs int64
+	scope string // "public" or "private"
+}
+
+var (
+	// noCache: the result can change at any time (the tool list, the
+	// counter).
+	noCache = cacheHint{0, "private"}
+	// staticCache: the result never changes while the server runs.
+	staticCache = cacheHint{60_000, "public"}
+)
+
+// method describes one JSON-RPC method of the server.
+type method struct {
+	handle func(s *server, ctx context.Context, req *request) (object, error)
+	// legacy and modern tell the eras that have the method.
+	legacy, modern bool
+	// cache, when set, marks results that carry ttlMs and cacheScope on
+	// the modern era.
+	cache func(s *server, req *request) cacheHint
+}
+
+func always(h cacheHint) func(*server, *request) cacheHint {
+	return func(*server, *request) cacheHint { return h }
+}
+
+// methods is the server's dispatch table (ping is answered by the read loop).
+var methods = map[string]method{
+	"initialize":               {handle: (*server).initialize, legacy: true},
+	"logging/setLevel":         {handle: (*server).setLevel, legacy: true},
+	"resources/subscribe":      {handle: (*server).subscribe, legacy: true},
+	"resources/unsubscribe":    {handle: (*server).unsubscribe, legacy: true},
+	"server/discover":          {handle: (*server).discover, modern: true, cache: always(staticCache)},
+	"subscriptions/listen":     {handle: (*server).listen, modern: true},
+	"tools/list":               {handle: (*server).listTools, legacy: true, modern: true, cache: always(noCache)},
+	"tools/call":               {handle: (*server).callTool, legacy: true, modern: true},
+	"resources/list":           {handle: (*server).listResources, legacy: true, modern: true, cache: always(staticCache)},
+	"resources/templates/list": {handle: (*server).listTemplates, legacy: true, modern: true, cache: always(staticCache)},
+	"resources/read":           {handle: (*server).readResource, legacy: true, modern: true, cache: (*server).readHint},
+	"prompts/list":             {handle: (*server).listPrompts, legacy: true, modern: true, cache: always(staticCache)},
+	"prompts/get":              {handle: (*server).getPrompt, legacy: true, modern: true},
+	"completion/complete":      {handle: (*server).complete, legacy: true, modern: true},
+}
+
+// classify decides the era a request is answered in, locking the
+// connection's era on its first era-bearing request (see the package
+// documentation). It runs on the read loop, in arrival order.
+func (s *server) classify(m frame.Message) (*request, *rpcError) {
+	req := &request{id: m.ID(), method: m.Method(), params: m.Get("params")}
+	if req.params.Exists() && !req.params.IsObject() {
+		return nil, invalidParams("params must be an object")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	if req.method == "initialize" {
+		// Handled here, in arrival order, so that the requests after it
+		// see its era and capabilities.
+		pv := req.params.Get("protocolVersion")
+		switch {
+		case s.era == eraModern:
+			return nil, unsupportedVersion(pv.String(), []string{modernVersion})
+		case pv.Type != gjson.String:
+			return nil, invalidParams("initialize needs params.protocolVersion (a string)")
+		}
+		s.era = eraLegacy
+		s.protocolVersion = negotiate(pv.Str)
+		s.clientCaps = "{}"
+		if caps := req.params.Get("capabilities"); caps.IsObject() {
+			s.clientCaps = caps.Raw
+		}
+		req.caps = gjson.Parse(s.clientCaps)
+		return req, nil
+	}
+
+	pv := req.meta(metaProtocolVersion)
+	switch {
+	case !pv.Exists() && s.era == eraModern:
+		return nil, invalidParams("this connection speaks MCP %s: params._meta[%q] is required", modernVersion, metaProtocolVersion)
+	case !pv.Exists(), s.era == eraLegacy:
+		// Legacy, even before initialize; an envelope on a legacy
+		// connection is ignored.
+		if spec, ok := methods[req.method]; !ok || !spec.legacy {
+			return nil, methodNotFound(req.method, false)
+		}
+		req.caps = gjson.Parse(s.clientCaps)
+		return req, nil
+	}
+
+	if pv.Type != gjson.String {
+		return nil, invalidParams("params._meta[%q] must be a string", metaProtocolVersion)
+	}
+	if pv.Str != modernVersion {
+		supported := []string{modernVersion}
+		if s.era == eraUnset { // this connection could still initialize
+			supported = append(supported, legacyVersions...)
+		}
+		return nil, unsupportedVersion(pv.Str, supported)
+	}
+	caps := req.meta(metaClientCapabilities)
+	if !caps.IsObject() {
+		return nil, invalidParams("params._meta[%q] is required (an object)", metaClientCapabilities)
+	}
+	if spec, ok := methods[req.method]; !ok || !spec.modern {
+		// An unknown method does not decide the era.
+		return nil, methodNotFound(req.method, true)
+	}
+	s.era = eraModern
+	req.modern = true
+	req.caps = caps
+	return req, nil
+}
+
+// call runs the handler of req's method and, on the modern era, stamps the
+// result.
+func (s *server) call(ctx context.Context, req *request) (object, error) {
+	spec := methods[req.method] // classify checked it exists in req's era
+	res, err := spec.handle(s, ctx, req)
+	if err != nil || !req.modern {
+		return res, err
+	}
+	if res["resultType"] == nil {
+		res["resultType"] = "complete"
+	}
+	if res["resultType"] == "complete" && spec.cache != nil {
+		h := spec.cache(s, req)
+		res["ttlMs"], res["cacheScope"] = h.ttlMs, h.scope
+	}
+	meta, _ := res["_meta"].(object)
+	if meta == nil {
+		meta = object{}
+	}
+	meta[metaServerInfo] = s.info
+	res["_meta"] = meta
+	return res, nil
+}
+
+func methodNotFound(name string, modern bool) *rpcError {
+	msg := "method not found: " + name
+	if _, ok := methods[name]; ok {
+		if modern {
+			msg = fmt.Sprintf("method not found: %s is not part of MCP %s", name, modernVersion)
+		} else {
+			msg = fmt.Sprintf("method not found: %s is part of MCP %s only", name, modernVersion)
+		}
+	}
+	return &rpcError{code: frame.CodeMethodNotFound, message: msg}
+}
+
+// connEra returns the connection's era.
+func (s *server) connEra() era {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.era
+}
+
+// initialize answers the legacy handshake; classify has already locked the
+// era and recorded the client's capabilities.
+func (s *server) initialize(_ context.Context, req *request) (object, error) {
+	requested := req.params.Get("protocolVersion").Str
+	version := negotiate(requested)
+	s.log.Info("initialized", "protocolVersion", version, "requested", requested,
+		"client", req.params.Get("clientInfo.name").String(), "clientVersion", req.params.Get("clientInfo.version").String())
+	return object{
+		"protocolVersion": version,
+		"capabilities":    capabilities,
+		"serverInfo":      s.info,
+		"instructions":    instructions,
+	}, nil
+}
+
+// negotiate answers the version an initialize requested: the same when it
+// is served, else the latest legacy version.
+func negotiate(requested string) string {
+	if slices.Contains(legacyVersions, requested) {
+		return requested
+	}
+	return latestLegacyVersion
+}
+
+// capabilities are the server's capabilities, the same in both eras.
+var capabilities = json.RawMessage(`{"completions":{},"logging":{},` +
+	`"prompts":{"listChanged":true},"resources":{"listChanged":true,"subscribe":true},"tools":{"listChanged":true}}`)
+
+const instructions = "The example MCP server bundled with mcp-stdio. Tools: echo, add, slow " +
+	"(progress, cancellation), bytes (large results), ask (elicitation), toggle (adds or removes " +
+	"the bonus tool). Resources: example://counter (tool calls so far, subscribable), " +
+	"example://readme, example://echo/{text}. Prompt: greet."
+
+// Logging levels, least severe first.
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// setLevel is the legacy logging/setLevel.
+func (s *server) setLevel(_ context.Context, req *request) (object, error) {
+	level := req.params.Get("level")
+	if level.Type != gjson.String || !slices.Contains(logLevels, level.Str) {
+		return nil, invalidParams("level must be one of %s", strings.Join(logLevels, ", "))
+	}
+	s.mu.Lock()
+	s.logLevel = level.Str
+	s.mu.Unlock()
+	return object{}, nil
+}
+
+// paginate returns the page of items the request's cursor points at and the
+// cursor of the next page ("" for the last page). Cursors are opaque to the
+// client: base64 of the list's method and an offset.
+func paginate[T any](s *server, req *request, items []T) ([]T, string, error) {
+	offset := 0
+	if c := req.params.Get("cursor"); c.Exists() {
+		off, ok := parseCursor(req.method, c)
+		if !ok {
+			return nil, "", invalidParams("unknown cursor")
+		}
+		offset = min(off, len(items))
+	}
+	if s.opts.PageSize <= 0 {
+		return items[offset:], "", nil
+	}
+	end := min(offset+s.opts.PageSize, len(items))
+	next := ""
+	if end < len(items) {
+		next = base64.RawURLEncoding.EncodeToString([]byte(req.method + "@" + strconv.Itoa(end)))
+	}
+	return items[offset:end], next, nil
+}
+
+func parseCursor(method string, c gjson.Result) (int, bool) {
+	if c.Type != gjson.String {
+		return 0, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c.Str)
+	if err != nil {
+		return 0, false
+	}
+	rest, ok := bytes.CutPrefix(b, []byte(method+"@"))
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(rest))
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// page puts a list page and its cursor into a result.
+func page(key string, items any, next string) object {
+	res := object{key: items}
+	if next != "" {
+		res["nextCursor"] = next
+	}
+	return res
+}
+
+// marshal encodes v, which the server built itself, without HTML escaping.
+func marshal(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only unsupported Go values fail; the server builds none.
+		panic(fmt.Sprintf("exampleserver: marshal: %v", err))
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// notification builds a notification from the server.
+func notification(method string, params any) frame.Message {
+	return mustMessage(struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  any    `json:"params,omitempty"`
+	}{"2.0", method, params})
+}
+
+// outgoingRequest builds a request from the server to the client.
+func outgoingRequest(id frame.ID, method string, params any) frame.Message {
+	return mustMessage(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  any             `json:"params,omitempty"`
+	}{"2.0", json.RawMessage(id.Raw()), method, params})
+}
+
+func mustMessage(v any) frame.Message {
+	m, err := frame.Parse(marshal(v))
+	if err != nil {
+		panic(fmt.Sprintf("exampleserver: built an invalid message: %v", err))
+	}
+	return m
+}

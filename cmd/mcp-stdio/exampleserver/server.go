@@ -1,0 +1,440 @@
+package exampleserver
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// Options configures [Serve]. The zero value is usable.
+type Options struct {
+	// Name and Version are the server's identity (serverInfo). Name
+	// defaults to "mcp-stdio-example", Version to "0.0.0".
+	Name, Version string
+	// PageSize is the page size of tools/list, resources/list,
+	// resources/templates/list and prompts/list; 0 means no pagination.
+	PageSize int
+	// MaxMessageSize bounds one incoming line; 0 means
+	// [frame.DefaultMaxMessageSize]. A longer line is answered with -32600.
+	MaxMessageSize int
+	// Logger receives diagnostics (the command points it at stderr); nil
+	// discards them. Nothing but protocol messages is ever written to the
+	// output.
+	Logger *slog.Logger
+
+	// Knobs for this package's own tests.
+	grace    time.Duration // shutdown grace; 0 means shutdownGrace, <0 none
+	maxBytes int           // cap of the bytes tool; 0 means maxToolBytes
+}
+
+// Limits and timings.
+const (
+	defaultName = "mcp-stdio-example"
+	// maxHandlers bounds the requests being worked on at once.
+	maxHandlers = 64
+	// maxParked bounds the handlers waiting on the client (asks waiting for
+	// their elicitation answer, open listens).
+	maxParked = 64
+	// shutdownGrace is how long handlers still running when stdin ends may
+	// take to finish before they are cancelled.
+	shutdownGrace = 2 * time.Second
+)
+
+// Reasons a request context is cancelled.
+var (
+	errCancelledByClient = errors.New("cancelled by the client")
+	errStdinClosed       = errors.New("stdin closed")
+)
+
+// Serve runs the example server: it reads requests from in and writes
+// protocol messages, and only protocol messages, to out. It returns nil when
+// in reaches EOF, after the handlers still running have finished or been
+// cancelled (within a short grace period). It returns ctx.Err() when ctx is
+// cancelled, the error when out fails, and a read error other than EOF
+// after shutting down as for EOF.
+//
+// In every case Serve returns only after all of its handlers have ended.
+// The goroutine reading in ends when a read returns; if Serve returns for
+// another reason than the end of in, close in to reclaim it.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
+	s := newServer(o, out)
+	return s.run(ctx, in)
+}
+
+// server is one connection's state. What handlers share is guarded by mu;
+// the connection's era, the agreed version and the client's capabilities
+// are written only by the read loop (classify), so every request sees those
+// of the messages before it. The subscription registry has its own lock,
+// notifyMu, held while an ack, an event or a final result is written, so
+// that these reach stdout in a consistent order. Lock order: notifyMu, then
+// mu.
+type server struct {
+	opts Options
+	log  *slog.Logger
+	out  *frame.Writer
+	info object   // serverInfo
+	key  [32]byte // signs requestState tokens; random per Serve
+	now  func() time.Time
+
+	slots  chan struct{} // handler slots (maxHandlers)
+	parked chan struct{} // parked handlers (maxParked)
+	wg     sync.WaitGroup
+	stop   context.CancelCauseFunc // cancels the root context
+
+	writeOnce sync.Once
+
+	mu              sync.Mutex
+	era             era
+	protocolVersion string                          // legacy: the version initialize agreed
+	clientCaps      string                          // legacy: initialize's params.capabilities
+	logLevel        string                          // legacy: logging/setLevel
+	inflight        map[frame.ID]*call              // requests being handled
+	pending         map[frame.ID]chan frame.Message // our requests to the client
+	nextID          int64
+	closing         bool // stdin ended: no new requests to the client
+	toolCalls       int64
+	bonus           bool
+
+	notifyMu   sync.Mutex
+	subscribed map[string]bool        // legacy resources/subscribe
+	listeners  map[frame.ID]*listener // open subscriptions/listen
+}
+
+// call is an in-flight request.
+type call struct {
+	method string
+	cancel context.CancelCauseFunc
+}
+
+func newServer(o Options, out io.Writer) *server {
+	if o.Name == "" {
+		o.Name = defaultName
+	}
+	if o.Version == "" {
+		o.Version = "0.0.0"
+	}
+	if o.grace == 0 {
+		o.grace = shutdownGrace
+	}
+	if o.maxBytes <= 0 {
+		o.maxBytes = maxToolBytes
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &server{
+		opts:       o,
+		log:        log,
+		out:        frame.NewWriter(out),
+		info:       object{"name": o.Name, "version": o.Version},
+		now:        time.Now,
+		slots:      make(chan struct{}, maxHandlers),
+		parked:     make(chan struct{}, maxParked),
+		inflight:   make(map[frame.ID]*call),
+		pending:    make(map[frame.ID]chan frame.Message),
+		subscribed: make(map[string]bool),
+		listeners:  make(map[frame.ID]*listener),
+	}
+	_, _ = rand.Read(s.key[:]) // never fails (crypto/rand, Go 1.24+)
+	return s
+}
+
+// inbound is one item from the stdin reader: a message, a bad line, or the
+// end of the input.
+type inbound struct {
+	msg     frame.Message
+	lineErr *frame.LineError
+	end     error // io.EOF or the read error; the reader has stopped
+}
+
+// run is the read loop.
+func (s *server) run(ctx context.Context, in io.Reader) error {
+	root, stop := context.WithCancelCause(ctx)
+	s.stop = stop
+	defer stop(nil)
+
+	items := make(chan inbound)
+	done := make(chan struct{})
+	defer close(done)
+	go readLoop(frame.NewReader(in, s.opts.MaxMessageSize), items, done)
+
+	for {
+		select {
+		case it := <-items:
+			switch {
+			case it.end != nil:
+				return s.shutdown(root, it.end)
+			case it.lineErr != nil:
+				s.badLine(it.lineErr)
+			default:
+				s.receive(root, it.msg)
+			}
+		case <-root.Done():
+			s.cancelAll(func(*call) bool { return true }, context.Cause(root))
+			s.wg.Wait()
+			if err := context.Cause(root); err != nil && ctx.Err() == nil {
+				return err // stdout failed
+			}
+			return ctx.Err()
+		}
+	}
+}
+
+// readLoop reads stdin until it ends, handing each item to the read loop.
+func readLoop(r *frame.Reader, items chan<- inbound, done <-chan struct{}) {
+	for {
+		m, err := r.Read()
+		var it inbound
+		var le *frame.LineError
+		switch {
+		case err == nil:
+			it.msg = m
+		case errors.As(err, &le):
+			it.lineErr = le
+		default:
+			it.end = err
+		}
+		select {
+		case items <- it:
+		case <-done:
+			return
+		}
+		if it.end != nil {
+			return
+		}
+	}
+}
+
+// badLine answers a line that could not be parsed.
+func (s *server) badLine(le *frame.LineError) {
+	s.log.Warn("bad input line", "line", le.Line, "err", le.Err)
+	msg := "parse error: the line is not valid JSON"
+	if le.Code() == frame.CodeInvalidRequest {
+		msg = fmt.Sprintf("invalid request: the message exceeds %d bytes", s.maxMessageSize())
+	}
+	s.send(frame.ErrorResponse(le.ID, le.Code(), msg))
+}
+
+func (s *server) maxMessageSize() int {
+	if s.opts.MaxMessageSize > 0 {
+		return s.opts.MaxMessageSize
+	}
+	return frame.DefaultMaxMessageSize
+}
+
+// receive acts on one message from the client. It runs on the read loop and
+// never waits for a handler, only for a free handler slot.
+func (s *server) receive(ctx context.Context, m frame.Message) {
+	switch m.Kind() {
+	case frame.Request:
+		s.receiveRequest(ctx, m)
+	case frame.Notification:
+		if m.Get("id").Exists() { // an id that is neither string nor number
+			s.send(frame.ErrorResponse("", frame.CodeInvalidRequest, "invalid request: id must be a string or a number"))
+			return
+		}
+		s.receiveNotification(m)
+	case frame.Result, frame.Error:
+		s.receiveResponse(m)
+	case frame.Batch:
+		s.log.Warn("batch refused")
+		s.send(frame.ErrorResponse("", frame.CodeInvalidRequest, "invalid request: batches are not supported"))
+	default:
+		s.log.Warn("not a JSON-RPC message")
+		s.send(frame.ErrorResponse("", frame.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message"))
+	}
+}
+
+// receiveRequest classifies a request, registers it and starts its handler.
+func (s *server) receiveRequest(ctx context.Context, m frame.Message) {
+	id := m.ID()
+	if id.IsNull() {
+		s.send(frame.ErrorResponse("", frame.CodeInvalidRequest, "invalid request: a request id must not be null"))
+		return
+	}
+	if m.Method() == "ping" { // every era, no state: answer at once
+		s.send(frame.ResultResponse(id, []byte("{}")))
+		return
+	}
+	s.mu.Lock()
+	_, dup := s.inflight[id]
+	s.mu.Unlock()
+	if dup {
+		s.send(frame.ErrorResponse(id, frame.CodeInvalidRequest, "invalid request: this id is already in use by a request in progress"))
+		return
+	}
+	req, rerr := s.classify(m)
+	if rerr != nil {
+		s.log.Debug("request refused", "id", id, "method", m.Method(), "code", rerr.code)
+		s.send(rerr.response(id))
+		return
+	}
+	s.log.Debug("request", "id", id, "method", req.method, "modern", req.modern)
+	// Only the read loop adds to inflight, so the id is still free.
+	rctx, cancel := context.WithCancelCause(ctx)
+	s.mu.Lock()
+	s.inflight[id] = &call{method: req.method, cancel: cancel}
+	s.mu.Unlock()
+
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		s.finish(id)
+		cancel(nil)
+		return
+	}
+	var once sync.Once
+	req.release = func() { once.Do(func() { <-s.slots }) }
+	s.wg.Add(1)
+	go s.handle(rctx, cancel, req)
+}
+
+// handle runs one request's handler and answers it.
+func (s *server) handle(ctx context.Context, cancel context.CancelCauseFunc, req *request) {
+	defer s.wg.Done()
+	defer req.release()
+	defer cancel(nil)
+	res, err := s.dispatch(ctx, req)
+	s.finish(req.id)
+	cause := context.Cause(ctx)
+	if errors.Is(cause, errCancelledByClient) && req.method != "subscriptions/listen" {
+		s.log.Debug("request cancelled", "id", req.id, "method", req.method)
+		return // a cancelled request gets no response
+	}
+	if err != nil {
+		var rerr *rpcError
+		switch {
+		case errors.As(err, &rerr):
+		case ctx.Err() != nil:
+			rerr = &rpcError{code: frame.CodeInternalError, message: "request abandoned: " + cause.Error()}
+		default:
+			s.log.Error("handler failed", "method", req.method, "err", err)
+			rerr = &rpcError{code: frame.CodeInternalError, message: "internal error: " + err.Error()}
+		}
+		s.send(rerr.response(req.id))
+		return
+	}
+	s.send(frame.ResultResponse(req.id, marshal(res)))
+}
+
+// dispatch calls the method's handler, turning a panic into an error.
+func (s *server) dispatch(ctx context.Context, req *request) (res object, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("handler panicked", "method", req.method, "panic", p, "stack", string(debug.Stack()))
+			res, err = nil, fmt.Errorf("handler panicked: %v", p)
+		}
+	}()
+	return s.call(ctx, req)
+}
+
+// finish forgets an in-flight request.
+func (s *server) finish(id frame.ID) {
+	s.mu.Lock()
+	delete(s.inflight, id)
+	s.mu.Unlock()
+}
+
+// cancelAll cancels the in-flight requests match selects.
+func (s *server) cancelAll(match func(*call) bool, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.inflight {
+		if match(c) {
+			c.cancel(cause)
+		}
+	}
+}
+
+// receiveNotification acts on a notification from the client.
+func (s *server) receiveNotification(m frame.Message) {
+	switch m.Method() {
+	case "notifications/cancelled":
+		rid := m.Get("params.requestId")
+		if !rid.Exists() {
+			return
+		}
+		id := frame.ID(rid.Raw) // correlate on the raw token
+		s.mu.Lock()
+		c := s.inflight[id]
+		s.mu.Unlock()
+		if c == nil {
+			s.log.Debug("cancel for an unknown or finished request", "requestId", rid.Raw)
+			return
+		}
+		s.log.Debug("cancelling", "id", id, "method", c.method, "reason", m.Get("params.reason").String())
+		c.cancel(errCancelledByClient)
+	case "notifications/initialized", "notifications/roots/list_changed":
+	default:
+		s.log.Debug("ignored notification", "method", m.Method())
+	}
+}
+
+// receiveResponse routes a response from the client to the request of ours
+// that waits for it.
+func (s *server) receiveResponse(m frame.Message) {
+	s.mu.Lock()
+	ch, ok := s.pending[m.ID()]
+	delete(s.pending, m.ID())
+	s.mu.Unlock()
+	if !ok {
+		s.log.Warn("response to no request of ours", "id", m.ID())
+		return
+	}
+	ch <- m // buffered, one slot
+}
+
+// shutdown ends the connection once stdin has ended.
+func (s *server) shutdown(ctx context.Context, end error) error {
+	s.log.Debug("stdin ended", "err", end)
+	// Requests waiting on the client can never be answered now.
+	s.mu.Lock()
+	s.closing = true
+	for id, ch := range s.pending {
+		close(ch)
+		delete(s.pending, id)
+	}
+	s.mu.Unlock()
+	// Listens end gracefully at once.
+	s.cancelAll(func(c *call) bool { return c.method == "subscriptions/listen" }, errStdinClosed)
+
+	finished := make(chan struct{})
+	go func() { s.wg.Wait(); close(finished) }()
+	if s.opts.grace > 0 {
+		t := time.NewTimer(s.opts.grace)
+		defer t.Stop()
+		select {
+		case <-finished:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	s.cancelAll(func(*call) bool { return true }, errStdinClosed)
+	<-finished
+	if errors.Is(end, io.EOF) {
+		return nil
+	}
+	return fmt.Errorf("reading stdin: %w", end)
+}
+
+// send writes one message to stdout. A write failure is fatal to the
+// connection: it is logged once and stops the server.
+func (s *server) send(m frame.Message) {
+	if err := s.out.Write(m); err != nil {
+		s.writeOnce.Do(func() {
+			s.log.Error("writing stdout failed", "err", err)
+			if s.stop != nil {
+				s.stop(fmt.Errorf("writing stdout: %w", err))
+			}
+		})
+	}
+}
