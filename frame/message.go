@@ -137,9 +137,10 @@ func Parse(b []byte) (Message, error) {
 	return fromValid(oneLine(b, true)), nil
 }
 
-// parseOwned is Parse for a buffer the caller hands over: it is kept, not
-// copied, when it is already one line.
-func parseOwned(b []byte) (Message, error) {
+// ParseOwned is [Parse] for a buffer the caller hands over and never touches
+// again: it is kept, not copied, when it is already one line. Use it for a
+// freshly read body or event to save a copy of a large message.
+func ParseOwned(b []byte) (Message, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return Message{}, ErrEmpty

@@ -84,7 +84,7 @@ func (r *Reader) Read() (Message, error) {
 			}
 			continue
 		}
-		m, perr := parseOwned(bytes.Clone(line))
+		m, perr := ParseOwned(bytes.Clone(line))
 		if perr != nil {
 			return Message{}, &LineError{Line: r.line, Err: perr}
 		}

@@ -1,0 +1,492 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// SSEClient is the client side of MCP's HTTP+SSE transport (revision
+// 2024-11-05): a long-lived GET stream whose first event names the endpoint
+// to POST messages to, and which then carries every message from the server,
+// responses included.
+//
+// [SSEClient.Run] owns the stream and reconnects it when it drops; a fresh
+// endpoint event is needed after each reconnect. [SSEClient.Handle] POSTs a
+// message to the current endpoint and, for a request, waits until the
+// response has come down the stream and been delivered.
+//
+// Set the fields before first use and do not change them afterwards. Handle
+// is safe for concurrent use; Run is called once.
+type SSEClient struct {
+	// URL is the SSE stream's URL (the GET).
+	URL string
+	// Client sends the requests; nil means http.DefaultClient.
+	Client *http.Client
+	// Header holds static headers for the GET and every POST; they replace
+	// the defaults of the same name. A message's side channel is ignored:
+	// this transport has no session header.
+	Header http.Header
+	// ToClient receives the messages read from the stream (and from POST
+	// bodies that carry any). nil discards them.
+	ToClient Sink
+	// MaxMessageSize bounds one message; 0 means frame.DefaultMaxMessageSize.
+	MaxMessageSize int
+	// FirstEndpointTimeout bounds the start: when no endpoint event has
+	// arrived this long after Run began, Run fails. 0 means no bound.
+	FirstEndpointTimeout time.Duration
+	// EndpointWait is how long Handle waits for an endpoint while the stream
+	// is (re)connecting before it gives up with ErrEndpointUnavailable. It
+	// also bounds the silence while reading a POST's response. 0 means no
+	// bound beyond the caller's context.
+	EndpointWait time.Duration
+	// IdleTimeout is how long the stream may stay silent before it is
+	// dropped and reconnected; 0 means no bound.
+	IdleTimeout time.Duration
+	// ReconnectDelay returns the wait before reconnect attempt n (1 for the
+	// first after a drop, counting up while attempts keep failing). nil
+	// means one second every time.
+	ReconnectDelay func(attempt int) time.Duration
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+
+	initOnce sync.Once
+	ready    chan struct{} // closed at the first endpoint
+
+	mu       sync.Mutex
+	endpoint string        // where to POST; "" while there is none
+	gen      uint64        // counts dropped streams; an endpoint belongs to the current one
+	changed  chan struct{} // closed when an endpoint arrives or Run ends; then replaced
+	stopped  bool          // Run has returned
+	gotFirst bool
+	waiting  map[frame.ID]chan error // requests awaiting their response on the stream
+}
+
+// ErrEndpointUnavailable means no SSE endpoint was known in time to POST a
+// message: the stream is down or reconnecting. It comes wrapped in a
+// *frame.SendError with Sent false.
+var ErrEndpointUnavailable = errors.New("SSE endpoint unavailable")
+
+// errStaleEndpoint means the stream an endpoint came from dropped before a
+// request could be registered on it.
+var errStaleEndpoint = errors.New("stale SSE endpoint")
+
+// defaultReconnectDelay is the wait between reconnects when ReconnectDelay
+// is nil.
+const defaultReconnectDelay = time.Second
+
+func (c *SSEClient) init() {
+	c.initOnce.Do(func() {
+		c.ready = make(chan struct{})
+		c.changed = make(chan struct{})
+		c.waiting = make(map[frame.ID]chan error)
+	})
+}
+
+// Ready returns a channel closed once the first endpoint event has arrived.
+func (c *SSEClient) Ready() <-chan struct{} {
+	c.init()
+	return c.ready
+}
+
+// Run connects the stream and keeps it connected until ctx ends, then
+// returns nil. It returns an error when the URL is unusable, or when no
+// endpoint event arrived within FirstEndpointTimeout of the start (failed
+// attempts are retried until then). After the first endpoint it reconnects
+// forever: on a non-2xx answer, at the end of the stream, on an error or
+// after IdleTimeout of silence, it forgets the endpoint, fails the requests
+// still waiting on the stream with a *frame.SendError wrapping
+// frame.ErrStreamEnded, waits ReconnectDelay and connects again.
+func (c *SSEClient) Run(ctx context.Context) error {
+	c.init()
+	defer c.stop()
+	base, err := url.Parse(c.URL)
+	if err != nil {
+		return fmt.Errorf("SSE URL: %w", err)
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errNoEndpoint := fmt.Errorf("timed out waiting for SSE endpoint event (%v)", c.FirstEndpointTimeout)
+	if c.FirstEndpointTimeout > 0 {
+		t := time.AfterFunc(c.FirstEndpointTimeout, func() {
+			if !c.hadEndpoint() {
+				cancel(errNoEndpoint)
+			}
+		})
+		defer t.Stop()
+	}
+	log := c.logger()
+	for attempt := 1; ; attempt++ {
+		got, err := c.stream(runCtx, base)
+		c.dropStream()
+		if got {
+			attempt = 1
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if context.Cause(runCtx) == errNoEndpoint {
+			return errNoEndpoint
+		}
+		var st *frame.StatusError
+		switch {
+		case errors.As(err, &st):
+			log.Warn(fmt.Sprintf("SSE connection failed: HTTP %d", st.Code))
+		case errors.Is(err, frame.ErrStreamEnded):
+			log.Info("SSE stream ended; reconnecting")
+		default:
+			log.Warn("SSE stream failed; reconnecting", "err", err)
+		}
+		if !sleepCtx(runCtx, c.reconnectDelay(attempt)) {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return errNoEndpoint
+		}
+	}
+}
+
+// stream runs one GET until it ends and reports whether it published an
+// endpoint. A clean end of stream is reported as frame.ErrStreamEnded.
+func (c *SSEClient) stream(ctx context.Context, base *url.URL) (gotEndpoint bool, err error) {
+	x, err := newExchange(ctx, http.MethodGet, c.URL, nil)
+	if err != nil {
+		return false, err
+	}
+	defer x.close()
+	x.req.Header.Set("Accept", acceptSSE)
+	x.header(c.Header)
+	resp, err := x.do(c.Client)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	body := x.body(resp, c.IdleTimeout)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return false, statusError(resp, body)
+	}
+	log := c.logger()
+	rd := frame.NewSSEReader(body, c.maxSize())
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			switch {
+			case err == io.EOF:
+				return gotEndpoint, frame.ErrStreamEnded
+			case errors.Is(err, frame.ErrTooLarge) && ctx.Err() == nil:
+				return gotEndpoint, fmt.Errorf("SSE event over %d bytes: %w", c.maxSize(), frame.ErrTooLarge)
+			}
+			return gotEndpoint, x.fail(err)
+		}
+		switch ev.Type {
+		case "endpoint":
+			ref := strings.TrimSpace(string(ev.Data))
+			u, err := base.Parse(ref)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+				log.Warn("ignoring unusable SSE endpoint", "endpoint", snippet(ev.Data))
+				continue
+			}
+			if u.Host != base.Host {
+				log.Warn("SSE endpoint is on another host", "stream", base.Host, "endpoint", u.Host)
+			}
+			c.publish(u.String())
+			gotEndpoint = true
+		case "message":
+			m, ok := eventMessage(log, ev)
+			if !ok {
+				continue
+			}
+			if err := c.deliver(ctx, m.WithHeaders(resp.Header)); err != nil {
+				log.Error("could not deliver a message from the SSE stream", "err", err)
+			}
+		}
+	}
+}
+
+// publish makes ep the endpoint to POST to.
+func (c *SSEClient) publish(ep string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.endpoint = ep
+	if !c.gotFirst {
+		c.gotFirst = true
+		close(c.ready)
+	}
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+func (c *SSEClient) hadEndpoint() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gotFirst
+}
+
+// dropStream forgets the endpoint of a stream that ended and fails the
+// requests that were waiting on it.
+func (c *SSEClient) dropStream() {
+	c.mu.Lock()
+	c.endpoint = ""
+	c.gen++
+	waiting := c.waiting
+	c.waiting = make(map[frame.ID]chan error)
+	c.mu.Unlock()
+	for _, ch := range waiting {
+		ch <- &frame.SendError{Sent: true, Err: frame.ErrStreamEnded}
+	}
+}
+
+// stop marks Run as ended and wakes everybody waiting for an endpoint.
+func (c *SSEClient) stop() {
+	c.dropStream()
+	c.mu.Lock()
+	c.stopped = true
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// deliver hands m to ToClient, then wakes the requests it answers.
+func (c *SSEClient) deliver(ctx context.Context, m frame.Message) error {
+	var woken []chan error
+	c.mu.Lock()
+	eachResponseID(m, func(id frame.ID) bool {
+		if ch, ok := c.waiting[id]; ok {
+			delete(c.waiting, id)
+			woken = append(woken, ch)
+		}
+		return true
+	})
+	c.mu.Unlock()
+	var err error
+	if c.ToClient != nil {
+		err = c.ToClient.Handle(ctx, m)
+	}
+	for _, ch := range woken {
+		ch <- err
+	}
+	return err
+}
+
+// Handle POSTs m to the current endpoint, first waiting up to EndpointWait
+// for one while the stream (re)connects; without one it fails with a
+// *frame.SendError{Sent: false} wrapping ErrEndpointUnavailable. Headers are
+// Content-Type: application/json, then c.Header.
+//
+// A 2xx is success; if its body holds JSON-RPC messages they are delivered
+// too. Any other status is a *frame.StatusError. For a request, Handle then
+// waits for the response with m's id to come down the stream and returns
+// nil once it has been delivered to ToClient; if the stream drops first it
+// returns a *frame.SendError{Sent: true} wrapping frame.ErrStreamEnded, and
+// if ctx ends first, ctx.Err(). Two requests with the same id may not be in
+// flight at once.
+func (c *SSEClient) Handle(ctx context.Context, m frame.Message) error {
+	c.init()
+	var wait endpointWait
+	defer wait.stop()
+	id := m.ID()
+	isReq := m.IsRequest()
+	var ep string
+	var answer chan error
+	for {
+		e, gen, err := c.waitEndpoint(ctx, &wait)
+		if err != nil {
+			return err
+		}
+		if !isReq {
+			ep = e
+			break
+		}
+		answer, err = c.register(id, gen)
+		if err == errStaleEndpoint {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		ep = e
+		break
+	}
+	answered, err := c.post(ctx, ep, m)
+	if !isReq {
+		return err
+	}
+	if err != nil || answered {
+		if !c.unregister(id, answer) && err != nil {
+			// The stream took the waiter meanwhile: either the response is
+			// being delivered (then that is the outcome) or the stream
+			// dropped (then the POST's own failure is the truer one).
+			if werr := c.await(ctx, id, answer); !errors.Is(werr, frame.ErrStreamEnded) {
+				return werr
+			}
+		}
+		return err
+	}
+	return c.await(ctx, id, answer)
+}
+
+// await waits for the stream to answer request id.
+func (c *SSEClient) await(ctx context.Context, id frame.ID, answer chan error) error {
+	select {
+	case err := <-answer:
+		return err
+	case <-ctx.Done():
+		c.unregister(id, answer)
+		return ctx.Err()
+	}
+}
+
+// endpointWait is the EndpointWait deadline of one Handle call, started
+// only if the call has to wait.
+type endpointWait struct{ t *time.Timer }
+
+// expired returns the channel that fires at the deadline (nil: never),
+// starting the clock on first use.
+func (w *endpointWait) expired(d time.Duration) <-chan time.Time {
+	if d <= 0 {
+		return nil
+	}
+	if w.t == nil {
+		w.t = time.NewTimer(d)
+	}
+	return w.t.C
+}
+
+func (w *endpointWait) stop() {
+	if w.t != nil {
+		w.t.Stop()
+	}
+}
+
+// waitEndpoint returns the current endpoint and its stream, waiting for one
+// until the EndpointWait deadline or ctx.
+func (c *SSEClient) waitEndpoint(ctx context.Context, wait *endpointWait) (string, uint64, error) {
+	for {
+		c.mu.Lock()
+		ep, gen, changed, stopped := c.endpoint, c.gen, c.changed, c.stopped
+		c.mu.Unlock()
+		if ep != "" {
+			return ep, gen, nil
+		}
+		if stopped {
+			return "", 0, &frame.SendError{Sent: false, Err: ErrEndpointUnavailable}
+		}
+		select {
+		case <-changed:
+		case <-wait.expired(c.EndpointWait):
+			return "", 0, &frame.SendError{Sent: false, Err: ErrEndpointUnavailable}
+		case <-ctx.Done():
+			return "", 0, ctx.Err()
+		}
+	}
+}
+
+// register records that request id awaits its response on stream gen.
+func (c *SSEClient) register(id frame.ID, gen uint64) (chan error, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen || c.endpoint == "" {
+		return nil, errStaleEndpoint
+	}
+	if _, dup := c.waiting[id]; dup {
+		return nil, &frame.SendError{Sent: false, Err: fmt.Errorf("request id %s is already in flight", id)}
+	}
+	ch := make(chan error, 1)
+	c.waiting[id] = ch
+	return ch, nil
+}
+
+// unregister forgets the waiter for id if it is still ch and reports
+// whether it did.
+func (c *SSEClient) unregister(id frame.ID, ch chan error) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.waiting[id] == ch {
+		delete(c.waiting, id)
+		return true
+	}
+	return false
+}
+
+// post sends m to ep and delivers any messages the answer's body carries,
+// reporting whether they include the response to m.
+func (c *SSEClient) post(ctx context.Context, ep string, m frame.Message) (answered bool, err error) {
+	x, err := newExchange(ctx, http.MethodPost, ep, m.Bytes())
+	if err != nil {
+		return false, err
+	}
+	defer x.close()
+	x.req.Header.Set("Content-Type", contentTypeJSON)
+	x.header(c.Header)
+	resp, err := x.do(c.Client)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	body := x.body(resp, c.EndpointWait)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return false, statusError(resp, body)
+	}
+	if !strings.Contains(strings.ToLower(resp.Header.Get("Content-Type")), "json") {
+		drain(body)
+		return false, nil
+	}
+	b, err := readBody(body, resp.ContentLength, c.maxSize())
+	if err != nil {
+		// The message was accepted; a body we cannot read does not undo that.
+		c.logger().Warn("could not read the body of an SSE POST answer", "err", err)
+		return false, nil
+	}
+	reply, err := frame.ParseOwned(b)
+	if err != nil || reply.Kind() == frame.Invalid {
+		if err != frame.ErrEmpty {
+			c.logger().Warn("ignoring SSE POST answer that is not JSON-RPC", "size", len(b), "start", snippet(b))
+		}
+		return false, nil
+	}
+	if err := c.deliver(ctx, reply.WithHeaders(resp.Header)); err != nil {
+		return false, err
+	}
+	return m.IsRequest() && answers(reply, m.ID()), nil
+}
+
+func (c *SSEClient) reconnectDelay(attempt int) time.Duration {
+	if c.ReconnectDelay != nil {
+		return c.ReconnectDelay(attempt)
+	}
+	return defaultReconnectDelay
+}
+
+func (c *SSEClient) maxSize() int {
+	if c.MaxMessageSize > 0 {
+		return c.MaxMessageSize
+	}
+	return frame.DefaultMaxMessageSize
+}
+
+func (c *SSEClient) logger() *slog.Logger { return orDiscard(c.Logger) }
+
+// sleepCtx waits d, or less when ctx ends first; it reports whether the
+// full wait passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
