@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
 )
 
 // version is the program version, set at link time with
@@ -47,7 +49,7 @@ func exitCode(err error) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	return exitFailure
+	return cli.ExitCode(err)
 }
 
 // run is the whole program: main only supplies the process's arguments,
@@ -59,14 +61,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	switch {
 	case len(args) > 0 && args[0] == "serve":
 		err = runServe(ctx, args[1:], getenv, stdin, stdout, stderr)
-	case len(args) > 0 && args[0] == exampleServerCommand:
-		err = runExampleServer(ctx, args[1:], getenv, stdin, stdout, stderr)
+	case len(args) > 0 && args[0] == cli.ExampleServerCommand:
+		err = cli.ExampleServer(ctx, args[1:], getenv, stdin, stdout, stderr, cli.Options{Version: version})
 	default:
-		err = runRelay(ctx, args, getenv, stdin, stdout, stderr)
+		err = cli.Relay(ctx, args, getenv, stdin, stdout, stderr, cli.Options{Version: version})
 	}
 	if err != nil {
 		var ee *exitError
-		if !errors.As(err, &ee) || ee.err != nil {
+		var ce *cli.ExitError
+		switch {
+		case errors.As(err, &ee) && ee.err == nil, errors.As(err, &ce) && ce.Err == nil:
+		default:
 			fmt.Fprintf(stderr, "mcp-stdio: %v\n", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -9,9 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/pipeline"
 	"github.com/mcp-stdio/mcp-stdio/transport"
@@ -74,8 +71,8 @@ func newRelayFlagSet(f *relayFlags, getenv func(string) string) *flag.FlagSet {
 	return fs
 }
 
-// runRelay is the relay command (the default).
-func runRelay(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+// Relay is the relay command (the default): mcp-stdio [flags] URL.
+func Relay(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, opt Options) error {
 	var f relayFlags
 	fs := newRelayFlagSet(&f, getenv)
 	fs.SetOutput(stderr)
@@ -90,10 +87,10 @@ func runRelay(ctx context.Context, args []string, getenv func(string) string, st
 		return nil
 	}
 	if err != nil {
-		return &exitError{code: exitUsage}
+		return &ExitError{Code: ExitUsage}
 	}
 	if f.version {
-		fmt.Fprintf(stdout, "mcp-stdio %s\n", version)
+		fmt.Fprintf(stdout, "mcp-stdio %s\n", opt.Version)
 		return nil
 	}
 	logger := newLogger(stderr, f.logLevel)
@@ -102,14 +99,15 @@ func runRelay(ctx context.Context, args []string, getenv func(string) string, st
 		f.check = true
 	}
 	cfg, err := f.config(positional, getenv, logger)
+	cfg.HTTPClient = opt.HTTPClient
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio: %v\n", err)
 		fs.Usage()
-		return &exitError{code: exitUsage}
+		return &ExitError{Code: ExitUsage}
 	}
 	if f.check {
 		if _, err := pipeline.Check(ctx, cfg, stderr); err != nil {
-			return &exitError{code: exitFailure}
+			return &ExitError{Code: ExitFailure}
 		}
 		return nil
 	}
@@ -217,34 +215,4 @@ func redactURL(s string) string {
 		u.RawQuery = "…"
 	}
 	return u.String()
-}
-
-// newLogger returns the stderr logger every command uses.
-func newLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})).With("app", "mcp-stdio")
-}
-
-// seconds is a duration flag given in (possibly fractional) seconds, as the
-// Python tool takes them.
-type seconds float64
-
-func (s *seconds) String() string { return strconv.FormatFloat(float64(*s), 'g', -1, 64) }
-
-func (s *seconds) Set(v string) error {
-	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-	if err != nil || f < 0 || f != f || f > 1e9 {
-		return fmt.Errorf("want a non-negative number of seconds, got %q", v)
-	}
-	*s = seconds(f)
-	return nil
-}
-
-func (s seconds) duration() time.Duration { return time.Duration(float64(s) * float64(time.Second)) }
-
-// durationOrOff maps 0 to "no limit" (a negative duration for the relay).
-func (s seconds) durationOrOff() time.Duration {
-	if s == 0 {
-		return -1
-	}
-	return s.duration()
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -11,17 +11,17 @@ import (
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/exampleserver"
 )
 
-// exampleServerCommand is the hidden subcommand that runs the bundled
+// ExampleServerCommand is the hidden subcommand that runs the bundled
 // example stdio server; serve starts it as its default child.
-const exampleServerCommand = "example-server"
+const ExampleServerCommand = "example-server"
 
-// runExampleServer runs the bundled example stdio MCP server on stdin and
+// ExampleServer runs the bundled example stdio MCP server on stdin and
 // stdout until stdin ends. stdout carries protocol messages only; logs go to
 // stderr.
 //
 //	mcp-stdio example-server [--page-size N] [--name NAME] [--log-level LEVEL] [--max-message-size BYTES]
-func runExampleServer(ctx context.Context, args []string, _ func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("mcp-stdio "+exampleServerCommand, flag.ContinueOnError)
+func ExampleServer(ctx context.Context, args []string, _ func(string) string, stdin io.Reader, stdout, stderr io.Writer, opt Options) error {
+	fs := flag.NewFlagSet("mcp-stdio "+ExampleServerCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	pageSize := fs.Int("page-size", 0, "page size of tools/list, resources/list, resources/templates/list and prompts/list (0: no pagination)")
 	name := fs.String("name", "mcp-stdio-example", "the server name reported in serverInfo")
@@ -29,30 +29,30 @@ func runExampleServer(ctx context.Context, args []string, _ func(string) string,
 	maxSize := fs.Int("max-message-size", 0, "largest accepted input line in bytes (0: 64 MiB)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mcp-stdio %s [flags]\n\n"+
-			"Runs the bundled example MCP server on stdin/stdout (both protocol eras).\n\n", exampleServerCommand)
+			"Runs the bundled example MCP server on stdin/stdout (both protocol eras).\n\n", ExampleServerCommand)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return &exitError{code: exitUsage} // the flag package has printed why
+		return &ExitError{Code: ExitUsage} // the flag package has printed why
 	}
 	if fs.NArg() > 0 {
-		return usageError("%s: unexpected argument %q", exampleServerCommand, fs.Arg(0))
+		return usageError("%s: unexpected argument %q", ExampleServerCommand, fs.Arg(0))
 	}
 	if *pageSize < 0 || *maxSize < 0 {
-		return usageError("%s: --page-size and --max-message-size must not be negative", exampleServerCommand)
+		return usageError("%s: --page-size and --max-message-size must not be negative", ExampleServerCommand)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return usageError("%s: --log-level: %v", exampleServerCommand, err)
+		return usageError("%s: --log-level: %v", ExampleServerCommand, err)
 	}
 
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", exampleServerCommand)
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", ExampleServerCommand)
 	err := exampleserver.Serve(ctx, stdin, stdout, exampleserver.Options{
 		Name:           *name,
-		Version:        version,
+		Version:        opt.Version,
 		PageSize:       *pageSize,
 		MaxMessageSize: *maxSize,
 		Logger:         logger,
