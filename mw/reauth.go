@@ -72,6 +72,8 @@ type AuthError struct {
 	Err error
 }
 
+// Error returns "authentication failed" or "authorization failed" and the
+// reason.
 func (e *AuthError) Error() string {
 	msg := "authentication failed"
 	if e.Status != nil && e.Status.Code == http.StatusForbidden {

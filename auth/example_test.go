@@ -1,0 +1,87 @@
+package auth_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mcp-stdio/mcp-stdio/auth"
+	"github.com/mcp-stdio/mcp-stdio/auth/authtest"
+)
+
+// Example wires a Client the way the relay does: a Transport authorizes
+// every request, a 401 goes to Unauthorized (mw.Reauth does this in the
+// relay), and the request is sent once more. Here the first 401 finds no
+// grant at all, so the sign-in runs in the foreground; authtest plays the
+// authorization server and the user's browser.
+func Example() {
+	srv := authtest.Start(authtest.Options{ChallengeScope: "mcp:tools"})
+	defer srv.Close()
+	dir, _ := os.MkdirTemp("", "mcp-stdio-example")
+	defer os.RemoveAll(dir)
+
+	c, err := auth.New(auth.Options{
+		ServerURL: srv.MCPURL(),
+		StorePath: filepath.Join(dir, "tokens.json"),
+		Stderr:    io.Discard, // the sign-in URL is printed here
+		OpenURL:   func(_ context.Context, u string) error { return authtest.Visit(u) },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }() // background refresh and re-auth
+	defer func() { cancel(); <-done }()
+
+	hc := &http.Client{Transport: &auth.Transport{Source: c}}
+	defer hc.CloseIdleConnections()
+	call := func() *http.Response {
+		body := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		resp, err := hc.Post(srv.MCPURL(), "application/json", body)
+		if err != nil {
+			panic(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+
+	resp := call()
+	fmt.Println("first attempt:", resp.StatusCode)
+	retry, err := c.Unauthorized(ctx, c.Generation(), resp.Header)
+	fmt.Println("retry:", retry, err)
+	fmt.Println("second attempt:", call().StatusCode)
+	for _, r := range srv.Requests() {
+		if r.Path == "/authorize" {
+			fmt.Println("scope asked for:", r.Query.Get("scope")) // from the challenge
+		}
+	}
+	// Output:
+	// first attempt: 401
+	// retry: true <nil>
+	// second attempt: 200
+	// scope asked for: mcp:tools
+}
+
+// ExampleCanonicalResource shows the resource parameter and token store key
+// of a server URL.
+func ExampleCanonicalResource() {
+	r, _ := auth.CanonicalResource("HTTPS://Example.COM:443/mcp?tenant=t1#section")
+	fmt.Println(r)
+	// Output: https://example.com/mcp?tenant=t1
+}
+
+// ExampleParseWWWAuthenticate reads what a 403 asks for.
+func ExampleParseWWWAuthenticate() {
+	cs := auth.ParseWWWAuthenticate([]string{`Bearer error="insufficient_scope", scope="files:read files:write", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`})
+	scope, _ := auth.ChallengeParam(cs, "scope")
+	errCode, _ := auth.ChallengeParam(cs, "error")
+	fmt.Println(cs[0].Scheme, errCode, scope)
+	// Output: Bearer insufficient_scope files:read files:write
+}
