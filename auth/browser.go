@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 )
 
 // openBrowser opens u in the user's browser. $BROWSER (read through getenv)
@@ -17,8 +18,9 @@ import (
 // opener: xdg-open, open (macOS) or rundll32 (Windows).
 //
 // It returns once the command has started and does not wait for it (a
-// browser may run for hours); a goroutine reaps the process when it exits.
-func openBrowser(getenv func(string) string, u string) error {
+// browser may run for hours); a goroutine, counted in launchers, reaps the
+// process when it exits.
+func openBrowser(getenv func(string) string, u string, launchers *sync.WaitGroup) error {
 	var cmds [][]string
 	if b := getenv("BROWSER"); strings.TrimSpace(b) != "" {
 		for _, entry := range strings.Split(b, string(os.PathListSeparator)) {
@@ -55,7 +57,7 @@ func openBrowser(getenv func(string) string, u string) error {
 			errs = append(errs, fmt.Errorf("%s: %w", argv[0], unwrapExecError(err)))
 			continue
 		}
-		go func() { _ = cmd.Wait() }() // reap; ends when the launcher exits
+		launchers.Go(func() { _ = cmd.Wait() }) // reap; ends when the launcher exits
 		return nil
 	}
 	if len(errs) == 0 {

@@ -161,6 +161,8 @@ type Client struct {
 	runCtx context.Context
 	// wg counts sign-in goroutines.
 	wg sync.WaitGroup
+	// launchers counts browser launcher processes not yet reaped.
+	launchers sync.WaitGroup
 	// changed wakes Run when the token changes.
 	changed chan struct{}
 	// runHook, when set (by tests), is called once Run has started.
@@ -230,7 +232,7 @@ func New(o Options) (*Client, error) {
 	}
 	if c.openURL == nil {
 		getenv := o.Getenv
-		c.openURL = func(_ context.Context, u string) error { return openBrowser(getenv, u) }
+		c.openURL = func(_ context.Context, u string) error { return openBrowser(getenv, u, &c.launchers) }
 	}
 	path := o.StorePath
 	if path == "" {
@@ -746,6 +748,7 @@ func (c *Client) Run(ctx context.Context) error {
 		c.runCtx = nil
 		c.mu.Unlock()
 		c.wg.Wait()
+		c.waitLaunchers(launcherReapWait)
 	}()
 	if c.opts.Eager {
 		if _, err := c.Token(ctx); err != nil {
@@ -783,6 +786,24 @@ func (c *Client) Run(ctx context.Context) error {
 		} else {
 			c.log.Warn("oauth: background refresh failed; will retry", "err", err, "in", refreshRetry)
 		}
+	}
+}
+
+// launcherReapWait bounds how long Run, as it ends, waits for browser
+// launchers to exit so that their reaping goroutines end too. A launcher
+// that runs the browser in the foreground may live for hours; it is then
+// left behind, to be reaped when the process exits.
+const launcherReapWait = 2 * time.Second
+
+// waitLaunchers waits up to d for every browser launcher to exit.
+func (c *Client) waitLaunchers(d time.Duration) {
+	done := make(chan struct{})
+	go func() { c.launchers.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
 	}
 }
 

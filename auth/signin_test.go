@@ -444,7 +444,7 @@ func TestSignInThroughTheBROWSERVariable(t *testing.T) {
 
 func TestOpenBrowserFailsClearly(t *testing.T) {
 	is := is.New(t)
-	err := openBrowser(func(string) string { return "/nonexistent/browser-a:/nonexistent/browser-b %s" }, "https://as/authorize?x=1")
+	err := openBrowser(func(string) string { return "/nonexistent/browser-a:/nonexistent/browser-b %s" }, "https://as/authorize?x=1", new(sync.WaitGroup))
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "cannot open a browser"))
 }

@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"time"
 
+	"github.com/mcp-stdio/mcp-stdio/auth"
 	"github.com/mcp-stdio/mcp-stdio/pipeline"
 	"github.com/mcp-stdio/mcp-stdio/transport"
 )
@@ -44,6 +46,17 @@ type relayFlags struct {
 	version        bool
 	maxMessage     int
 	logLevel       slog.Level
+
+	// OAuth 2.1 (see package auth).
+	oauth          bool
+	clientID       string
+	clientSecret   string
+	clientMetadata string
+	oauthScope     string
+	oauthDevice    bool
+	oauthTimeout   seconds
+	oauthEager     bool
+	noOAuthReauth  bool
 }
 
 func newRelayFlagSet(f *relayFlags, getenv func(string) string) *flag.FlagSet {
@@ -68,6 +81,19 @@ func newRelayFlagSet(f *relayFlags, getenv func(string) string) *flag.FlagSet {
 	fs.BoolVar(&f.version, "V", false, "shorthand for --version")
 	fs.IntVar(&f.maxMessage, "max-message-size", 0, "largest message in `bytes` in either direction (0 = 64 MiB)")
 	fs.TextVar(&f.logLevel, "log-level", slog.LevelInfo, "stderr log `level`: debug, info, warn or error")
+
+	f.clientID = getenv("MCP_OAUTH_CLIENT_ID")
+	f.clientSecret = getenv("MCP_OAUTH_CLIENT_SECRET")
+	f.oauthTimeout = seconds(auth.DefaultTimeout.Seconds())
+	fs.BoolVar(&f.oauth, "oauth", false, "sign in with OAuth 2.1 (browser, PKCE); tokens are kept in ~/.config/mcp-stdio/tokens.json")
+	fs.StringVar(&f.clientID, "client-id", f.clientID, "pre-registered OAuth client `id` (env MCP_OAUTH_CLIENT_ID); default: registers one")
+	fs.StringVar(&f.clientSecret, "client-secret", f.clientSecret, "OAuth client `secret` for --client-id (prefer the env var MCP_OAUTH_CLIENT_SECRET)")
+	fs.StringVar(&f.clientMetadata, "client-metadata-url", "", "https `URL` of a Client ID Metadata Document, used as client_id where the server supports it")
+	fs.StringVar(&f.oauthScope, "oauth-scope", "", "`scope` to request (default: the server's challenge, else its scopes_supported)")
+	fs.BoolVar(&f.oauthDevice, "oauth-device", false, "sign in with the device grant (prints a code to enter elsewhere); implies --oauth")
+	fs.Var(&f.oauthTimeout, "oauth-timeout", "`seconds` one sign-in may take")
+	fs.BoolVar(&f.oauthEager, "oauth-eager", false, "sign in at start instead of at the first 401")
+	fs.BoolVar(&f.noOAuthReauth, "no-oauth-reauth", false, "when the grant is revoked, fail requests instead of signing in again in the background")
 	return fs
 }
 
@@ -105,17 +131,73 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 		fs.Usage()
 		return &ExitError{Code: ExitUsage}
 	}
+	if f.oauth {
+		oc, err := f.oauthClient(&cfg, getenv, stderr, logger)
+		if err != nil {
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("OAuth setup failed: %w", err)}
+		}
+		runCtx, stopOAuth := context.WithCancel(ctx)
+		oauthDone := make(chan struct{})
+		go func() {
+			defer close(oauthDone)
+			if err := oc.Run(runCtx); err != nil && runCtx.Err() == nil {
+				logger.Warn("OAuth background work ended", "err", err)
+			}
+		}()
+		defer func() { stopOAuth(); <-oauthDone }()
+		if f.check {
+			if err := oc.EnsureToken(ctx); err != nil {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("OAuth authentication failed: %w", err)}
+			}
+		}
+	}
 	if f.check {
 		if _, err := pipeline.Check(ctx, cfg, stderr); err != nil {
 			return &ExitError{Code: ExitFailure}
 		}
 		return nil
 	}
-	logger.Info("relaying stdio", "url", redactURL(cfg.URL), "transport", cfg.Transport)
+	logger.Info("relaying stdio", "url", redactURL(cfg.URL), "transport", cfg.Transport, "oauth", f.oauth)
 	if err := pipeline.Relay(ctx, cfg, stdin, stdout); err != nil {
 		return err
 	}
 	return nil
+}
+
+// oauthClient builds the OAuth client for cfg's server and routes the
+// relay's HTTP through it: every request carries the current token, and
+// the re-authorisation stage is wired in.
+func (f *relayFlags) oauthClient(cfg *pipeline.RelayConfig, getenv func(string) string, stderr io.Writer, logger *slog.Logger) (*auth.Client, error) {
+	base := cfg.HTTPClient
+	if base == nil {
+		base = transport.NewHTTPClient(cfg.HTTP)
+	}
+	// Authorization-server traffic goes without the token, with a bound.
+	asClient := &http.Client{Transport: base.Transport, Timeout: 30 * time.Second}
+	oc, err := auth.New(auth.Options{
+		ServerURL:         cfg.URL,
+		ClientID:          f.clientID,
+		ClientSecret:      f.clientSecret,
+		ClientMetadataURL: f.clientMetadata,
+		Scope:             f.oauthScope,
+		Device:            f.oauthDevice,
+		Timeout:           f.oauthTimeout.duration(),
+		Eager:             f.oauthEager,
+		NoReauth:          f.noOAuthReauth,
+		HTTPClient:        asClient,
+		Getenv:            getenv,
+		Stderr:            stderr,
+		Logger:            logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cfg.HTTPClient = &http.Client{
+		Transport:     &auth.Transport{Base: base.Transport, Source: oc},
+		CheckRedirect: base.CheckRedirect,
+	}
+	cfg.Auth = oc
+	return oc, nil
 }
 
 // config checks the flags and turns them into a relay configuration.
@@ -139,6 +221,15 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	}
 	if f.maxMessage < 0 {
 		return cfg, errors.New("--max-message-size must not be negative")
+	}
+	if f.oauthDevice {
+		f.oauth = true
+	}
+	if f.oauth && f.bearer != "" {
+		return cfg, errors.New("--oauth and --bearer-token (or MCP_BEARER_TOKEN) are mutually exclusive")
+	}
+	if !f.oauth && (f.clientMetadata != "" || f.oauthScope != "" || f.oauthEager || f.noOAuthReauth) {
+		return cfg, errors.New("--client-metadata-url, --oauth-scope, --oauth-eager and --no-oauth-reauth need --oauth")
 	}
 	// Header precedence: defaults (set by the transport), then the bearer
 	// token, then -H entries in order.

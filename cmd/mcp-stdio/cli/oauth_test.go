@@ -1,0 +1,76 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/mcp-stdio/mcp-stdio/auth/authtest"
+	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
+)
+
+// oauthEnv is the environment of a relay that signs in headlessly: $BROWSER
+// is this test binary acting as a browser, tokens live in a temp dir.
+func oauthEnv(t *testing.T) map[string]string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	return map[string]string{
+		"BROWSER":         exe + " browser-helper",
+		"XDG_CONFIG_HOME": dir,
+		"HOME":            dir,
+	}
+}
+
+// The relay signs in on the first 401 (discovery, registration, PKCE, the
+// browser redirect), then carries the request, and later requests reuse the
+// stored token.
+func TestRelayOAuthSignInOnFirst401(t *testing.T) {
+	is := is.New(t)
+	as := authtest.NewServer(t, authtest.Options{})
+	env := oauthEnv(t)
+	pr, pw := io.Pipe()
+	var out, errb syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- cli.Relay(context.Background(), []string{"--oauth", "--transport", "streamable-http", as.MCPURL()},
+			func(k string) string { return env[k] }, pr, &out, &errb, cli.Options{Version: "test"})
+	}()
+	io.WriteString(pw, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	io.WriteString(pw, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`+"\n")
+	pw.Close()
+	is.NoErr(<-done)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	is.Equal(len(lines), 2)
+	for _, l := range lines {
+		is.True(strings.Contains(l, `"result":{}`)) // both answered by the protected server
+	}
+	is.True(strings.Contains(errb.String(), as.URL)) // the sign-in URL is printed on stderr
+	for _, secret := range as.Secrets() {
+		is.True(!strings.Contains(errb.String(), secret)) // tokens never in logs
+		is.True(!strings.Contains(out.String(), secret))
+	}
+	store, err := os.ReadFile(filepath.Join(env["XDG_CONFIG_HOME"], "mcp-stdio", "tokens.json"))
+	is.NoErr(err)
+	is.True(bytes.Contains(store, []byte("access_token")))
+}
+
+func TestRelayOAuthFlagConflicts(t *testing.T) {
+	is := is.New(t)
+	code, _, errOut := runRelay(t, nil, "--oauth", "--bearer-token", "x", "http://a/mcp")
+	is.Equal(code, cli.ExitUsage)
+	is.True(strings.Contains(errOut, "mutually exclusive"))
+	code, _, _ = runRelay(t, map[string]string{"MCP_BEARER_TOKEN": "x"}, "--oauth-device", "http://a/mcp")
+	is.Equal(code, cli.ExitUsage)
+	code, _, _ = runRelay(t, nil, "--oauth-scope", "a", "http://a/mcp")
+	is.Equal(code, cli.ExitUsage)
+}
