@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -131,7 +132,17 @@ func (f *cancelFilter) toServer(ctx context.Context, m frame.Message) error {
 	case frame.Notification:
 		if m.Method() == cancelMethod {
 			if id, ok := cancelledRequestID(m); ok {
-				f.cancel(id)
+				// Record first, so a response racing in is dropped; forward
+				// while the request is still in flight, so stages inside
+				// that rewrite ids (pagination merge) still know it and the
+				// server hears the cancel before its connection drops; then
+				// abort.
+				running := f.record(id)
+				err := f.next.ToServer.Handle(ctx, m)
+				for _, r := range running {
+					r.cancel(errClientCancelled)
+				}
+				return err
 			}
 		}
 	}
@@ -168,16 +179,14 @@ func (f *cancelFilter) request(ctx context.Context, m frame.Message) error {
 	return err
 }
 
-// cancel records id as cancelled and aborts the requests in flight under it.
-func (f *cancelFilter) cancel(id frame.ID) {
+// record records id as cancelled and returns the requests in flight under
+// it, for the caller to abort.
+func (f *cancelFilter) record(id frame.ID) []*inflightRequest {
 	now := f.now()
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.recordLocked(id, now)
-	running := f.inflight[id]
-	f.mu.Unlock()
-	for _, r := range running {
-		r.cancel(errClientCancelled)
-	}
+	return slices.Clone(f.inflight[id])
 }
 
 func (f *cancelFilter) toClient(ctx context.Context, m frame.Message) error {

@@ -280,7 +280,8 @@ func (c *SSEClient) deliver(ctx context.Context, m frame.Message) error {
 // Handle POSTs m to the current endpoint, first waiting up to EndpointWait
 // for one while the stream (re)connects; without one it fails with a
 // *frame.SendError{Sent: false} wrapping ErrEndpointUnavailable. Headers are
-// Content-Type: application/json, then c.Header.
+// Content-Type: application/json and Accept: application/json,
+// text/event-stream, then c.Header.
 //
 // A 2xx is success; if its body holds JSON-RPC messages they are delivered
 // too. Any other status is a *frame.StatusError. For a request, Handle then
@@ -426,6 +427,7 @@ func (c *SSEClient) post(ctx context.Context, ep string, m frame.Message) (answe
 	}
 	defer x.close()
 	x.req.Header.Set("Content-Type", contentTypeJSON)
+	x.req.Header.Set("Accept", acceptPOST) // as on Streamable HTTP; strict servers answer 406 without it
 	x.header(c.Header)
 	resp, err := x.do(c.Client)
 	if err != nil {
