@@ -267,10 +267,9 @@ func (r *relay) run(ctx context.Context, in io.Reader) error {
 	}
 
 	lines := make(chan frame.Message)
-	readDone := make(chan error, 1)
 	readerCtx, stopReader := context.WithCancel(ctx)
 	defer stopReader()
-	go r.readStdin(readerCtx, in, lines, readDone)
+	go r.readStdin(readerCtx, in, lines)
 
 	// Notifications and the client's answers keep their order on one
 	// goroutine. Requests each get their own, bounded by slots, and each
@@ -421,7 +420,7 @@ func (r *relay) answerBatch(batch frame.Message, err error) {
 // readStdin reads client messages on its own goroutine, so a cancel is read
 // while requests are in flight. Lines that cannot be used are answered
 // here. It closes lines at the end of input or when ctx ends.
-func (r *relay) readStdin(ctx context.Context, in io.Reader, lines chan<- frame.Message, done chan<- error) {
+func (r *relay) readStdin(ctx context.Context, in io.Reader, lines chan<- frame.Message) {
 	defer close(lines)
 	rd := frame.NewReader(in, r.cfg.MaxMessageSize)
 	for {
@@ -440,7 +439,6 @@ func (r *relay) readStdin(ctx context.Context, in io.Reader, lines chan<- frame.
 			if !errors.Is(err, io.EOF) {
 				r.log.Warn("stdin read failed", "err", err)
 			}
-			done <- err
 			return
 		}
 		switch {

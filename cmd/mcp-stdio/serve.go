@@ -3,10 +3,303 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
+	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/pipeline"
+	"github.com/mcp-stdio/mcp-stdio/transport"
 )
 
-// runServe is the serve subcommand.
-func runServe(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return errors.New("serve: not built yet")
+const serveUsage = `usage: mcp-stdio serve [flags] [-- CMD ARGS...]
+
+Publish a local stdio MCP server over Streamable HTTP: every session a
+client opens (with initialize) gets its own CMD process, ended with the
+session. Without CMD the bundled example server is published.
+
+Clients connect to http://LISTEN/PATH. Browser pages are refused unless
+their origin is loopback, --public-url or --allow-origin. Set a bearer token
+with the MCP_STDIO_SERVE_TOKEN environment variable (or --auth-token, which
+shows in ps) before listening anywhere but loopback.
+
+Flags:
+`
+
+// Defaults of the serve command.
+const (
+	defaultServeListen = "127.0.0.1:8080"
+	serveShutdownSlack = 2 * time.Second // beyond the drain and child graces
+	serveHeaderTimeout = 30 * time.Second
+	serveIdleConnTime  = 2 * time.Minute // keep-alive connections without a request
+)
+
+// serveFlags are the serve command's settings.
+type serveFlags struct {
+	listen       string
+	path         string
+	authToken    string
+	allowOrigins stringList
+	allowHosts   stringList
+	publicURL    string
+	dropCaps     stringList
+	idleTimeout  time.Duration
+	maxSessions  int
+	maxBody      byteSize
+	maxMessage   byteSize
+	stdinGrace   time.Duration
+	termGrace    time.Duration
+	drainTimeout time.Duration
+	logLevel     slog.Level
+}
+
+func newServeFlagSet(f *serveFlags, getenv func(string) string) *flag.FlagSet {
+	fs := flag.NewFlagSet("mcp-stdio serve", flag.ContinueOnError)
+	f.authToken = getenv(pipeline.ServeTokenEnv)
+	f.maxBody = frame.DefaultMaxMessageSize
+	f.maxMessage = frame.DefaultMaxMessageSize
+	fs.StringVar(&f.listen, "listen", defaultServeListen, "`address` to listen on, host:port (:0 picks a free port)")
+	fs.StringVar(&f.path, "path", pipeline.DefaultServePath, "`path` of the MCP endpoint")
+	fs.StringVar(&f.authToken, "auth-token", f.authToken, "static bearer `token` every request must present (prefer the "+pipeline.ServeTokenEnv+" env var: flags show in ps)")
+	fs.Var(&f.allowOrigins, "allow-origin", "extra browser `origin` allowed, exact match, any scheme (repeatable)")
+	fs.Var(&f.allowHosts, "allow-host", "extra `name` allowed in the Host header when listening on loopback (repeatable)")
+	fs.StringVar(&f.publicURL, "public-url", "", "external `URL` of this server (behind a proxy or tunnel); its origin and host are allowed")
+	fs.Var(&f.dropCaps, "drop-client-capability", "remove client `capability` roots, sampling or elicitation from initialize before the server sees it (repeatable)")
+	fs.DurationVar(&f.idleTimeout, "session-idle-timeout", pipeline.DefaultSessionIdleTimeout, "end a session (and its process) idle this `long` (0 = never)")
+	fs.IntVar(&f.maxSessions, "max-sessions", transport.DefaultMaxSessions, "most sessions (processes) alive at `once`; more get 503")
+	fs.Var(&f.maxBody, "max-body", "largest request body in `bytes` (suffixes KiB, MiB, GiB); larger gets 413")
+	fs.Var(&f.maxMessage, "max-message-size", "largest message in `bytes` the server process may write (suffixes KiB, MiB, GiB)")
+	fs.DurationVar(&f.stdinGrace, "stdin-grace", transport.DefaultStdinGrace, "after closing a process's stdin, wait this `long` before SIGTERM")
+	fs.DurationVar(&f.termGrace, "term-grace", transport.DefaultTermGrace, "after SIGTERM, wait this `long` before SIGKILL")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", pipeline.DefaultServeDrainTimeout, "on shutdown, let requests in flight finish for this `long`")
+	fs.TextVar(&f.logLevel, "log-level", slog.LevelInfo, "stderr log `level`: debug, info, warn or error")
+	return fs
+}
+
+// runServe is the serve command.
+func runServe(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	var f serveFlags
+	fs := newServeFlagSet(&f, getenv)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), serveUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return nil
+		}
+		return &exitError{code: exitUsage}
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: f.logLevel})).With("app", "mcp-stdio")
+	cfg, desc, err := f.config(fs.Args(), stderr, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
+		return &exitError{code: exitUsage}
+	}
+	srv, err := pipeline.NewServer(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
+		return &exitError{code: exitUsage}
+	}
+
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	loopback := isLoopbackListener(f.listen)
+	if !loopback && cfg.AuthToken == "" {
+		logger.Warn("listening beyond loopback without authentication: anyone who can reach this address can run the server; set " + pipeline.ServeTokenEnv)
+	}
+	httpSrv := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: serveHeaderTimeout,
+		IdleTimeout:       serveIdleConnTime,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
+	served := make(chan error, 1)
+	go func() { served <- httpSrv.Serve(ln) }()
+	fmt.Fprintf(stderr, "mcp-stdio: serving %s at %s\n", desc, endpointURL(ln.Addr(), f.listen, cfg.Path))
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case err := <-served:
+		runErr = fmt.Errorf("serve: %w", err)
+	}
+	bound := f.drainTimeout + f.stdinGrace + f.termGrace + serveShutdownSlack
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
+	defer cancel()
+	// Drain with the listener still open, so that clients can still answer
+	// what a request in flight asks them; then stop accepting, and end the
+	// sessions, which ends their streams and lets the handlers return.
+	srv.Drain(sctx)
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- httpSrv.Shutdown(sctx) }()
+	if err := srv.Close(sctx); err != nil {
+		logger.Warn("sessions still open at the shutdown deadline were killed", "err", err)
+	}
+	if err := <-shutdown; err != nil {
+		httpSrv.Close()
+	}
+	if runErr == nil {
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			runErr = fmt.Errorf("serve: %w", err)
+		}
+	}
+	return runErr
+}
+
+// config checks the flags and the child command and turns them into the
+// pipeline's configuration, with a description of the child for the
+// startup line.
+func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Logger) (pipeline.ServeConfig, string, error) {
+	var cfg pipeline.ServeConfig
+	desc := ""
+	if len(command) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return cfg, "", fmt.Errorf("cannot find this program to run its example server: %v", err)
+		}
+		command = []string{exe, cli.ExampleServerCommand}
+		desc = "the bundled example server"
+	} else {
+		desc = strconv.Quote(strings.Join(command, " "))
+	}
+	if f.path == "" || f.path[0] != '/' {
+		return cfg, "", fmt.Errorf("--path %q must start with /", f.path)
+	}
+	if f.maxSessions <= 0 {
+		return cfg, "", errors.New("--max-sessions must be positive")
+	}
+	if f.maxBody <= 0 || f.maxMessage <= 0 {
+		return cfg, "", errors.New("--max-body and --max-message-size must be positive")
+	}
+	if f.idleTimeout < 0 || f.stdinGrace < 0 || f.termGrace < 0 || f.drainTimeout < 0 {
+		return cfg, "", errors.New("durations must not be negative")
+	}
+	if f.publicURL != "" {
+		u, err := url.Parse(f.publicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return cfg, "", fmt.Errorf("invalid --public-url %q: want http(s)://host[/path]", f.publicURL)
+		}
+	}
+	for _, c := range f.dropCaps {
+		switch c {
+		case "roots", "sampling", "elicitation":
+		default:
+			return cfg, "", fmt.Errorf("invalid --drop-client-capability %q: want roots, sampling or elicitation", c)
+		}
+	}
+	idle := f.idleTimeout
+	if idle == 0 {
+		idle = -1 // never
+	}
+	cfg = pipeline.ServeConfig{
+		Command:                command,
+		Path:                   f.path,
+		AuthToken:              f.authToken,
+		AllowOrigins:           f.allowOrigins,
+		CheckHost:              isLoopbackListener(f.listen) || len(f.allowHosts) > 0,
+		AllowHosts:             f.allowHosts,
+		PublicURL:              f.publicURL,
+		DropClientCapabilities: f.dropCaps,
+		MaxSessions:            f.maxSessions,
+		SessionIdleTimeout:     idle,
+		MaxBodySize:            int64(f.maxBody),
+		MaxMessageSize:         int(f.maxMessage),
+		StdinGrace:             f.stdinGrace,
+		TermGrace:              f.termGrace,
+		DrainTimeout:           f.drainTimeout,
+		ChildStderr:            stderr,
+		Logger:                 logger,
+	}
+	return cfg, desc, nil
+}
+
+// isLoopbackListener reports whether a listen address binds loopback only.
+func isLoopbackListener(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// endpointURL returns the URL clients use: the bound address, with a
+// loopback host in place of an unspecified one.
+func endpointURL(bound net.Addr, listen, path string) string {
+	host, port, err := net.SplitHostPort(bound.String())
+	if err != nil {
+		return "http://" + bound.String() + path
+	}
+	if lh, _, err := net.SplitHostPort(listen); err == nil && strings.EqualFold(lh, "localhost") {
+		host = "localhost"
+	} else if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + path
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+// byteSize is a size flag: a number of bytes, optionally with a binary
+// suffix (KiB, MiB, GiB; K, M, G and KB, MB, GB mean the same).
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(s string) error {
+	v, mult := splitSizeSuffix(strings.TrimSpace(s))
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return fmt.Errorf("want a size in bytes such as 1048576 or 64MiB, got %q", s)
+	}
+	*b = byteSize(n * mult)
+	return nil
+}
+
+// sizeSuffixes are the unit suffixes byteSize accepts, longest first.
+var sizeSuffixes = []struct {
+	suffix string
+	mult   int64
+}{
+	{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10},
+	{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10},
+	{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10},
+}
+
+// splitSizeSuffix splits a unit suffix off a size and returns the number
+// and the unit's multiplier (1 without a suffix).
+func splitSizeSuffix(v string) (string, int64) {
+	for _, u := range sizeSuffixes {
+		if len(v) > len(u.suffix) && strings.EqualFold(v[len(v)-len(u.suffix):], u.suffix) {
+			return strings.TrimSpace(v[:len(v)-len(u.suffix)]), u.mult
+		}
+	}
+	return v, 1
 }

@@ -1,0 +1,301 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
+)
+
+// The test binary doubles as the mcp-stdio binary: run with testAsMainEnv
+// set, it runs main. The children serve starts inherit the variable, so
+// `serve` without a command publishes the bundled example server as the
+// real binary would.
+const testAsMainEnv = "MCP_STDIO_TEST_AS_MAIN"
+
+func init() {
+	if os.Getenv(testAsMainEnv) == "1" {
+		main()
+	}
+}
+
+// cmdTestWait bounds every wait; reaching it is a failure.
+const cmdTestWait = 30 * time.Second
+
+func TestServeUsage(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		out  string
+	}{
+		{"help", []string{"serve", "--help"}, exitOK, "usage: mcp-stdio serve"},
+		{"unknown flag", []string{"serve", "--nope"}, exitUsage, ""},
+		{"bad capability", []string{"serve", "--drop-client-capability", "tools"}, exitUsage, ""},
+		{"bad size", []string{"serve", "--max-body", "lots"}, exitUsage, ""},
+		{"bad path", []string{"serve", "--path", "mcp"}, exitUsage, ""},
+		{"bad public URL", []string{"serve", "--public-url", "ftp://x"}, exitUsage, ""},
+		{"no sessions", []string{"serve", "--max-sessions", "0"}, exitUsage, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), tt.args, func(string) string { return "" }, nil, &stdout, &stderr)
+			is.Equal(exitCode(err), tt.code)
+			is.True(strings.Contains(stdout.String(), tt.out))
+		})
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1048576", 1 << 20, true},
+		{"64MiB", 64 << 20, true},
+		{"64 MiB", 64 << 20, true},
+		{"2kb", 2 << 10, true},
+		{"1G", 1 << 30, true},
+		{"", 0, false},
+		{"MiB", 0, false},
+		{"-1", 0, false},
+		{"1.5MiB", 0, false},
+		{"99999999999GiB", 0, false},
+	} {
+		t.Run(tt.in, func(t *testing.T) {
+			is := is.New(t)
+			var b byteSize
+			err := b.Set(tt.in)
+			is.Equal(err == nil, tt.ok)
+			if tt.ok {
+				is.Equal(int64(b), tt.want)
+			}
+		})
+	}
+}
+
+// lineReader hands over the lines written to it, for watching a program's
+// stderr.
+type lineReader struct {
+	lines chan string
+	mu    sync.Mutex
+	all   strings.Builder
+}
+
+func readLines(r io.Reader) *lineReader {
+	l := &lineReader{lines: make(chan string, 1024)}
+	go func() {
+		defer close(l.lines)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			l.mu.Lock()
+			l.all.WriteString(sc.Text() + "\n")
+			l.mu.Unlock()
+			select {
+			case l.lines <- sc.Text():
+			default: // nobody is waiting for this one
+			}
+		}
+	}()
+	return l
+}
+
+// await returns the first submatch of re in the next lines, failing the
+// test after cmdTestWait.
+func (l *lineReader) await(t *testing.T, re *regexp.Regexp) string {
+	t.Helper()
+	timeout := time.After(cmdTestWait)
+	for {
+		select {
+		case line, ok := <-l.lines:
+			if !ok {
+				t.Fatalf("output ended without %v:\n%s", re, l.String())
+			}
+			if m := re.FindStringSubmatch(line); m != nil {
+				return m[1]
+			}
+		case <-timeout:
+			t.Fatalf("no line matching %v:\n%s", re, l.String())
+		}
+	}
+}
+
+func (l *lineReader) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.all.String()
+}
+
+var (
+	servingLine  = regexp.MustCompile(`serving .* at (http://\S+)`)
+	childPIDLine = regexp.MustCompile(`server process started.*pid=(\d+)`)
+)
+
+func TestServePublishesTheExampleServer(t *testing.T) {
+	is := is.New(t)
+	t.Setenv(testAsMainEnv, "1") // for the children, which are this binary
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	stderr := readLines(pr)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, os.Getenv, nil, io.Discard, pw)
+		pw.Close()
+	}()
+	url := stderr.await(t, servingLine)
+	is.True(strings.HasSuffix(url, "/mcp"))
+	is.True(strings.Contains(stderr.String(), "the bundled example server"))
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "cmd-test", Version: "1"}, nil)
+	cctx, ccancel := context.WithTimeout(ctx, cmdTestWait)
+	defer ccancel()
+	httpClient := &http.Client{Transport: &http.Transport{}}
+	defer httpClient.CloseIdleConnections()
+	cs, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: httpClient}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	is.NoErr(err)
+	pid, _ := strconv.Atoi(stderr.await(t, childPIDLine))
+	tools, err := cs.ListTools(cctx, nil)
+	is.NoErr(err)
+	is.True(len(tools.Tools) > 0)
+	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "through serve"}})
+	is.NoErr(err)
+	is.Equal(res.Content[0].(*mcp.TextContent).Text, "through serve")
+
+	cancel() // SIGTERM: drain, close the sessions, exit 0
+	select {
+	case err := <-done:
+		is.NoErr(err)
+	case <-time.After(cmdTestWait):
+		t.Fatal("serve did not stop")
+	}
+	is.True(processGone(t, pid, cmdTestWait))
+	cs.Close()
+}
+
+// startGateway runs the test binary as `mcp-stdio serve` and returns it
+// with its stderr lines and its URL.
+func startGateway(t *testing.T, args ...string) (*exec.Cmd, *lineReader, string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, append([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
+	cmd.Env = append(os.Environ(), testAsMainEnv+"=1", "GORACE=atexit_sleep_ms=0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	lines := readLines(stderr)
+	return cmd, lines, lines.await(t, servingLine)
+}
+
+// openSession POSTs an initialize and returns the session id.
+func openSession(t *testing.T, url string) string {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: %d", resp.StatusCode)
+	}
+	return resp.Header.Get("Mcp-Session-Id")
+}
+
+func TestServeGatewayKilledLeavesNoChild(t *testing.T) {
+	is := is.New(t)
+	gw, stderr, url := startGateway(t)
+	is.True(openSession(t, url) != "")
+	pid, _ := strconv.Atoi(stderr.await(t, childPIDLine))
+	is.True(pid > 0)
+	is.True(!processGone(t, pid, 0))
+
+	is.NoErr(gw.Process.Signal(syscall.SIGKILL)) // no chance to clean up
+	gw.Wait()
+	is.True(processGone(t, pid, cmdTestWait)) // the kernel killed the child (Pdeathsig)
+}
+
+func TestServeSIGTERMDrainsAndExitsZero(t *testing.T) {
+	is := is.New(t)
+	gw, stderr, url := startGateway(t)
+	openSession(t, url)
+	openSession(t, url)
+	first, _ := strconv.Atoi(stderr.await(t, childPIDLine))
+	second, _ := strconv.Atoi(stderr.await(t, childPIDLine))
+
+	is.NoErr(gw.Process.Signal(syscall.SIGTERM))
+	err := gw.Wait()
+	is.NoErr(err) // exit status 0
+	is.True(processGone(t, first, 0))
+	is.True(processGone(t, second, 0))
+	is.True(strings.Contains(stderr.String(), "session closed"))
+}
+
+func TestServeWarnsWithoutAuthBeyondLoopback(t *testing.T) {
+	is := is.New(t)
+	_, stderr, url := startGateway(t, "--listen", "0.0.0.0:0")
+	is.True(strings.HasPrefix(url, "http://127.0.0.1:"))
+	is.True(strings.Contains(stderr.String(), "without authentication"))
+}
+
+// processGone waits up to d for pid to have exited (a zombie counts).
+func processGone(t testing.TB, pid int, d time.Duration) bool {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return true
+	}
+	if err != nil {
+		t.Fatalf("pidfd_open %d: %v", pid, err)
+	}
+	defer unix.Close(fd)
+	deadline := time.Now().Add(d)
+	for {
+		ms := max(int(time.Until(deadline).Milliseconds()), 0)
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("poll: %v", err)
+		}
+		return n > 0
+	}
+}

@@ -1,0 +1,344 @@
+// The serve pipeline: remote HTTP clients to a local stdio MCP server, one
+// child process per session.
+//
+//	net/http → origin check → host check → bearer gate → body cap → era classifier → session handler
+//	session handler ⇄ your Middlewares → drop client capabilities → child process
+//
+// The guards run on headers alone, before anything reads the body, so a
+// refused request never reaches a child and never costs a read. The era
+// classifier is where the 2026-07-28 face of serve will branch off; until
+// then every request takes the session era (a sessionless server/discover
+// gets the sessionless 400, which makes a dual-era client fall back to
+// initialize).
+
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-stdio/mcp-stdio/auth"
+	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/mw"
+	"github.com/mcp-stdio/mcp-stdio/transport"
+)
+
+// Serve defaults.
+const (
+	// DefaultServePath is the MCP endpoint's path.
+	DefaultServePath = "/mcp"
+	// DefaultSessionIdleTimeout ends sessions idle this long.
+	DefaultSessionIdleTimeout = 30 * time.Minute
+	// DefaultServeDrainTimeout bounds how long [Server.Close] lets requests
+	// in flight finish before it ends the sessions.
+	DefaultServeDrainTimeout = 5 * time.Second
+	// ServeTokenEnv names the environment variable holding serve's bearer
+	// token. It is never passed on to children.
+	ServeTokenEnv = "MCP_STDIO_SERVE_TOKEN"
+)
+
+// ServeConfig configures [NewServer]: which stdio server to run, once per
+// session, and who may reach it.
+type ServeConfig struct {
+	// Command is the stdio server's program and arguments; required.
+	Command []string
+	// Env is the children's environment; nil means the gateway's own. The
+	// variable ServeTokenEnv is always removed.
+	Env []string
+	// Dir is the children's working directory; "" means the gateway's.
+	Dir string
+	// Path is the MCP endpoint's path; "" means DefaultServePath. Other
+	// paths get 404.
+	Path string
+
+	// AuthToken, when set, is a static bearer token every request must
+	// present (else 401, and no child is started).
+	AuthToken string
+	// AllowOrigins are extra Origin values allowed past the origin check,
+	// compared exactly (any scheme). Loopback origins and the origin of
+	// PublicURL are always allowed; requests without Origin pass.
+	AllowOrigins []string
+	// CheckHost turns on the DNS-rebinding guard: the Host header must name
+	// a loopback host (localhost, 127.0.0.1, [::1]), an AllowHosts entry or
+	// PublicURL's host. Turn it on when listening on a loopback address.
+	CheckHost bool
+	// AllowHosts are extra host names (no port) for the Host check.
+	AllowHosts []string
+	// PublicURL is the server's external URL (behind a proxy or tunnel); its
+	// origin and host are allowed.
+	PublicURL string
+
+	// DropClientCapabilities names client capabilities ("roots",
+	// "sampling", "elicitation") removed from every initialize before the
+	// child sees it.
+	DropClientCapabilities []string
+	// Middlewares are extra stages between the HTTP side and the child,
+	// nearest the client first; they are built once per session.
+	Middlewares []mw.Middleware
+
+	// MaxSessions bounds the sessions (children) alive at once; 0 means
+	// transport.DefaultMaxSessions.
+	MaxSessions int
+	// SessionIdleTimeout ends a session without requests or open streams
+	// for this long; 0 means DefaultSessionIdleTimeout, negative never.
+	SessionIdleTimeout time.Duration
+	// MaxBodySize caps a request body (413 beyond); 0 means
+	// frame.DefaultMaxMessageSize.
+	MaxBodySize int64
+	// MaxMessageSize caps a line a child writes; 0 means
+	// frame.DefaultMaxMessageSize.
+	MaxMessageSize int
+	// StdinGrace and TermGrace time a child's shutdown: stdin closed, then
+	// SIGTERM after StdinGrace, then SIGKILL after TermGrace; 0 means the
+	// transport defaults (2s each).
+	StdinGrace time.Duration
+	TermGrace  time.Duration
+	// DrainTimeout bounds how long Close lets requests in flight finish; 0
+	// means DefaultServeDrainTimeout.
+	DrainTimeout time.Duration
+
+	// ChildStderr receives the children's stderr, each line prefixed with
+	// its session's short id; nil discards it.
+	ChildStderr io.Writer
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+	// AfterFunc times idle sessions; nil means time.AfterFunc. For tests.
+	AfterFunc func(d time.Duration, f func()) (stop func() bool)
+}
+
+// Server is the serve pipeline: an http.Handler publishing a stdio MCP
+// server over Streamable HTTP, one child process per session.
+type Server struct {
+	cfg     ServeConfig
+	log     *slog.Logger
+	env     []string
+	stderr  io.Writer
+	chain   mw.Middleware
+	http    *transport.HTTPServer
+	handler http.Handler
+
+	drainOnce sync.Once
+}
+
+// NewServer checks cfg and assembles the pipeline. No child starts before
+// the first initialize.
+func NewServer(cfg ServeConfig) (*Server, error) {
+	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+		return nil, errors.New("serve: no server command")
+	}
+	if cfg.Path == "" {
+		cfg.Path = DefaultServePath
+	}
+	if !strings.HasPrefix(cfg.Path, "/") {
+		return nil, fmt.Errorf("serve: path %q must start with /", cfg.Path)
+	}
+	if cfg.SessionIdleTimeout == 0 {
+		cfg.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if cfg.SessionIdleTimeout < 0 {
+		cfg.SessionIdleTimeout = 0
+	}
+	if cfg.MaxBodySize <= 0 {
+		cfg.MaxBodySize = frame.DefaultMaxMessageSize
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = DefaultServeDrainTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	dropCaps, err := mw.DropClientCapabilities(cfg.DropClientCapabilities...)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	s := &Server{
+		cfg:   cfg,
+		log:   cfg.Logger,
+		env:   childEnv(cfg.Env),
+		chain: mw.Chain(append(append([]mw.Middleware(nil), cfg.Middlewares...), dropCaps)...),
+	}
+	if cfg.ChildStderr != nil {
+		s.stderr = &lineWriter{w: cfg.ChildStderr}
+	}
+	s.http = transport.NewHTTPServer(transport.HTTPServerConfig{
+		Open:        s.open,
+		MaxSessions: cfg.MaxSessions,
+		IdleTimeout: cfg.SessionIdleTimeout,
+		AfterFunc:   cfg.AfterFunc,
+		MaxBodySize: cfg.MaxBodySize,
+		Logger:      cfg.Logger,
+	})
+
+	var h http.Handler = s.classifyEras(s.http)
+	h = transport.LimitBody(cfg.MaxBodySize, h)
+	if cfg.AuthToken != "" {
+		h = auth.NewBearerGate(cfg.AuthToken).Wrap(h)
+	}
+	h = onPath(cfg.Path, h)
+	if cfg.CheckHost {
+		h = transport.CheckHost(transport.HostPolicy{Allow: cfg.AllowHosts, PublicURL: cfg.PublicURL}, h)
+	}
+	h = transport.CheckOrigin(transport.OriginPolicy{Allow: cfg.AllowOrigins, PublicURL: cfg.PublicURL}, h)
+	s.handler = h
+	return s, nil
+}
+
+// Handler returns the HTTP handler to serve (on every path; only the MCP
+// endpoint's path answers).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Sessions returns the number of live sessions.
+func (s *Server) Sessions() int { return s.http.Sessions() }
+
+// Drain stops taking new sessions and requests (they get 503) and lets the
+// requests in flight finish, for at most DrainTimeout (within ctx).
+// Clients may still send notifications and responses meanwhile, so a
+// request waiting for its client can finish. Only the first call waits;
+// later ones return at once.
+func (s *Server) Drain(ctx context.Context) error {
+	s.drainOnce.Do(func() {
+		drainCtx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
+		defer cancel()
+		if err := s.http.Drain(drainCtx); err != nil {
+			s.log.Warn("requests still in flight at shutdown are cut off", "after", s.cfg.DrainTimeout)
+		}
+	})
+	return ctx.Err()
+}
+
+// Close shuts the pipeline down: it drains (see [Server.Drain]), then ends
+// every session and stops its child (stdin closed, SIGTERM, SIGKILL; at
+// once when ctx ends). It returns when all children are gone.
+func (s *Server) Close(ctx context.Context) error {
+	s.Drain(ctx)
+	return s.http.Close(ctx)
+}
+
+// open starts a session's child behind the session's chain.
+func (s *Server) open(_ context.Context, sessionID string, toClient transport.Sink) (transport.Backend, error) {
+	short := transport.ShortSessionID(sessionID)
+	toChild := &mw.Late{}
+	d := s.chain(mw.Duplex{ToServer: toChild, ToClient: toClient})
+	child, err := transport.StartChild(transport.ChildConfig{
+		Command:        s.cfg.Command,
+		Env:            s.env,
+		Dir:            s.cfg.Dir,
+		Stderr:         s.stderr,
+		StderrPrefix:   "[" + short + "] ",
+		MaxMessageSize: s.cfg.MaxMessageSize,
+		StdinGrace:     s.cfg.StdinGrace,
+		TermGrace:      s.cfg.TermGrace,
+		Logger:         s.log.With("session", short),
+	}, d.ToClient)
+	if err != nil {
+		return nil, err
+	}
+	toChild.Bind(child)
+	return &childBackend{entry: d.ToServer, child: child}, nil
+}
+
+// childBackend is a session's backend: the chain's server-bound entry in
+// front of the child.
+type childBackend struct {
+	entry mw.Handler
+	child *transport.Child
+}
+
+func (b *childBackend) Handle(ctx context.Context, m frame.Message) error {
+	return b.entry.Handle(ctx, m)
+}
+func (b *childBackend) Done() <-chan struct{}           { return b.child.Done() }
+func (b *childBackend) Close(ctx context.Context) error { return b.child.Close(ctx) }
+
+// serveEra is the protocol era a request belongs to.
+type serveEra uint8
+
+const (
+	eraLegacy serveEra = iota // 2025-03-26 … 2025-11-25: sessions, initialize
+	eraModern                 // 2026-07-28: no sessions, _meta on every request
+)
+
+// modernVersionKey is the _meta key that carries a modern request's
+// protocol version.
+const modernVersionKey = "io.modelcontextprotocol/protocolVersion"
+
+// classifyEra tells which era a POST body belongs to. A request is modern
+// only on positive evidence: params._meta carries the protocol version, or
+// the method is server/discover. Everything else — headers included, which
+// a legacy client may send too — is legacy.
+func classifyEra(_ *http.Request, body []byte) serveEra {
+	if gjson.GetBytes(body, "method").Str == "server/discover" ||
+		gjson.GetBytes(body, "params._meta."+gjson.Escape(modernVersionKey)).Exists() {
+		return eraModern
+	}
+	return eraLegacy
+}
+
+// classifyEras reads a POST's body (within the cap), finds its era and
+// hands it on. Both eras take the session era for now.
+func (s *Server) classifyEras(legacy http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			legacy.ServeHTTP(w, r)
+			return
+		}
+		body, err := transport.ReadBody(r, s.cfg.MaxBodySize)
+		if err != nil {
+			transport.WriteBodyError(w, err)
+			return
+		}
+		if classifyEra(r, body) == eraModern {
+			s.log.Debug("a 2026-07-28 request takes the session era (not served yet)")
+		}
+		legacy.ServeHTTP(w, transport.WithBody(r, body))
+	})
+}
+
+// onPath serves h on path only; other paths get 404.
+func onPath(path string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != path {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// childEnv returns the children's environment: env (or the gateway's
+// own) without the serve token.
+func childEnv(env []string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, ServeTokenEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// lineWriter serialises Writes from several children, so that their
+// stderr lines (one Write each) never interleave.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

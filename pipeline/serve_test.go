@@ -1,0 +1,540 @@
+//go:build linux
+
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+// The test binary doubles as the stdio server the serve tests publish: run
+// with serveTestChildEnv set it serves MCP with the official Go SDK on its
+// stdin and stdout instead of running tests.
+const serveTestChildEnv = "MCP_STDIO_PIPELINE_TEST_SERVER"
+
+func init() {
+	if os.Getenv(serveTestChildEnv) != "" {
+		os.Exit(runSDKServer())
+	}
+}
+
+// runSDKServer is the child: a go-sdk server over stdio with the tools
+//
+//	echo {text}   returns text
+//	pid           returns the process id
+//	caps          returns the client capabilities from initialize, as JSON
+//	ask           elicits {name} from the client, returns "hello <name>"
+//	slow          reports progress, then waits to be cancelled
+//	cancelled     returns "yes" once a slow call has been cancelled
+func runSDKServer() int {
+	server := mcp.NewServer(&mcp.Implementation{Name: "sdk-child", Version: "1"}, nil)
+	type text struct {
+		Text string `json:"text"`
+	}
+	reply := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	mcp.AddTool(server, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in text) (*mcp.CallToolResult, any, error) {
+		return reply(in.Text), nil, nil
+	})
+	mcp.AddTool(server, &mcp.Tool{Name: "pid"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return reply(fmt.Sprint(os.Getpid())), nil, nil
+	})
+	mcp.AddTool(server, &mcp.Tool{Name: "caps"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		b, _ := json.Marshal(req.Session.InitializeParams().Capabilities)
+		return reply(string(b)), nil, nil
+	})
+	mcp.AddTool(server, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+			Message:         "your name?",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}},
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return reply(fmt.Sprint("hello ", res.Content["name"])), nil, nil
+	})
+	cancelled := make(chan struct{}, 1)
+	mcp.AddTool(server, &mcp.Tool{Name: "slow"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "started"})
+		}
+		<-ctx.Done()
+		cancelled <- struct{}{}
+		return nil, nil, ctx.Err()
+	})
+	mcp.AddTool(server, &mcp.Tool{Name: "cancelled"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-cancelled:
+			return reply("yes"), nil, nil
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	})
+	if err := server.Run(context.Background(), &mcp.StdioTransport{MaxLineLength: 80 << 20}); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// checkServeLeaks fails t if goroutines it starts outlive it (and its
+// cleanups, which run first).
+func checkServeLeaks(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+}
+
+// sdkServerCommand runs the test binary as the go-sdk child.
+func sdkServerCommand(t testing.TB) ([]string, []string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{exe}, append(os.Environ(), serveTestChildEnv+"=1", "GORACE=atexit_sleep_ms=0")
+}
+
+// serveTestWait bounds every wait; reaching it is a failure.
+const serveTestWait = 30 * time.Second
+
+// serveHarness is a serve pipeline on a loopback server.
+type serveHarness struct {
+	srv    *Server
+	ts     *httptest.Server
+	url    string
+	client *http.Client
+	stderr *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func newServeHarness(t *testing.T, configure func(*ServeConfig)) *serveHarness {
+	t.Helper()
+	cmd, env := sdkServerCommand(t)
+	h := &serveHarness{stderr: &lockedBuffer{}}
+	cfg := ServeConfig{
+		Command:     cmd,
+		Env:         env,
+		CheckHost:   true,
+		ChildStderr: h.stderr,
+		Logger:      slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	srv, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = srv
+	h.ts = httptest.NewServer(srv.Handler())
+	h.url = h.ts.URL + cfg.Path
+	if cfg.Path == "" {
+		h.url = h.ts.URL + DefaultServePath
+	}
+	h.client = &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), serveTestWait)
+		defer cancel()
+		if err := srv.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		h.ts.Close()
+		h.client.CloseIdleConnections()
+	})
+	return h
+}
+
+// connect opens a go-sdk client session through the gateway.
+func (h *serveHarness) connect(t *testing.T, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestWait)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-client", Version: "1"}, opts)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:     h.url,
+		HTTPClient:   h.client,
+		MaxEventSize: 80 << 20,
+	}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	return cs
+}
+
+// callText calls a tool and returns its text.
+func callText(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args any) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if res.IsError || len(res.Content) != 1 {
+		t.Fatalf("%s: %+v", name, res)
+	}
+	return res.Content[0].(*mcp.TextContent).Text
+}
+
+// processGone waits up to d for pid to have exited.
+func processGone(t testing.TB, pid int, d time.Duration) bool {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return true
+	}
+	if err != nil {
+		t.Fatalf("pidfd_open %d: %v", pid, err)
+	}
+	defer unix.Close(fd)
+	deadline := time.Now().Add(d)
+	for {
+		ms := max(int(time.Until(deadline).Milliseconds()), 0)
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("poll: %v", err)
+		}
+		return n > 0
+	}
+}
+
+func TestServeEndToEndWithTheGoSDK(t *testing.T) {
+	checkServeLeaks(t)
+	is := is.New(t)
+	h := newServeHarness(t, nil)
+	progress := make(chan string, 4)
+	cs := h.connect(t, "2025-11-25", &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "gopher"}}, nil
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			progress <- req.Params.Message
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestWait)
+	defer cancel()
+	is.Equal(cs.InitializeResult().ProtocolVersion, "2025-11-25")
+	is.Equal(h.srv.Sessions(), 1)
+
+	tools, err := cs.ListTools(ctx, nil)
+	is.NoErr(err)
+	is.Equal(len(tools.Tools), 6)
+	is.Equal(callText(t, ctx, cs, "echo", map[string]any{"text": "héllo"}), "héllo")
+	pid := 0
+	fmt.Sscan(callText(t, ctx, cs, "pid", nil), &pid)
+	is.True(pid > 0)
+
+	// The child asks the client; the answer goes back to the child.
+	is.Equal(callText(t, ctx, cs, "ask", nil), "hello gopher")
+
+	// Cancellation: progress shows the call started, then the client
+	// cancels; the child sees notifications/cancelled.
+	slowCtx, cancelSlow := context.WithCancel(ctx)
+	slowDone := make(chan error, 1)
+	go func() {
+		params := &mcp.CallToolParams{Name: "slow"}
+		params.SetProgressToken("slow-1")
+		_, err := cs.CallTool(slowCtx, params)
+		slowDone <- err
+	}()
+	select {
+	case msg := <-progress:
+		is.Equal(msg, "started")
+	case <-ctx.Done():
+		t.Fatal("no progress from the slow tool")
+	}
+	cancelSlow()
+	is.True(errors.Is(<-slowDone, context.Canceled))
+	is.Equal(callText(t, ctx, cs, "cancelled", nil), "yes")
+
+	// A large argument and result.
+	big := strings.Repeat("0123456789abcdef", largePayload/16)
+	got := callText(t, ctx, cs, "echo", map[string]any{"text": big})
+	is.Equal(len(got), len(big))
+	is.True(got == big)
+
+	// Closing the client session deletes the session and ends the child.
+	is.NoErr(cs.Close())
+	is.Equal(h.srv.Sessions(), 0)
+	is.True(processGone(t, pid, serveTestWait))
+}
+
+func TestServeDualEraClientFallsBackToInitialize(t *testing.T) {
+	checkServeLeaks(t)
+	is := is.New(t)
+	h := newServeHarness(t, nil)
+	cs := h.connect(t, "", nil) // server/discover first, then initialize
+	defer cs.Close()
+	is.Equal(cs.InitializeResult().ProtocolVersion, "2025-11-25")
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestWait)
+	defer cancel()
+	is.Equal(callText(t, ctx, cs, "echo", map[string]any{"text": "x"}), "x")
+}
+
+func TestServeConcurrentClientsAreIsolated(t *testing.T) {
+	checkServeLeaks(t)
+	is := is.New(t)
+	h := newServeHarness(t, nil)
+	var sessions [3]*mcp.ClientSession
+	for i := range sessions {
+		name := fmt.Sprintf("client-%d", i)
+		sessions[i] = h.connect(t, "2025-11-25", &mcp.ClientOptions{
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
+			},
+		})
+	}
+	is.Equal(h.srv.Sessions(), len(sessions))
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestWait)
+	defer cancel()
+	var wg sync.WaitGroup
+	answers := make([]string, len(sessions))
+	for i, cs := range sessions {
+		wg.Go(func() {
+			for range 5 {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask"})
+				if err != nil || len(res.Content) != 1 {
+					answers[i] = fmt.Sprint("error: ", err)
+					return
+				}
+				answers[i] = res.Content[0].(*mcp.TextContent).Text
+			}
+		})
+	}
+	wg.Wait()
+	for i, cs := range sessions {
+		is.Equal(answers[i], fmt.Sprintf("hello client-%d", i)) // each child asked its own client
+		is.NoErr(cs.Close())
+	}
+}
+
+func TestServeDropsClientCapabilities(t *testing.T) {
+	checkServeLeaks(t)
+	for _, tt := range []struct {
+		drop      []string
+		wantRoots bool
+	}{
+		{nil, true},
+		{[]string{"roots"}, false},
+	} {
+		t.Run(fmt.Sprint(tt.drop), func(t *testing.T) {
+			is := is.New(t)
+			h := newServeHarness(t, func(c *ServeConfig) { c.DropClientCapabilities = tt.drop })
+			cs := h.connect(t, "2025-11-25", &mcp.ClientOptions{
+				Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true}},
+				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return &mcp.ElicitResult{Action: "decline"}, nil
+				},
+			})
+			defer cs.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), serveTestWait)
+			defer cancel()
+			// The SDK server renders an absent roots capability as
+			// "roots":{}; the client's listChanged tells whether it arrived.
+			caps := callText(t, ctx, cs, "caps", nil)
+			is.Equal(strings.Contains(caps, `"roots":{"listChanged":true}`), tt.wantRoots)
+			is.True(strings.Contains(caps, `"elicitation"`)) // the others stay
+		})
+	}
+}
+
+// post sends a raw POST through the harness.
+func (h *serveHarness) post(t *testing.T, body string, hdr ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if strings.EqualFold(hdr[i], "Host") {
+			req.Host = hdr[i+1]
+			continue
+		}
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+const serveInitBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+func TestServeGuards(t *testing.T) {
+	checkServeLeaks(t)
+	h := newServeHarness(t, func(c *ServeConfig) {
+		c.AuthToken = "tok"
+		c.MaxBodySize = 1 << 10
+		c.AllowOrigins = []string{"https://app.example.com"}
+		c.AllowHosts = []string{"gateway.lan"}
+	})
+	host := strings.TrimPrefix(h.ts.URL, "http://")
+	for _, tt := range []struct {
+		name   string
+		body   string
+		hdr    []string
+		status int
+	}{
+		{"no token", serveInitBody, nil, 401},
+		{"wrong token", serveInitBody, []string{"Authorization", "Bearer nope"}, 401},
+		{"foreign origin", serveInitBody, []string{"Authorization", "Bearer tok", "Origin", "http://evil.example.com"}, 403},
+		{"null origin", serveInitBody, []string{"Authorization", "Bearer tok", "Origin", "null"}, 403},
+		{"rebinding host", serveInitBody, []string{"Authorization", "Bearer tok", "Host", "evil.example.com"}, 403},
+		{"rebinding host and origin", serveInitBody, []string{"Host", "evil.example.com:8080", "Origin", "http://evil.example.com:8080"}, 403},
+		{"too large", `{"jsonrpc":"2.0","id":1,"method":"x","params":"` + strings.Repeat("a", 2<<10) + `"}`, []string{"Authorization", "Bearer tok"}, 413},
+		{"loopback origin and host", serveInitBody, []string{"Authorization", "Bearer tok", "Origin", "http://" + host}, 200},
+		{"allowed origin", serveInitBody, []string{"Authorization", "Bearer tok", "Origin", "https://app.example.com"}, 200},
+		{"allowed host", serveInitBody, []string{"Authorization", "Bearer tok", "Host", "gateway.lan:443"}, 200},
+		{"localhost host", serveInitBody, []string{"Authorization", "Bearer tok", "Host", "localhost"}, 200},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			before := h.srv.Sessions()
+			resp := h.post(t, tt.body, tt.hdr...)
+			is.Equal(resp.StatusCode, tt.status)
+			if tt.status != 200 {
+				is.Equal(h.srv.Sessions(), before) // no child for a refused request
+			}
+			if tt.status == 401 {
+				is.True(strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), `Bearer realm="mcp-stdio"`))
+			}
+		})
+	}
+	is := is.New(t)
+	req, _ := http.NewRequest(http.MethodPost, h.ts.URL+"/other", strings.NewReader(serveInitBody))
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := h.client.Do(req)
+	is.NoErr(err)
+	resp.Body.Close()
+	is.Equal(resp.StatusCode, http.StatusNotFound)
+}
+
+func TestServeCloseEndsEverySession(t *testing.T) {
+	checkServeLeaks(t)
+	is := is.New(t)
+	h := newServeHarness(t, func(c *ServeConfig) { c.DrainTimeout = time.Millisecond })
+	var pids []int
+	var sessions []*mcp.ClientSession
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestWait)
+	defer cancel()
+	for range 3 {
+		cs := h.connect(t, "2025-11-25", nil)
+		sessions = append(sessions, cs)
+		pid := 0
+		fmt.Sscan(callText(t, ctx, cs, "pid", nil), &pid)
+		pids = append(pids, pid)
+	}
+	is.NoErr(h.srv.Close(ctx))
+	is.Equal(h.srv.Sessions(), 0)
+	for _, pid := range pids {
+		is.True(processGone(t, pid, 0))
+	}
+	for _, cs := range sessions {
+		cs.Close()
+	}
+}
+
+func TestClassifyEra(t *testing.T) {
+	for _, tt := range []struct {
+		body string
+		want serveEra
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, eraLegacy},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, eraLegacy},
+		{`{"jsonrpc":"2.0","id":1,"method":"server/discover"}`, eraModern},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, eraModern},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io":{"modelcontextprotocol/protocolVersion":"x"}}}}`, eraLegacy},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"protocolVersion":"2026-07-28"}}}`, eraLegacy},
+		{`[{"jsonrpc":"2.0","id":1,"method":"server/discover"}]`, eraLegacy},
+		{`not json`, eraLegacy},
+	} {
+		t.Run(tt.body, func(t *testing.T) {
+			is := is.New(t)
+			r := httptest.NewRequest("POST", "/mcp", nil)
+			r.Header.Set("MCP-Protocol-Version", "2026-07-28") // headers alone are no evidence
+			is.Equal(classifyEra(r, []byte(tt.body)), tt.want)
+		})
+	}
+}
+
+// ExampleNewServer publishes a stdio MCP server (here the test binary
+// acting as one) over Streamable HTTP, and opens a session with a plain
+// HTTP POST.
+func ExampleNewServer() {
+	exe, _ := os.Executable()
+	srv, err := NewServer(ServeConfig{
+		Command:   []string{exe},
+		Env:       append(os.Environ(), serveTestChildEnv+"=1", "GORACE=atexit_sleep_ms=0"),
+		CheckHost: true, // the listener is loopback: refuse DNS-rebinding Host names
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	defer srv.Close(context.Background()) // ends the sessions and their children first
+
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"example","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Result struct {
+			ServerInfo struct{ Name string } `json:"serverInfo"`
+		} `json:"result"`
+	}
+	json.NewDecoder(resp.Body).Decode(&answer)
+	fmt.Println(resp.StatusCode, resp.Header.Get("Mcp-Session-Id") != "", srv.Sessions())
+	fmt.Println(answer.Result.ServerInfo.Name)
+	// Output:
+	// 200 true 1
+	// sdk-child
+}
