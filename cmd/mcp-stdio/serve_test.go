@@ -22,6 +22,8 @@ import (
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
+
+	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
 )
 
 // The test binary doubles as the mcp-stdio binary: run with testAsMainEnv
@@ -46,13 +48,13 @@ func TestServeUsage(t *testing.T) {
 		code int
 		out  string
 	}{
-		{"help", []string{"serve", "--help"}, exitOK, "usage: mcp-stdio serve"},
-		{"unknown flag", []string{"serve", "--nope"}, exitUsage, ""},
-		{"bad capability", []string{"serve", "--drop-client-capability", "tools"}, exitUsage, ""},
-		{"bad size", []string{"serve", "--max-body", "lots"}, exitUsage, ""},
-		{"bad path", []string{"serve", "--path", "mcp"}, exitUsage, ""},
-		{"bad public URL", []string{"serve", "--public-url", "ftp://x"}, exitUsage, ""},
-		{"no sessions", []string{"serve", "--max-sessions", "0"}, exitUsage, ""},
+		{"help", []string{"serve", "--help"}, cli.ExitOK, "usage: mcp-stdio serve"},
+		{"unknown flag", []string{"serve", "--nope"}, cli.ExitUsage, ""},
+		{"bad capability", []string{"serve", "--drop-client-capability", "tools"}, cli.ExitUsage, ""},
+		{"bad size", []string{"serve", "--max-body", "lots"}, cli.ExitUsage, ""},
+		{"bad path", []string{"serve", "--path", "mcp"}, cli.ExitUsage, ""},
+		{"bad public URL", []string{"serve", "--public-url", "ftp://x"}, cli.ExitUsage, ""},
+		{"no sessions", []string{"serve", "--max-sessions", "0"}, cli.ExitUsage, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
@@ -60,35 +62,6 @@ func TestServeUsage(t *testing.T) {
 			err := run(context.Background(), tt.args, func(string) string { return "" }, nil, &stdout, &stderr)
 			is.Equal(exitCode(err), tt.code)
 			is.True(strings.Contains(stdout.String(), tt.out))
-		})
-	}
-}
-
-func TestByteSize(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{"1048576", 1 << 20, true},
-		{"64MiB", 64 << 20, true},
-		{"64 MiB", 64 << 20, true},
-		{"2kb", 2 << 10, true},
-		{"1G", 1 << 30, true},
-		{"", 0, false},
-		{"MiB", 0, false},
-		{"-1", 0, false},
-		{"1.5MiB", 0, false},
-		{"99999999999GiB", 0, false},
-	} {
-		t.Run(tt.in, func(t *testing.T) {
-			is := is.New(t)
-			var b byteSize
-			err := b.Set(tt.in)
-			is.Equal(err == nil, tt.ok)
-			if tt.ok {
-				is.Equal(int64(b), tt.want)
-			}
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/pipeline"
 	"github.com/mcp-stdio/mcp-stdio/transport"
@@ -85,8 +84,8 @@ func newServeFlagSet(f *serveFlags, getenv func(string) string) *flag.FlagSet {
 	return fs
 }
 
-// runServe is the serve command.
-func runServe(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+// Serve is the serve command: mcp-stdio serve [flags] [-- CMD ARGS...].
+func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer, opt Options) error {
 	var f serveFlags
 	fs := newServeFlagSet(&f, getenv)
 	fs.SetOutput(stderr)
@@ -100,18 +99,18 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 			fs.Usage()
 			return nil
 		}
-		return &exitError{code: exitUsage}
+		return &ExitError{Code: ExitUsage}
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: f.logLevel})).With("app", "mcp-stdio")
+	logger := newLogger(stderr, f.logLevel)
 	cfg, desc, err := f.config(fs.Args(), stderr, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
-		return &exitError{code: exitUsage}
+		return &ExitError{Code: ExitUsage}
 	}
 	srv, err := pipeline.NewServer(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
-		return &exitError{code: exitUsage}
+		return &ExitError{Code: ExitUsage}
 	}
 
 	ln, err := net.Listen("tcp", f.listen)
@@ -173,7 +172,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		if err != nil {
 			return cfg, "", fmt.Errorf("cannot find this program to run its example server: %v", err)
 		}
-		command = []string{exe, cli.ExampleServerCommand}
+		command = []string{exe, ExampleServerCommand}
 		desc = "the bundled example server"
 	} else {
 		desc = strconv.Quote(strings.Join(command, " "))
