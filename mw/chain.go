@@ -19,7 +19,11 @@
 //     time; a long tools/call never blocks a cancel, a ping or another call.
 //   - Handle of a request on the server-bound side returns once the request
 //     is finished: its response (and anything related before it) has been
-//     handed to the client-bound side, or it could not be delivered.
+//     handed to the client-bound side, or it could not be delivered. The
+//     one exception is the end of serve's chain, a child process, which
+//     answers on its own stdout whenever it likes: there Handle returns once
+//     the request was written. Stages that need the answer inside Handle
+//     (pagination merge, session recovery) belong to the relay's chain.
 //   - Handle returns a Go error only when the message could not be
 //     delivered. A JSON-RPC error is a message, never a Go error. A stage
 //     that rejects a request answers it with an error response toward the

@@ -1,7 +1,15 @@
-// Package transport moves MCP messages between the gateway and its peers:
-// the Streamable HTTP client ([StreamableClient]), the legacy HTTP+SSE
-// client ([SSEClient]), the automatic choice between them ([Auto]), and the
-// [http.Client] they share ([NewHTTPClient]).
+// Package transport moves MCP messages between the gateway and its peers.
+//
+// Toward remote servers (the relay): the Streamable HTTP client
+// ([StreamableClient]), the legacy HTTP+SSE client ([SSEClient]), the
+// automatic choice between them ([Auto]), and the [http.Client] they share
+// ([NewHTTPClient]).
+//
+// Toward remote clients and local servers (serve): the Streamable HTTP
+// server ([HTTPServer], one session per initialize, each with its own
+// backend), a stdio child process ([StartChild], in its own process group,
+// ended gracefully), and the header guards that run before any body is read
+// ([CheckOrigin], [CheckHost], [LimitBody]).
 //
 // Transports are byte movers with no MCP policy. They never retry, never
 // track sessions, never filter cancellations: those are middleware stages.

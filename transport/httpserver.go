@@ -244,8 +244,8 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 		WriteBodyError(w, err)
 		return
 	}
-	m, err := frame.Parse(body)
-	body = nil // let the unparsed copy go
+	m, err := frame.ParseOwned(body) // the body is ours: no copy
+	body = nil
 	if err != nil {
 		writeRPCError(w, http.StatusBadRequest, "", frame.CodeParseError, "parse error: the body is not JSON")
 		return
