@@ -7,6 +7,7 @@ package cli
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -65,6 +66,32 @@ func ExitCode(err error) int {
 		return ee.Code
 	}
 	return ExitFailure
+}
+
+// setUsage makes fs quiet while parsing — the flag package would print the
+// whole usage on stderr for --help as well as for a mistake — and returns
+// the function that prints the usage text and the flag defaults on w.
+func setUsage(fs *flag.FlagSet, text string) func(w io.Writer) {
+	fs.Usage = func() {}
+	return func(w io.Writer) {
+		out := fs.Output()
+		fs.SetOutput(w)
+		fmt.Fprint(w, text)
+		fs.PrintDefaults()
+		fs.SetOutput(out)
+	}
+}
+
+// parseError is what a command returns when its flags do not parse: help
+// was asked for (usage on stdout, exit 0), or the flag package has already
+// said what is wrong on stderr (a hint follows, exit 2).
+func parseError(err error, fs *flag.FlagSet, usage func(io.Writer), stdout, stderr io.Writer) error {
+	if errors.Is(err, flag.ErrHelp) {
+		usage(stdout)
+		return nil
+	}
+	fmt.Fprintf(stderr, "run '%s --help' for usage\n", fs.Name())
+	return &ExitError{Code: ExitUsage}
 }
 
 // newLogger returns the stderr logger every command uses.

@@ -27,16 +27,11 @@ func ExampleServer(ctx context.Context, args []string, _ func(string) string, st
 	name := fs.String("name", "mcp-stdio-example", "the server name reported in serverInfo")
 	logLevel := fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
 	maxSize := fs.Int("max-message-size", 0, "largest accepted input line in bytes (0: 64 MiB)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: mcp-stdio %s [flags]\n\n"+
-			"Runs the bundled example MCP server on stdin/stdout (both protocol eras).\n\n", ExampleServerCommand)
-		fs.PrintDefaults()
-	}
+	usage := setUsage(fs, fmt.Sprintf("usage: mcp-stdio %s [flags]\n\n"+
+		"Runs the bundled example MCP server on stdin/stdout (both protocol eras).\n\n", ExampleServerCommand))
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &ExitError{Code: ExitUsage} // the flag package has printed why
+		// Help goes to stderr here: this command's stdout is a protocol stream.
+		return parseError(err, fs, usage, stderr, stderr)
 	}
 	if fs.NArg() > 0 {
 		return usageError("%s: unexpected argument %q", ExampleServerCommand, fs.Arg(0))

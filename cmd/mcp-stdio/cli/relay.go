@@ -102,18 +102,10 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 	var f relayFlags
 	fs := newRelayFlagSet(&f, getenv)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), relayUsage)
-		fs.PrintDefaults()
-	}
+	usage := setUsage(fs, relayUsage)
 	positional, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fs.Usage()
-		return nil
-	}
 	if err != nil {
-		return &ExitError{Code: ExitUsage}
+		return parseError(err, fs, usage, stdout, stderr)
 	}
 	if f.version {
 		fmt.Fprintf(stdout, "mcp-stdio %s\n", opt.Version)
@@ -127,8 +119,7 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 	cfg, err := f.config(positional, getenv, logger)
 	cfg.HTTPClient = opt.HTTPClient
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-stdio: %v\n", err)
-		fs.Usage()
+		fmt.Fprintf(stderr, "mcp-stdio: %v\nrun 'mcp-stdio --help' for usage\n", err)
 		return &ExitError{Code: ExitUsage}
 	}
 	if f.oauth {

@@ -89,17 +89,9 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	var f serveFlags
 	fs := newServeFlagSet(&f, getenv)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), serveUsage)
-		fs.PrintDefaults()
-	}
+	usage := setUsage(fs, serveUsage)
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return nil
-		}
-		return &ExitError{Code: ExitUsage}
+		return parseError(err, fs, usage, stdout, stderr)
 	}
 	logger := newLogger(stderr, f.logLevel)
 	cfg, desc, err := f.config(fs.Args(), stderr, logger)
