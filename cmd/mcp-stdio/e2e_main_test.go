@@ -1,0 +1,301 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the run when a test leaves goroutines behind: go-sdk
+// servers, httptest servers, pipes to relay processes. No ignores are
+// needed: every test closes what it started.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		_ = os.RemoveAll(binaryDir())
+		os.Exit(code)
+	}))
+}
+
+// binaryDir is where this test process builds the relay binary.
+func binaryDir() string {
+	return filepath.Join(os.TempDir(), "mcp-stdio-e2e-"+strconv.Itoa(os.Getpid()))
+}
+
+// relayBinaryEnv names a prebuilt relay binary to test or benchmark instead
+// of building one (to profile it, or to compare builds).
+const relayBinaryEnv = "MCP_STDIO_E2E_BINARY"
+
+// buildRelay builds the mcp-stdio binary from this package, once per test
+// process, with -race when the tests run with it.
+var buildRelay = sync.OnceValues(func() (string, error) {
+	if bin := os.Getenv(relayBinaryEnv); bin != "" {
+		return bin, nil
+	}
+	dir := binaryDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "mcp-stdio")
+	args := []string{"build", "-o", bin}
+	if raceDetector {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, ".")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// relayBinary returns the built relay, skipping the test under -short.
+func relayBinary(tb testing.TB) string {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("builds and runs the mcp-stdio binary")
+	}
+	bin, err := buildRelay()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bin
+}
+
+// Test timings.
+const (
+	// testTimeout bounds each end-to-end test.
+	testTimeout = 2 * time.Minute
+	// relayExitBound is how long a closed client waits for the relay to
+	// exit by itself before go-sdk would signal it. Finishing sooner proves
+	// the relay exited on stdin EOF, not on a signal.
+	relayExitBound = 30 * time.Second
+	// clientVersion is the protocol version the go-sdk client asks for.
+	clientVersion = "2025-11-25"
+)
+
+// serverKind names the HTTP transport a test server speaks.
+type serverKind string
+
+const (
+	streamableServer serverKind = "streamable-http" // stateful Streamable HTTP
+	sseServer        serverKind = "sse"             // HTTP+SSE, 2024-11-05
+)
+
+// maxTestBody is the request body limit of the test servers, raised from
+// go-sdk's 4 MiB so the big-message tests fit.
+const maxTestBody = 256 << 20
+
+// handler returns the go-sdk HTTP handler of this kind serving s.
+func (k serverKind) handler(s *mcp.Server) http.Handler {
+	get := func(*http.Request) *mcp.Server { return s }
+	if k == sseServer {
+		return mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: maxTestBody})
+	}
+	return mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{MaxRequestBodyBytes: maxTestBody})
+}
+
+// testServer is a go-sdk server on loopback.
+type testServer struct {
+	fx  *fixture
+	srv *httptest.Server
+	url string
+	// streamUp receives when a GET stream has been set up: the go-sdk
+	// handlers flush a GET's headers once the stream is registered, so a
+	// server-initiated message sent after this reaches it.
+	streamUp chan struct{}
+
+	mu sync.Mutex
+	// remotes holds the client addresses (TCP connections) each session id
+	// was seen on.
+	remotes map[string]map[string]bool
+}
+
+// connections returns how many TCP connections requests naming this
+// session id came on.
+func (ts *testServer) connections(sessionID string) int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return len(ts.remotes[sessionID])
+}
+
+func (ts *testServer) sawRequest(r *http.Request) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		return
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.remotes[sid] == nil {
+		ts.remotes[sid] = make(map[string]bool)
+	}
+	ts.remotes[sid][r.RemoteAddr] = true
+}
+
+// startServer serves a fresh fixture of this kind on loopback, on addr when
+// it is not empty (a restart on the same port). The server is closed at the
+// end of the test, its sessions first.
+func startServer(t testing.TB, kind serverKind, addr string) *testServer {
+	t.Helper()
+	fx := newFixture()
+	ts := &testServer{fx: fx, streamUp: make(chan struct{}, 16), remotes: make(map[string]map[string]bool)}
+	inner := kind.handler(fx.server)
+	ts.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ts.sawRequest(r)
+		if r.Method == http.MethodGet {
+			w = &flushSignal{ResponseWriter: w, ch: ts.streamUp}
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	if addr != "" {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("listen again on %s: %v", addr, err)
+		}
+		_ = ts.srv.Listener.Close()
+		ts.srv.Listener = l
+	}
+	ts.srv.Start()
+	ts.url = ts.srv.URL + "/mcp"
+	t.Cleanup(ts.stop)
+	return ts
+}
+
+// stop ends the server abruptly, as a crash or a restart would: connections
+// are cut, then the server-side sessions are closed so their goroutines end.
+// It is safe to call twice.
+func (ts *testServer) stop() {
+	ts.srv.CloseClientConnections()
+	ts.fx.closeSessions()
+	ts.srv.Close()
+}
+
+// flushSignal signals on ch after the first Flush of a response.
+type flushSignal struct {
+	http.ResponseWriter
+	ch   chan<- struct{}
+	once sync.Once
+}
+
+func (f *flushSignal) Flush() {
+	if fl, ok := f.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
+	f.once.Do(func() {
+		select {
+		case f.ch <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (f *flushSignal) Unwrap() http.ResponseWriter { return f.ResponseWriter }
+
+// relayClient is a go-sdk client talking stdio to a relay process.
+type relayClient struct {
+	cs       *mcp.ClientSession
+	cmd      *exec.Cmd
+	stderr   *syncBuffer
+	progress chan float64
+	// toolsChanged receives each notifications/tools/list_changed.
+	toolsChanged chan struct{}
+}
+
+// startRelay runs the relay binary with args and the server URL, and
+// connects a go-sdk client to it over stdio. At the end of the test the
+// client closes the relay's stdin and the relay must exit 0 by itself.
+func startRelay(t testing.TB, ctx context.Context, url string, args ...string) *relayClient {
+	t.Helper()
+	bin := relayBinary(t)
+	rc := &relayClient{stderr: &syncBuffer{}, progress: make(chan float64, 16), toolsChanged: make(chan struct{}, 16)}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-client", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada, asked " + req.Params.Message}}, nil
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			select {
+			case rc.progress <- req.Params.Progress:
+			default:
+			}
+		},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case rc.toolsChanged <- struct{}{}:
+			default:
+			}
+		},
+	})
+	rc.cmd = exec.Command(bin, append(append([]string{"--log-level", "debug"}, args...), url)...)
+	rc.cmd.Stderr = rc.stderr
+	// A -race build sleeps 1s at exit by default; a race it reports still
+	// fails the test through the exit status (66).
+	rc.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=50")
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: rc.cmd, TerminateDuration: relayExitBound},
+		&mcp.ClientSessionOptions{ProtocolVersion: clientVersion})
+	if err != nil {
+		if rc.cmd.Process != nil {
+			_ = rc.cmd.Process.Kill()
+			_ = rc.cmd.Wait()
+		}
+		t.Fatalf("connect through the relay: %v\nrelay stderr:\n%s", err, rc.stderr)
+	}
+	rc.cs = cs
+	t.Cleanup(func() {
+		rc.close(t)
+		if t.Failed() {
+			t.Logf("relay stderr:\n%s", rc.stderr)
+		}
+	})
+	return rc
+}
+
+// close closes the relay's stdin and checks that it exits 0 on its own.
+// Later calls do nothing.
+func (rc *relayClient) close(t testing.TB) {
+	t.Helper()
+	if rc.cs == nil {
+		return
+	}
+	start := time.Now()
+	err := rc.cs.Close()
+	rc.cs = nil
+	if err != nil {
+		t.Errorf("relay exit: %v", err)
+	}
+	if took := time.Since(start); took >= relayExitBound {
+		t.Errorf("the relay did not exit within %v of stdin closing (it was signalled)", took)
+	}
+	if st := rc.cmd.ProcessState; st == nil || st.ExitCode() != 0 {
+		t.Errorf("relay exit state %v, want exit status 0", st)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

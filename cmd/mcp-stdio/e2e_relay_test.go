@@ -1,0 +1,326 @@
+package main_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/matryer/is"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The end-to-end tests run the built mcp-stdio binary as a relay between
+// the official Go SDK client (v1.8.0, over stdio) and a Go SDK server on
+// loopback, over stateful Streamable HTTP and over HTTP+SSE (2024-11-05).
+
+// relayCase is one way of reaching a server through the relay.
+type relayCase struct {
+	name string
+	kind serverKind
+	args []string // relay flags
+}
+
+// relayCases are the transports every scenario runs over. Streamable HTTP
+// runs with the default flags (auto detection settles on it); HTTP+SSE is
+// forced with --transport sse. TestRelayAutoFallbackToSSE covers auto
+// detection falling back to HTTP+SSE.
+var relayCases = []relayCase{
+	{name: "streamable-http", kind: streamableServer},
+	{name: "sse", kind: sseServer, args: []string{"--transport", "sse"}},
+}
+
+// sseReinitBug is why the session expiry and restart scenarios are skipped
+// over HTTP+SSE. Remove the skips once the relay re-initialises there.
+const sseReinitBug = "relay bug: over HTTP+SSE the relay never replays initialize when the server loses the session " +
+	"(the GET stream ends and reconnects to a new, uninitialised server session): a POST racing the reconnect gets " +
+	"\"HTTP 404\", every later call gets the server's \"method \\\"tools/call\\\" is invalid during session initialization\""
+
+// e2e is one scenario's server and relay.
+type e2e struct {
+	ctx   context.Context
+	srv   *testServer
+	relay *relayClient
+}
+
+func (e *e2e) call(name string, args map[string]any) (*mcp.CallToolResult, error) {
+	return e.relay.cs.CallTool(e.ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+}
+
+func setup(t *testing.T, c relayCase) *e2e {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	srv := startServer(t, c.kind, "")
+	url := srv.url
+	if c.kind == sseServer {
+		url = srv.srv.URL + "/sse"
+	}
+	return &e2e{ctx: ctx, srv: srv, relay: startRelay(t, ctx, url, c.args...)}
+}
+
+func TestRelayE2E(t *testing.T) {
+	relayBinary(t)
+	scenarios := []struct {
+		name string
+		run  func(t *testing.T, c relayCase, e *e2e)
+	}{
+		{"initialize", testInitialize},
+		{"paginated tools/list", testPaginatedList},
+		{"tools/call", testToolsCall},
+		{"cancelled slow call", testCancel},
+		{"server request answered by the client", testElicitation},
+		{"progress notifications", testProgress},
+		{"server notification on the GET stream", testServerNotification},
+		{"session ended at exit", testSessionEndedAtExit},
+		{"session expiry", testSessionExpiry},
+		{"server restart", testServerRestart},
+		{"16 MiB each way", testBigMessages},
+	}
+	for _, c := range relayCases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, s := range scenarios {
+				t.Run(s.name, func(t *testing.T) {
+					s.run(t, c, setup(t, c))
+				})
+			}
+		})
+	}
+}
+
+// TestRelayAutoFallbackToSSE runs the relay with its default transport
+// against an HTTP+SSE server: the relay's Streamable HTTP initialize is
+// refused with a non-JSON-RPC 400, and the relay switches to HTTP+SSE
+// without the client noticing.
+func TestRelayAutoFallbackToSSE(t *testing.T) {
+	e := setup(t, relayCase{name: "auto", kind: sseServer})
+	testInitialize(t, relayCase{kind: sseServer}, e)
+	testToolsCall(t, relayCase{kind: sseServer}, e)
+	testPaginatedList(t, relayCase{kind: sseServer}, e)
+}
+
+// connReuseBug is why TestRelayReusesConnections is skipped. Remove the
+// skip once the relay reads a POST's event stream to its end.
+const connReuseBug = "relay bug: transport.StreamableClient.readEvents (transport/streamable.go:130) returns as soon as the " +
+	"response event arrives and post closes the body (streamable.go:93) before the server's end of stream is read, so " +
+	"net/http cannot reuse the connection: about a third of tools/call POSTs dial a new TCP connection"
+
+// TestRelayReusesConnections makes 100 sequential calls through the relay
+// and counts the TCP connections the server saw them on: a relay that
+// reuses its keep-alive connections needs one for the POSTs and one for
+// the GET stream.
+func TestRelayReusesConnections(t *testing.T) {
+	t.Skip(connReuseBug)
+	is := is.New(t)
+	e := setup(t, relayCases[0])
+	const calls = 100
+	for range calls {
+		res, err := e.call("echo", map[string]any{"text": "again"})
+		is.NoErr(err)
+		is.Equal(resultText(res), "again")
+	}
+	var sid string
+	for ss := range e.srv.fx.server.Sessions() {
+		sid = ss.ID()
+	}
+	n := e.srv.connections(sid)
+	t.Logf("%d calls on %d connections", calls, n)
+	is.True(n <= 5) // connections are reused (one for POSTs, one for the GET stream, some slack)
+}
+
+func testInitialize(t *testing.T, _ relayCase, e *e2e) {
+	is := is.New(t)
+	init := e.relay.cs.InitializeResult()
+	is.Equal(init.ServerInfo.Name, "e2e-server")
+	is.Equal(init.ProtocolVersion, clientVersion)
+	is.True(init.Capabilities.Tools != nil) // the server's capabilities pass through
+	is.Equal(e.srv.fx.initializes.Load(), int32(1))
+	is.NoErr(e.relay.cs.Ping(e.ctx, nil))
+}
+
+func testPaginatedList(t *testing.T, _ relayCase, e *e2e) {
+	is := is.New(t)
+	res, err := e.relay.cs.ListTools(e.ctx, nil)
+	is.NoErr(err)
+	is.Equal(res.NextCursor, "")           // the relay merged every page
+	is.Equal(len(res.Tools), fixtureTools) // all tools in the first answer
+	seen := make(map[string]bool)
+	for _, tool := range res.Tools {
+		is.True(!seen[tool.Name]) // each tool once
+		seen[tool.Name] = true
+	}
+	for _, name := range []string{"echo", "slow", "ask", "progress", "digest", "filler-00", fmt.Sprintf("filler-%02d", fillerTools-1)} {
+		is.True(seen[name]) // a tool is missing
+	}
+	is.Equal(e.srv.fx.listCalls.Load(), int32(fixturePages)) // one request per page
+}
+
+func testToolsCall(t *testing.T, _ relayCase, e *e2e) {
+	is := is.New(t)
+	for _, text := range []string{"hello", `quotes " and \ backslashes`, "ünïcödé ✓"} {
+		res, err := e.call("echo", map[string]any{"text": text})
+		is.NoErr(err)
+		is.True(!res.IsError)
+		is.Equal(resultText(res), text)
+	}
+}
+
+func testCancel(t *testing.T, _ relayCase, e *e2e) {
+	is := is.New(t)
+	callCtx, cancelCall := context.WithCancel(e.ctx)
+	defer cancelCall()
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.relay.cs.CallTool(callCtx, &mcp.CallToolParams{Name: "slow"})
+		done <- err
+	}()
+	select {
+	case <-e.srv.fx.started:
+	case <-e.ctx.Done():
+		t.Fatal("the slow tool never started")
+	}
+	cancelCall()
+	is.True(errors.Is(<-done, context.Canceled)) // the client's call ends at once
+	select {
+	case cause := <-e.srv.fx.cancelled:
+		is.True(cause != nil) // the server's handler saw the cancellation
+	case <-e.ctx.Done():
+		t.Fatal("the server never saw the cancellation")
+	}
+	// The relay keeps working.
+	res, err := e.call("echo", map[string]any{"text": "after cancel"})
+	is.NoErr(err)
+	is.Equal(resultText(res), "after cancel")
+}
+
+func testElicitation(t *testing.T, _ relayCase, e *e2e) {
+	is := is.New(t)
+	res, err := e.call("ask", nil)
+	is.NoErr(err)
+	is.True(!res.IsError)
+	is.Equal(resultText(res), "accept:Ada, asked your name?")
+}
+
+func testProgress(t *testing.T, _ relayCase, e *e2e) {
+	is := is.New(t)
+	params := &mcp.CallToolParams{Name: "progress"}
+	params.SetProgressToken("tok-1")
+	res, err := e.relay.cs.CallTool(e.ctx, params)
+	is.NoErr(err)
+	is.Equal(resultText(res), "done")
+	for want := 1.0; want <= 3; want++ {
+		select {
+		case got := <-e.relay.progress:
+			is.Equal(got, want) // progress arrives in order
+		case <-e.ctx.Done():
+			t.Fatalf("progress %v never arrived", want)
+		}
+	}
+}
+
+// testServerNotification has the server send a notification outside any
+// request; it travels the GET stream the relay opened after initialized.
+func testServerNotification(t *testing.T, _ relayCase, e *e2e) {
+	is := is.New(t)
+	select {
+	case <-e.srv.streamUp:
+	case <-e.ctx.Done():
+		t.Fatal("the relay never opened the GET stream")
+	}
+	e.srv.fx.server.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return textResult("late"), nil
+		})
+	select {
+	case <-e.relay.toolsChanged:
+	case <-e.ctx.Done():
+		t.Fatal("notifications/tools/list_changed never arrived")
+	}
+	res, err := e.call("late", nil)
+	is.NoErr(err)
+	is.Equal(resultText(res), "late")
+}
+
+// testSessionEndedAtExit checks that the relay ends its Streamable HTTP
+// session (DELETE) when the client closes its stdin.
+func testSessionEndedAtExit(t *testing.T, c relayCase, e *e2e) {
+	if c.kind == sseServer {
+		t.Skip("HTTP+SSE has no DELETE: the session ends with the GET stream")
+	}
+	is := is.New(t)
+	is.Equal(e.srv.fx.sessions(), 1)
+	e.relay.close(t)
+	is.Equal(e.srv.fx.sessions(), 0) // the relay sent DELETE before exiting
+}
+
+// testSessionExpiry has the server forget the session; the relay must
+// re-initialise without the client noticing.
+func testSessionExpiry(t *testing.T, c relayCase, e *e2e) {
+	if c.kind == sseServer {
+		t.Skip(sseReinitBug)
+	}
+	is := is.New(t)
+	res, err := e.call("echo", map[string]any{"text": "before"})
+	is.NoErr(err)
+	is.Equal(resultText(res), "before")
+
+	e.srv.fx.closeSessions() // the server now answers 404 to the old session id
+	is.Equal(e.srv.fx.sessions(), 0)
+
+	res, err = e.call("echo", map[string]any{"text": "after expiry"})
+	is.NoErr(err)
+	is.Equal(resultText(res), "after expiry")
+	is.Equal(e.srv.fx.initializes.Load(), int32(2)) // the relay replayed initialize
+	is.Equal(e.srv.fx.sessions(), 1)
+	// A session-scoped feature works on the new session.
+	res, err = e.call("ask", nil)
+	is.NoErr(err)
+	is.Equal(resultText(res), "accept:Ada, asked your name?")
+}
+
+// testServerRestart stops the server and starts a fresh one on the same
+// address; the next call must succeed.
+func testServerRestart(t *testing.T, c relayCase, e *e2e) {
+	if c.kind == sseServer {
+		t.Skip(sseReinitBug)
+	}
+	is := is.New(t)
+	res, err := e.call("echo", map[string]any{"text": "before"})
+	is.NoErr(err)
+	is.Equal(resultText(res), "before")
+
+	addr := e.srv.srv.Listener.Addr().String()
+	e.srv.stop()
+	restarted := startServer(t, c.kind, addr)
+
+	res, err = e.call("echo", map[string]any{"text": "after restart"})
+	is.NoErr(err)
+	is.Equal(resultText(res), "after restart")
+	is.Equal(restarted.fx.initializes.Load(), int32(1)) // the relay initialised the new server
+	res, err = e.call("ask", nil)
+	is.NoErr(err)
+	is.Equal(resultText(res), "accept:Ada, asked your name?")
+	e.relay.close(t)
+	is.Equal(restarted.fx.sessions(), 0) // the DELETE at exit named the new session
+}
+
+// testBigMessages sends a 16 MiB argument and gets back a result just under
+// go-sdk's 16 MiB stdio line limit, checking content hashes.
+func testBigMessages(t *testing.T, _ relayCase, e *e2e) {
+	if raceDetector {
+		t.Skip("too slow under the race detector (go-sdk's JSON codec on 16 MiB); run without -race")
+	}
+	is := is.New(t)
+	arg := payload(16 << 20)
+	res, err := e.call("digest", map[string]any{"data": arg})
+	is.NoErr(err)
+	is.Equal(resultText(res), sha256Hex(arg)) // the server got the argument intact
+
+	// The result line is the text plus about 80 bytes of envelope; 64 KiB of
+	// headroom keeps it under go-sdk's stdio limit of 16 MiB.
+	text := payload(16<<20 - 64<<10)
+	res, err = e.call("echo", map[string]any{"text": text})
+	is.NoErr(err)
+	got := resultText(res)
+	is.Equal(len(got), len(text))
+	is.Equal(sha256Hex(got), sha256Hex(text)) // the client got the result intact
+}
