@@ -498,6 +498,13 @@ func (c *Client) refresh(ctx context.Context, rejected string, from401 bool) err
 		}
 		rt := src.RefreshToken
 		if rt == "" || src.TokenEndpoint == "" {
+			if e != nil && rejected != "" && e.AccessToken == rejected {
+				// The stored token is the one refused and cannot be
+				// refreshed: forget it, or the sign-in that follows would
+				// take it back from the store as a sibling's.
+				e.clearToken()
+				return e, true, errNoRefreshToken
+			}
 			return nil, false, errNoRefreshToken
 		}
 		resource := src.Resource

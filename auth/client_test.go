@@ -189,6 +189,31 @@ func TestDeadGrantSignsInInTheBackground(t *testing.T) {
 	is.Equal(srv.Count("/token", "authorization_code"), 2)
 }
 
+// A token the server stops accepting, from a server that issued no refresh
+// token: the background sign-in must not take the refused token back from
+// the store as if a sibling process had put it there.
+func TestRejectedTokenWithoutRefreshTokenSignsInAgain(t *testing.T) {
+	is := is.New(t)
+	h, srv := signedIn(t, authtest.Options{TokenTTL: time.Hour, NoRefreshTokens: true}, nil)
+	rejected, err := h.c.Token(context.Background())
+	is.NoErr(err)
+	srv.RevokeAccessTokens()
+
+	_, gen := h.c.BearerToken(context.Background())
+	retry, err := h.c.Unauthorized(context.Background(), gen, challenge(srv))
+	is.True(!retry)
+	var ra *ReauthorizingError
+	is.True(errors.As(err, &ra)) // -32002, sign-in under way
+	e, _ := h.c.store.load(h.c.resource)
+	is.Equal(e.AccessToken, "") // the refused token is gone from the store
+
+	is.NoErr(h.waitFlight(t))
+	tok, err := h.c.Token(context.Background())
+	is.NoErr(err)
+	is.True(tok != rejected)
+	is.True(srv.ValidAccessToken(tok))
+}
+
 func TestDeadGrantCooldown(t *testing.T) {
 	is := is.New(t)
 	h, srv := signedIn(t, authtest.Options{}, nil)

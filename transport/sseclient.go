@@ -25,6 +25,16 @@ import (
 // message to the current endpoint and, for a request, waits until the
 // response has come down the stream and been delivered.
 //
+// An HTTP+SSE session lives in the endpoint URL; when the stream drops, the
+// server forgets it, and the next stream brings a new endpoint that knows
+// nothing of the old session's initialize. So that session recovery (mw)
+// works as it does on Streamable HTTP, the endpoint stands in for a session
+// id: every message read from a stream carries its endpoint as
+// Mcp-Session-Id in its side channel, and a message whose side channel
+// names an endpoint that is no longer current is refused with a
+// *frame.StatusError 404 — what a Streamable server answers for a session it
+// forgot — without being posted.
+//
 // Set the fields before first use and do not change them afterwards. Handle
 // is safe for concurrent use; Run is called once.
 type SSEClient struct {
@@ -33,8 +43,9 @@ type SSEClient struct {
 	// Client sends the requests; nil means http.DefaultClient.
 	Client *http.Client
 	// Header holds static headers for the GET and every POST; they replace
-	// the defaults of the same name. A message's side channel is ignored:
-	// this transport has no session header.
+	// the defaults of the same name. A message's side channel is not sent:
+	// this transport has no session header. (It is read for the session;
+	// see the type's documentation.)
 	Header http.Header
 	// ToClient receives the messages read from the stream (and from POST
 	// bodies that carry any). nil discards them.
@@ -69,6 +80,7 @@ type SSEClient struct {
 	stopped  bool          // Run has returned
 	gotFirst bool
 	waiting  map[frame.ID]chan error // requests awaiting their response on the stream
+	abandon  context.CancelCauseFunc // ends the current stream early
 }
 
 // ErrEndpointUnavailable means no SSE endpoint was known in time to POST a
@@ -126,7 +138,12 @@ func (c *SSEClient) Run(ctx context.Context) error {
 	}
 	log := c.logger()
 	for attempt := 1; ; attempt++ {
-		got, err := c.stream(runCtx, base)
+		streamCtx, abandon := context.WithCancelCause(runCtx)
+		c.mu.Lock()
+		c.abandon = abandon
+		c.mu.Unlock()
+		got, err := c.stream(streamCtx, base)
+		abandon(nil)
 		c.dropStream()
 		if got {
 			attempt = 1
@@ -139,6 +156,8 @@ func (c *SSEClient) Run(ctx context.Context) error {
 		}
 		var st *frame.StatusError
 		switch {
+		case context.Cause(streamCtx) == errEndpointGone:
+			log.Info("the SSE endpoint forgot its session; reconnecting for a new one")
 		case errors.As(err, &st):
 			log.Warn(fmt.Sprintf("SSE connection failed: HTTP %d", st.Code))
 		case errors.Is(err, frame.ErrStreamEnded):
@@ -176,6 +195,7 @@ func (c *SSEClient) stream(ctx context.Context, base *url.URL) (gotEndpoint bool
 	}
 	log := c.logger()
 	rd := frame.NewSSEReader(body, c.maxSize())
+	hdr := resp.Header // the side channel of the messages on this stream
 	for {
 		ev, err := rd.Next()
 		if err != nil {
@@ -198,14 +218,17 @@ func (c *SSEClient) stream(ctx context.Context, base *url.URL) (gotEndpoint bool
 			if u.Host != base.Host {
 				log.Warn("SSE endpoint is on another host", "stream", base.Host, "endpoint", u.Host)
 			}
-			c.publish(u.String())
+			ep := u.String()
+			c.publish(ep)
 			gotEndpoint = true
+			hdr = resp.Header.Clone()
+			hdr.Set(headerSessionID, ep)
 		case "message":
 			m, ok := eventMessage(log, ev)
 			if !ok {
 				continue
 			}
-			if err := c.deliver(ctx, m.WithHeaders(resp.Header)); err != nil {
+			if err := c.deliver(ctx, m.WithHeaders(hdr)); err != nil {
 				log.Error("could not deliver a message from the SSE stream", "err", err)
 			}
 		}
@@ -242,6 +265,27 @@ func (c *SSEClient) dropStream() {
 	c.mu.Unlock()
 	for _, ch := range waiting {
 		ch <- &frame.SendError{Sent: true, Err: frame.ErrStreamEnded}
+	}
+}
+
+// errEndpointGone ends a stream whose endpoint answered a POST with 404.
+var errEndpointGone = errors.New("SSE endpoint gone")
+
+// abandonEndpoint drops the stream that published ep, if it is still the
+// current one: an endpoint that answers 404 has lost its session, and only a
+// new stream brings a usable one. The endpoint is forgotten at once, so
+// nothing more is posted to it while the stream winds down.
+func (c *SSEClient) abandonEndpoint(ep string) {
+	c.mu.Lock()
+	current := c.endpoint == ep && ep != ""
+	abandon := c.abandon
+	c.mu.Unlock()
+	if !current {
+		return
+	}
+	c.dropStream()
+	if abandon != nil {
+		abandon(errEndpointGone)
 	}
 }
 
@@ -302,6 +346,9 @@ func (c *SSEClient) Handle(ctx context.Context, m frame.Message) error {
 		e, gen, err := c.waitEndpoint(ctx, &wait)
 		if err != nil {
 			return err
+		}
+		if s := m.Header().Get(headerSessionID); s != "" && s != e {
+			return &frame.StatusError{Code: http.StatusNotFound, Body: []byte("the HTTP+SSE session ended with its stream")}
 		}
 		if !isReq {
 			ep = e
@@ -436,6 +483,9 @@ func (c *SSEClient) post(ctx context.Context, ep string, m frame.Message) (answe
 	defer resp.Body.Close()
 	body := x.body(resp, c.EndpointWait)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		if resp.StatusCode == http.StatusNotFound {
+			c.abandonEndpoint(ep)
+		}
 		return false, statusError(resp, body)
 	}
 	if !strings.Contains(strings.ToLower(resp.Header.Get("Content-Type")), "json") {
@@ -455,7 +505,9 @@ func (c *SSEClient) post(ctx context.Context, ep string, m frame.Message) (answe
 		}
 		return false, nil
 	}
-	if err := c.deliver(ctx, reply.WithHeaders(resp.Header)); err != nil {
+	hdr := resp.Header.Clone()
+	hdr.Set(headerSessionID, ep)
+	if err := c.deliver(ctx, reply.WithHeaders(hdr)); err != nil {
 		return false, err
 	}
 	return m.IsRequest() && answers(reply, m.ID()), nil

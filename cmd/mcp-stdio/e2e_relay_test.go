@@ -30,12 +30,6 @@ var relayCases = []relayCase{
 	{name: "sse", kind: sseServer, args: []string{"--transport", "sse"}},
 }
 
-// sseReinitBug is why the session expiry and restart scenarios are skipped
-// over HTTP+SSE. Remove the skips once the relay re-initialises there.
-const sseReinitBug = "relay bug: over HTTP+SSE the relay never replays initialize when the server loses the session " +
-	"(the GET stream ends and reconnects to a new, uninitialised server session): a POST racing the reconnect gets " +
-	"\"HTTP 404\", every later call gets the server's \"method \\\"tools/call\\\" is invalid during session initialization\""
-
 // e2e is one scenario's server and relay.
 type e2e struct {
 	ctx   context.Context
@@ -255,9 +249,6 @@ func testSessionEndedAtExit(t *testing.T, c relayCase, e *e2e) {
 // testSessionExpiry has the server forget the session; the relay must
 // re-initialise without the client noticing.
 func testSessionExpiry(t *testing.T, c relayCase, e *e2e) {
-	if c.kind == sseServer {
-		t.Skip(sseReinitBug)
-	}
 	is := is.New(t)
 	res, err := e.call("echo", map[string]any{"text": "before"})
 	is.NoErr(err)
@@ -280,9 +271,6 @@ func testSessionExpiry(t *testing.T, c relayCase, e *e2e) {
 // testServerRestart stops the server and starts a fresh one on the same
 // address; the next call must succeed.
 func testServerRestart(t *testing.T, c relayCase, e *e2e) {
-	if c.kind == sseServer {
-		t.Skip(sseReinitBug)
-	}
 	is := is.New(t)
 	res, err := e.call("echo", map[string]any{"text": "before"})
 	is.NoErr(err)
