@@ -1,0 +1,228 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-stdio/mcp-stdio/auth/authtest"
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// The test binary doubles as two programs the conformance test hands to
+// others, chosen by its first argument:
+//
+//	<test binary> mcp-stdio-conformance-client RELAY URL
+//	    the MCP client the suite runs in client mode (it appends URL): it
+//	    spawns RELAY --oauth … URL and talks MCP to it over stdio;
+//	<test binary> mcp-stdio-conformance-browser URL
+//	    the user's browser ($BROWSER of that relay): it follows the
+//	    authorization redirect to the relay's callback.
+//
+// The dispatch runs in init, before TestMain, so these runs never reach
+// the test framework.
+const (
+	confClientArg  = "mcp-stdio-conformance-client"
+	confBrowserArg = "mcp-stdio-conformance-browser"
+)
+
+func init() {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case confClientArg:
+		os.Exit(confClientMain(os.Args[2:], os.Getenv, os.Stderr))
+	case confBrowserArg:
+		if len(os.Args) != 3 {
+			fmt.Fprintln(os.Stderr, "usage: browser URL")
+			os.Exit(2)
+		}
+		if err := authtest.Visit(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "conformance browser:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+}
+
+// Client program settings.
+const (
+	// confClientDeadline bounds one client run; it is below the suite's
+	// per-scenario timeout (confClientTimeout) so the client gives up and
+	// reports before the suite kills it.
+	confClientDeadline = 50 * time.Second
+	// confRelayExit is how long the client waits for the relay to exit
+	// after closing its stdin.
+	confRelayExit = 10 * time.Second
+	// confRetryWait and confRetries pace the retries of a request answered
+	// -32002 (a sign-in is under way; the relay's contract is "retry
+	// later").
+	confRetryWait = 500 * time.Millisecond
+	confRetries   = 20
+	// confCIMDURL is the client metadata URL auth/basic-cimd expects as
+	// client_id.
+	confCIMDURL = "https://conformance-test.local/client-metadata.json"
+	// confTestTool is the tool every authorization scenario's server has.
+	confTestTool = "test-tool"
+	// confClientFailed starts the line on which the client reports why it
+	// failed; the test quotes it in the scenario's notes.
+	confClientFailed = "conformance client: FAILED: "
+)
+
+// confScenarioContext is the part of MCP_CONFORMANCE_CONTEXT the client
+// uses: pre-registered credentials (auth/pre-registration).
+type confScenarioContext struct {
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret"`
+}
+
+// confRelayArgs returns the relay's arguments for a scenario.
+func confRelayArgs(scenario string, sc confScenarioContext, url string) []string {
+	args := []string{"--oauth", "--log-level", "debug", "--oauth-timeout", "30"}
+	if sc.ClientID != "" {
+		args = append(args, "--client-id", sc.ClientID)
+	}
+	if sc.ClientSecret != "" {
+		args = append(args, "--client-secret", sc.ClientSecret)
+	}
+	if scenario == "auth/basic-cimd" {
+		args = append(args, "--client-metadata-url", confCIMDURL)
+	}
+	return append(args, url)
+}
+
+// confClientMain is the client program: args are RELAY URL; the suite
+// passes the scenario in the environment (MCP_CONFORMANCE_SCENARIO,
+// MCP_CONFORMANCE_CONTEXT, MCP_CONFORMANCE_PROTOCOL_VERSION). It returns
+// the exit code.
+func confClientMain(args []string, getenv func(string) string, stderr io.Writer) int {
+	if len(args) != 2 {
+		fmt.Fprintf(stderr, "usage: %s RELAY URL\n", confClientArg)
+		return 2
+	}
+	relay, url := args[0], args[1]
+	scenario := getenv("MCP_CONFORMANCE_SCENARIO")
+	version := getenv("MCP_CONFORMANCE_PROTOCOL_VERSION")
+	var sc confScenarioContext
+	if raw := getenv("MCP_CONFORMANCE_CONTEXT"); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &sc); err != nil {
+			fmt.Fprintf(stderr, "conformance client: MCP_CONFORMANCE_CONTEXT: %v\n", err)
+			return 2
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "conformance client: %v\n", err)
+		return 1
+	}
+	// A fresh token store: no grant leaks from one scenario to the next.
+	home, err := os.MkdirTemp("", "mcp-stdio-conformance-home-")
+	if err != nil {
+		fmt.Fprintf(stderr, "conformance client: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(home)
+
+	ctx, cancel := context.WithTimeout(context.Background(), confClientDeadline)
+	defer cancel()
+	c := &confClient{
+		relay:   relay,
+		args:    confRelayArgs(scenario, sc, url),
+		env:     append(os.Environ(), "XDG_CONFIG_HOME="+home, "BROWSER="+self+" "+confBrowserArg),
+		version: version,
+		stderr:  stderr,
+	}
+	fmt.Fprintf(stderr, "conformance client: scenario %s at %s: %s %s\n", scenario, version, relay, strings.Join(c.args, " "))
+	if err := c.run(ctx); err != nil {
+		fmt.Fprintf(stderr, "%s%v\n", confClientFailed, err)
+		return 1
+	}
+	return 0
+}
+
+// confClient drives one relay process with the go-sdk client.
+type confClient struct {
+	relay   string
+	args    []string
+	env     []string
+	version string // protocol version the go-sdk client asks for
+	stderr  io.Writer
+}
+
+// run connects through the relay, lists the tools and calls the test tool.
+func (c *confClient) run(ctx context.Context) error {
+	cs, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := cs.Close(); err != nil {
+			fmt.Fprintf(c.stderr, "conformance client: relay exit: %v\n", err)
+		}
+	}()
+	var tools *mcp.ListToolsResult
+	if err := confRetry(ctx, c.stderr, "tools/list", func() (err error) {
+		tools, err = cs.ListTools(ctx, nil)
+		return err
+	}); err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(tools.Tools, func(t *mcp.Tool) bool { return t.Name == confTestTool }) {
+		return fmt.Errorf("tools/list: no %q tool", confTestTool)
+	}
+	return confRetry(ctx, c.stderr, "tools/call", func() error {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: confTestTool, Arguments: map[string]any{}})
+		return err
+	})
+}
+
+// connect starts the relay and performs the handshake. A handshake
+// answered -32002 is tried again with a new relay process: the first one
+// was closed with the failed session, and the token store carries the
+// sign-in over.
+func (c *confClient) connect(ctx context.Context) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcp-stdio-conformance-client", Version: "1"}, nil)
+	var cs *mcp.ClientSession
+	err := confRetry(ctx, c.stderr, "connect", func() error {
+		cmd := exec.Command(c.relay, c.args...)
+		cmd.Env = c.env
+		cmd.Stderr = c.stderr
+		var err error
+		cs, err = client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: confRelayExit},
+			&mcp.ClientSessionOptions{ProtocolVersion: c.version})
+		return err
+	})
+	return cs, err
+}
+
+// confRetry calls f until it returns anything but a -32002 error, waiting
+// confRetryWait between tries, at most confRetries times.
+func confRetry(ctx context.Context, stderr io.Writer, what string, f func() error) error {
+	for try := 1; ; try++ {
+		err := f()
+		var we *jsonrpc.Error
+		if err == nil || !errors.As(err, &we) || we.Code != frame.CodeReauthorizing || try == confRetries {
+			if err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			return nil
+		}
+		fmt.Fprintf(stderr, "conformance client: %s answered -32002 (%s); retrying\n", what, we.Message)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w (last: %v)", what, ctx.Err(), err)
+		case <-time.After(confRetryWait):
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package conformancereport_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+	"go.uber.org/goleak"
+
+	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/internal/conformancereport"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func sample() *conformancereport.Summary {
+	return &conformancereport.Summary{
+		Suite: "@modelcontextprotocol/conformance@0.2.0-alpha.11", Node: "v22.0.0",
+		Fixture: "example.com/fixture@v1.0.0", Go: "go1.26.0", Platform: "linux/amd64", Date: "2026-01-02", Seconds: 42,
+		Install: []string{"npm install suite"},
+		Server: conformancereport.Mode{
+			Commands: []string{"mcp-stdio serve -- ./fixture"},
+			Notes:    []string{"serve exited 0"},
+			Scenarios: []conformancereport.Scenario{
+				{Name: "ping", Spec: "2025-11-25", Scored: true, Passed: true, Success: 2},
+				{Name: "dns-rebinding-protection", Spec: "2025-11-25", Scored: true, Passed: false, Failure: 1, Notes: "FAILURE `x`: a|b\nsecond line"},
+				{Name: "server-sse-polling", Spec: "2025-11-25", Passed: true, Warning: 2, Notes: "not scored: pending"},
+			},
+		},
+		Client: conformancereport.Mode{
+			Scenarios: []conformancereport.Scenario{
+				{Name: "auth/metadata-default", Spec: "2025-11-25", Scored: true, Passed: true, Success: 13},
+				{Name: "auth/iss-supported", Spec: "2026-07-28", Passed: false, Success: 13, Notes: "2026-07-28 only"},
+				{Name: "auth/iss-supported", Spec: "2025-11-25", Forced: true, Passed: true, Success: 14},
+			},
+		},
+	}
+}
+
+func TestRender(t *testing.T) {
+	is := is.New(t)
+	var b strings.Builder
+	is.NoErr(conformancereport.Render(&b, sample()))
+	md := b.String()
+	for _, want := range []string{
+		"**1/2** scored scenarios pass at 2025-11-25",
+		"**1/1** authorization scenarios pass",
+		"| 2026-07-28-only authorization scenarios | 0/1 pass through the relay already; 1/1 forced at the 2025-11-25 wire",
+		"| `auth/iss-supported` | 2025-11-25 (forced) | pass | 14/0/0 |  |",
+		"### Scored: 1/2 pass",
+		"### Not scored (run and reported by the suite): 1/1 pass",
+		"| `dns-rebinding-protection` | 2025-11-25 | **FAIL** | 0/1/0 | FAILURE `x`: a\\|b<br>second line |",
+		"- serve exited 0\n",
+		"| mcp-stdio serve (this run) | 1/2 | |",
+		"| supergateway 4.0.0 `--stateful` | 29/30 |",
+		"| mcp-proxy 6.7.19 | 24/30 |",
+		"npm install suite\n",
+	} {
+		is.True(strings.Contains(md, want)) // the report lacks a line
+		if !strings.Contains(md, want) {
+			t.Logf("missing %q in:\n%s", want, md)
+		}
+	}
+}
+
+func TestWriteRead(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "summary.json")
+	s := sample()
+	is.NoErr(s.Write(path))
+	got, err := conformancereport.Read(path)
+	is.NoErr(err)
+	is.Equal(got, s) // the summary survives JSON
+	_, err = conformancereport.Read(filepath.Join(t.TempDir(), "missing.json"))
+	is.True(err != nil) // a missing file is an error
+}
+
+func ExampleMode_Tally() {
+	m := conformancereport.Mode{Scenarios: []conformancereport.Scenario{
+		{Name: "ping", Scored: true, Passed: true},
+		{Name: "tools-list", Scored: true, Passed: false},
+		{Name: "server-sse-polling", Scored: false, Passed: true},
+	}}
+	passed, total := m.Tally(true)
+	fmt.Printf("scored: %d/%d\n", passed, total)
+	passed, total = m.Tally(false)
+	fmt.Printf("not scored: %d/%d\n", passed, total)
+	// Output:
+	// scored: 1/2
+	// not scored: 1/1
+}
