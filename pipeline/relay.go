@@ -130,6 +130,8 @@ type relay struct {
 	// runner is the transport's background work (the HTTP+SSE stream), or
 	// nil.
 	runner func(context.Context) error
+	// built is the HTTP client the relay made for itself, or nil.
+	built *http.Client
 }
 
 func newRelay(cfg RelayConfig, out io.Writer) (*relay, error) {
@@ -147,6 +149,7 @@ func newRelay(cfg RelayConfig, out io.Writer) (*relay, error) {
 		return nil, err
 	}
 	r.runner = w.runner
+	r.built = w.built
 
 	r.session = mw.NewSession(mw.SessionOptions{Transport: w.streams, Logger: cfg.Logger})
 	retry := cfg.Retry
@@ -179,14 +182,18 @@ type wiring struct {
 	wire    mw.Handler         // sends messages
 	streams mw.StreamTransport // GET stream and DELETE; nil on HTTP+SSE
 	runner  func(context.Context) error
+	// built is the HTTP client made here (nil when the config supplied
+	// one); its idle connections are closed when the relay ends.
+	built *http.Client
 }
 
 // buildTransport builds the transport cfg names, delivering what the server
 // sends to sink.
 func buildTransport(cfg RelayConfig, sink transport.Sink) (wiring, error) {
-	client := cfg.HTTPClient
+	client, built := cfg.HTTPClient, (*http.Client)(nil)
 	if client == nil {
 		client = transport.NewHTTPClient(cfg.HTTP)
+		built = client
 	}
 	readTimeout := cfg.HTTP.ReadTimeout
 	if readTimeout <= 0 {
@@ -220,11 +227,11 @@ func buildTransport(cfg RelayConfig, sink transport.Sink) (wiring, error) {
 	switch cfg.Transport {
 	case TransportAuto:
 		auto := &transport.Auto{Streamable: streamable, SSE: sse, Logger: cfg.Logger}
-		return wiring{wire: auto, streams: auto, runner: auto.Run}, nil
+		return wiring{wire: auto, streams: auto, runner: auto.Run, built: built}, nil
 	case TransportStreamable:
-		return wiring{wire: streamable, streams: streamable}, nil
+		return wiring{wire: streamable, streams: streamable, built: built}, nil
 	case TransportSSE:
-		return wiring{wire: sse, runner: sse.Run}, nil
+		return wiring{wire: sse, runner: sse.Run, built: built}, nil
 	}
 	return wiring{}, fmt.Errorf("relay: unknown transport %q (want %s, %s or %s)", cfg.Transport, TransportAuto, TransportStreamable, TransportSSE)
 }
@@ -352,6 +359,11 @@ loop:
 	cancelEnd()
 	stopWork(frame.ErrClosed)
 	bg.Wait()
+	if r.built != nil {
+		// Nothing is in flight any more: let the kept-alive connections
+		// (and their goroutines) go now, not when the process exits.
+		r.built.CloseIdleConnections()
+	}
 	if fatal == nil {
 		select {
 		case fatal = <-runnerErr:

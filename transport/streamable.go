@@ -128,10 +128,40 @@ func (c *StreamableClient) readEvents(x *exchange, resp *http.Response, body io.
 			return err
 		}
 		if want != "" && answers(msg, want) {
+			c.finishStream(x, resp, rd)
 			return nil
 		}
 	}
 }
+
+// streamTailWait bounds how long a POST's event stream is read past the
+// response it was waiting for.
+const streamTailWait = 250 * time.Millisecond
+
+// finishStream reads a POST's event stream to its end once the response has
+// been delivered, so that the connection can carry the next request instead
+// of being torn down (a server ends the stream right after the response,
+// and the end is usually already in the buffer). Anything else the server
+// sends meanwhile is still delivered; a server that keeps the stream open
+// is cut off after streamTailWait.
+func (c *StreamableClient) finishStream(x *exchange, resp *http.Response, rd *frame.SSEReader) {
+	t := time.AfterFunc(streamTailWait, func() { x.cancel(errStreamTail) })
+	defer t.Stop()
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			return
+		}
+		if msg, ok := eventMessage(c.logger(), ev); ok {
+			if c.deliver(x.ctx, msg.WithHeaders(resp.Header)) != nil {
+				return
+			}
+		}
+	}
+}
+
+// errStreamTail ends the read of a stream kept open after its response.
+var errStreamTail = errors.New("event stream kept open after the response")
 
 // readJSON delivers a JSON body: one message or one batch.
 func (c *StreamableClient) readJSON(x *exchange, resp *http.Response, body io.Reader, ct string, want frame.ID) error {

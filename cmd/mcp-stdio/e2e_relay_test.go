@@ -92,18 +92,11 @@ func TestRelayAutoFallbackToSSE(t *testing.T) {
 	testPaginatedList(t, relayCase{kind: sseServer}, e)
 }
 
-// connReuseBug is why TestRelayReusesConnections is skipped. Remove the
-// skip once the relay reads a POST's event stream to its end.
-const connReuseBug = "relay bug: transport.StreamableClient.readEvents (transport/streamable.go:130) returns as soon as the " +
-	"response event arrives and post closes the body (streamable.go:93) before the server's end of stream is read, so " +
-	"net/http cannot reuse the connection: about a third of tools/call POSTs dial a new TCP connection"
-
 // TestRelayReusesConnections makes 100 sequential calls through the relay
 // and counts the TCP connections the server saw them on: a relay that
 // reuses its keep-alive connections needs one for the POSTs and one for
 // the GET stream.
 func TestRelayReusesConnections(t *testing.T) {
-	t.Skip(connReuseBug)
 	is := is.New(t)
 	e := setup(t, relayCases[0])
 	const calls = 100
