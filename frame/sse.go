@@ -46,7 +46,7 @@ func NewSSEReader(r io.Reader, max int) *SSEReader {
 	if max <= 0 {
 		max = DefaultMaxMessageSize
 	}
-	return &SSEReader{br: bufio.NewReaderSize(r, 32<<10), max: max}
+	return &SSEReader{br: bufio.NewReaderSize(r, 4<<10), max: max}
 }
 
 // Retry returns the reconnection time the stream last asked for, or 0.

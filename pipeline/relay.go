@@ -273,72 +273,40 @@ func (r *relay) run(ctx context.Context, in io.Reader) error {
 		})
 	}
 
-	lines := make(chan frame.Message)
+	// Notifications and the client's answers keep their order on one
+	// goroutine. Requests each get their own, bounded by MaxInFlight, and
+	// each waits until the notifications read before it have been
+	// delivered: a client that sends notifications/initialized and then
+	// tools/list must not have the server see them the other way round.
+	d := &dispatcher{
+		r:          r,
+		work:       work,
+		ordered:    make(chan queued, 256),
+		slots:      make(chan struct{}, r.cfg.MaxInFlight),
+		lastQueued: closedChan(),
+	}
+	bg.Go(d.deliverOrdered)
+
+	// stdin is read, and each message dispatched, on its own goroutine, so
+	// a cancel is read while requests are in flight.
 	readerCtx, stopReader := context.WithCancel(ctx)
 	defer stopReader()
-	go r.readStdin(readerCtx, in, lines)
-
-	// Notifications and the client's answers keep their order on one
-	// goroutine. Requests each get their own, bounded by slots, and each
-	// waits until the notifications read before it have been delivered: a
-	// client that sends notifications/initialized and then tools/list must
-	// not have the server see them the other way round.
-	ordered := make(chan queued, 256)
-	bg.Go(func() {
-		for q := range ordered {
-			if err := r.chain.ToServer.Handle(work, q.m); err != nil && work.Err() == nil {
-				r.log.Warn("could not deliver a message to the server", "method", q.m.Method(), "kind", q.m.Kind().String(), "err", err)
-			}
-			close(q.done)
-		}
-	})
-	lastQueued := closedChan()
-	slots := make(chan struct{}, r.cfg.MaxInFlight)
-	var requests sync.WaitGroup
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		r.readStdin(readerCtx, in, d.dispatch)
+	}()
 
 	var fatal error
-loop:
-	for {
-		select {
-		case m, ok := <-lines:
-			if !ok {
-				break loop
-			}
-			switch m.Kind() {
-			case frame.Request, frame.Batch:
-				select {
-				case slots <- struct{}{}:
-				case <-ctx.Done():
-					r.answer(frame.ErrorResponse(m.ID(), frame.CodeGateway, "relay shutting down"))
-					break loop
-				}
-				after := lastQueued
-				requests.Go(func() {
-					defer func() { <-slots }()
-					select {
-					case <-after:
-					case <-work.Done():
-					}
-					r.request(work, m)
-				})
-			default:
-				q := queued{m: m, done: make(chan struct{})}
-				select {
-				case ordered <- q:
-					lastQueued = q.done
-				case <-ctx.Done():
-					break loop
-				}
-			}
-		case err := <-runnerErr:
-			fatal = err
-			break loop
-		case <-ctx.Done():
-			r.log.Info("shutting down", "cause", context.Cause(ctx))
-			break loop
-		}
+	select {
+	case <-readerDone:
+	case fatal = <-runnerErr:
+	case <-ctx.Done():
+		r.log.Info("shutting down", "cause", context.Cause(ctx))
 	}
 	stopReader()
+	d.close()
+	requests := &d.requests
 
 	// Drain: let requests in flight finish, within the bound.
 	drained := make(chan struct{})
@@ -350,7 +318,7 @@ loop:
 		stopWork(frame.ErrClosed)
 		<-drained
 	}
-	close(ordered)
+	close(d.ordered)
 
 	endCtx, cancelEnd := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.DrainTimeout)
 	if err := r.session.Close(endCtx); err != nil {
@@ -371,6 +339,85 @@ loop:
 		}
 	}
 	return fatal
+}
+
+// dispatcher hands the client's messages to the chain: requests each on
+// their own goroutine, everything else in order on one.
+type dispatcher struct {
+	r        *relay
+	work     context.Context
+	ordered  chan queued
+	slots    chan struct{} // one per request in flight
+	requests sync.WaitGroup
+
+	mu         sync.Mutex
+	closed     bool          // no more dispatching: the relay is draining
+	lastQueued chan struct{} // done of the last message queued in order
+}
+
+// dispatch starts delivering m. It blocks while MaxInFlight requests are in
+// flight or the ordered queue is full, and gives up (false) when ctx ends or
+// the relay stopped dispatching.
+func (d *dispatcher) dispatch(ctx context.Context, m frame.Message) bool {
+	if m.Kind() == frame.Request || m.Kind() == frame.Batch {
+		select {
+		case d.slots <- struct{}{}:
+		case <-ctx.Done():
+			d.r.answer(frame.ErrorResponse(m.ID(), frame.CodeGateway, "relay shutting down"))
+			return false
+		}
+		d.mu.Lock()
+		if d.closed {
+			d.mu.Unlock()
+			<-d.slots
+			d.r.answer(frame.ErrorResponse(m.ID(), frame.CodeGateway, "relay shutting down"))
+			return false
+		}
+		after := d.lastQueued
+		d.requests.Add(1)
+		d.mu.Unlock()
+		go func() {
+			defer d.requests.Done()
+			defer func() { <-d.slots }()
+			select {
+			case <-after:
+			case <-d.work.Done():
+			}
+			d.r.request(d.work, m)
+		}()
+		return true
+	}
+	q := queued{m: m, done: make(chan struct{})}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false
+	}
+	select {
+	case d.ordered <- q:
+		d.lastQueued = q.done
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// close stops dispatching; the caller must have ended the reader's context
+// first, so that a dispatch blocked on the ordered queue lets go.
+func (d *dispatcher) close() {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+}
+
+// deliverOrdered delivers the ordered queue until it is closed.
+func (d *dispatcher) deliverOrdered() {
+	for q := range d.ordered {
+		if err := d.r.chain.ToServer.Handle(d.work, q.m); err != nil && d.work.Err() == nil {
+			d.r.log.Warn("could not deliver a message to the server", "method", q.m.Method(), "kind", q.m.Kind().String(), "err", err)
+		}
+		close(q.done)
+	}
 }
 
 // queued is a notification or client answer waiting for its turn.
@@ -429,11 +476,10 @@ func (r *relay) answerBatch(batch frame.Message, err error) {
 	}
 }
 
-// readStdin reads client messages on its own goroutine, so a cancel is read
-// while requests are in flight. Lines that cannot be used are answered
-// here. It closes lines at the end of input or when ctx ends.
-func (r *relay) readStdin(ctx context.Context, in io.Reader, lines chan<- frame.Message) {
-	defer close(lines)
+// readStdin reads client messages and hands each to dispatch, until the
+// input ends, ctx ends or dispatch gives up. Lines that cannot be used are
+// answered here.
+func (r *relay) readStdin(ctx context.Context, in io.Reader, dispatch func(context.Context, frame.Message) bool) {
 	rd := frame.NewReader(in, r.cfg.MaxMessageSize)
 	for {
 		m, err := rd.Read()
@@ -461,9 +507,7 @@ func (r *relay) readStdin(ctx context.Context, in io.Reader, lines chan<- frame.
 			r.answer(frame.ErrorResponse(m.ID(), frame.CodeInvalidRequest, "invalid request: ids starting with \"mcp-stdio/\" are reserved"))
 			continue
 		}
-		select {
-		case lines <- m:
-		case <-ctx.Done():
+		if !dispatch(ctx, m) {
 			return
 		}
 	}
