@@ -1,0 +1,35 @@
+//go:build unix
+
+package golden
+
+import (
+	"context"
+	"os"
+	"syscall"
+
+	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
+)
+
+// serveVersion is the version the serve transcripts run under: the
+// gateway's and the example server's serverInfo.version.
+const serveVersion = "golden"
+
+// The test binary doubles as the mcp-stdio binary's hidden example-server
+// subcommand. `mcp-stdio serve` without a command starts
+// `<its own executable> example-server`; in these tests its own executable
+// is the test binary, so a serve transcript publishes the bundled example
+// server exactly as the real binary does, each session in a real child
+// process.
+//
+// The child leaves through syscall.Exit, which skips the race detector's
+// exit-time sleep (a second per child under -race) and nothing else: the
+// example server has written and flushed everything by the time it
+// returns.
+func init() {
+	if len(os.Args) < 2 || os.Args[1] != cli.ExampleServerCommand {
+		return
+	}
+	err := cli.ExampleServer(context.Background(), os.Args[2:], os.Getenv, os.Stdin, os.Stdout, os.Stderr,
+		cli.Options{Version: serveVersion})
+	syscall.Exit(cli.ExitCode(err))
+}

@@ -1,0 +1,822 @@
+//go:build unix
+
+package golden
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/tidwall/gjson"
+	"golang.org/x/tools/txtar"
+
+	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// Section names of a serve transcript (args, env, want/exit and
+// want/stderr are shared with the relay's).
+const (
+	secRequests      = "requests"
+	secWantResponses = "want/responses"
+)
+
+// serveWait bounds every wait of a serve transcript; reaching it fails the
+// case (it is a deadline, never a way to let things happen).
+const serveWait = 30 * time.Second
+
+// serveDefaultArgs come before a transcript's own args: a free loopback
+// port, and debug logs, which name every child's pid so that the test can
+// check that all of them are gone. A transcript's args may override both.
+var serveDefaultArgs = []string{"--listen", "127.0.0.1:0", "--log-level", "debug"}
+
+// TestServe runs every transcript in testdata/serve: cli.Serve, the code
+// `mcp-stdio serve` runs, on a loopback port, publishing the bundled
+// example server (this test binary, see serve_child_test.go) to the HTTP
+// exchanges of the requests section.
+func TestServe(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "serve", "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no transcripts in testdata/serve")
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runServeTranscript(t, file)
+		})
+	}
+}
+
+// serveCase is a parsed serve transcript.
+type serveCase struct {
+	args     []string
+	env      map[string]string
+	requests []*serveRequest
+}
+
+// serveRequest is one HTTP request of the requests section.
+type serveRequest struct {
+	line    int // of the request line in the requests section, 1-based
+	method  string
+	target  string // path and query
+	header  http.Header
+	host    string // a Host header, sent as the request's Host
+	body    []byte
+	hasBody bool
+	events  int // GET: the events its stream carries in all
+}
+
+// serveOutcome is what one run of serve produced.
+type serveOutcome struct {
+	responses []byte
+	stderr    string
+	exit      int
+	problems  []string
+}
+
+func runServeTranscript(t *testing.T, file string) {
+	is := is.New(t)
+	src, err := os.ReadFile(file)
+	is.NoErr(err) // read the transcript
+	ar := txtar.Parse(src)
+	if strings.TrimSpace(string(ar.Comment)) == "" {
+		t.Errorf("%s: the archive comment must describe what the case pins and why", file)
+	}
+	if reason := skipReason(ar); reason != "" {
+		t.Skip(reason)
+	}
+	c, err := parseServeCase(ar)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+
+	got := runServe(c)
+
+	for _, p := range got.problems {
+		t.Errorf("%s: %s", file, p)
+	}
+	checkStderr(t, got.stderr, section(ar, secWantStderr)) // never rewritten
+	if *update {
+		writeServeWants(t, file, ar, got)
+		return
+	}
+	is.Equal(string(got.responses), string(section(ar, secWantResponses))) // want/responses
+	wantExit := 0
+	if s := section(ar, secWantExit); s != nil {
+		wantExit, err = strconv.Atoi(strings.TrimSpace(string(s)))
+		is.NoErr(err) // want/exit holds an exit code
+	}
+	is.Equal(got.exit, wantExit) // want/exit
+}
+
+func parseServeCase(ar *txtar.Archive) (serveCase, error) {
+	var c serveCase
+	known := []string{secArgs, secEnv, secRequests, secWantResponses, secWantExit, secWantStderr}
+	seen := map[string]bool{}
+	for _, f := range ar.Files {
+		if !slices.Contains(known, f.Name) {
+			return c, fmt.Errorf("unknown section %q (a serve transcript has %v)", f.Name, known)
+		}
+		if seen[f.Name] {
+			return c, fmt.Errorf("section %q appears twice", f.Name)
+		}
+		seen[f.Name] = true
+	}
+	for _, line := range lines(section(ar, secArgs)) {
+		words, err := splitWords(line)
+		if err != nil {
+			return c, fmt.Errorf("args: %v", err)
+		}
+		c.args = append(c.args, words...)
+	}
+	c.env = map[string]string{}
+	for _, line := range lines(section(ar, secEnv)) {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return c, fmt.Errorf("env: want KEY=VALUE, got %q", line)
+		}
+		c.env[k] = v
+	}
+	reqs, err := parseRequests(section(ar, secRequests))
+	if err != nil {
+		return c, err
+	}
+	c.requests = reqs
+	return c, nil
+}
+
+// parseRequests parses a requests section:
+//
+//	# a comment
+//	POST /mcp                    request line: METHOD target [events=N]
+//	Content-Type: application/json
+//	Mcp-Session-Id: $SESSION     headers, one per line
+//	                             a blank line
+//	{"jsonrpc":"2.0",...}        the body: the lines up to the next blank line
+//
+// A request without a body ends at the blank line after its headers (or
+// at the next request line). A body never starts with '#': a comment after
+// the headers' blank line is a comment. events=N, on a GET only, says how
+// many events its stream carries in all (0 when absent); the run waits for
+// them before it shuts serve down, and fails when there are more.
+func parseRequests(src []byte) ([]*serveRequest, error) {
+	text := strings.ReplaceAll(string(src), "\r\n", "\n")
+	ls := strings.Split(text, "\n")
+	if n := len(ls); n > 0 && ls[n-1] == "" {
+		ls = ls[:n-1]
+	}
+	var reqs []*serveRequest
+	for i := 0; i < len(ls); {
+		line := ls[i]
+		errf := func(format string, args ...any) error {
+			return fmt.Errorf("requests line %d: %s: %q", i+1, fmt.Sprintf(format, args...), ls[i])
+		}
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			i++
+			continue
+		}
+		req, err := parseRequestLine(line)
+		if err != nil {
+			return nil, errf("%v", err)
+		}
+		req.line = i + 1
+		reqs = append(reqs, req)
+		for i++; i < len(ls) && ls[i] != "" && !isRequestLine(ls[i]); i++ {
+			if strings.HasPrefix(ls[i], "#") {
+				continue
+			}
+			name, value, ok := strings.Cut(ls[i], ":")
+			if !ok || !isToken(name) {
+				return nil, errf("want a header line 'Name: value' (and a blank line before the body)")
+			}
+			name, value = textproto.CanonicalMIMEHeaderKey(name), strings.TrimSpace(value)
+			if name == "Host" {
+				req.host = value
+				continue
+			}
+			req.header.Add(name, value)
+		}
+		if i >= len(ls) || ls[i] != "" {
+			continue // no blank line: no body
+		}
+		i++
+		if i >= len(ls) || ls[i] == "" || strings.HasPrefix(ls[i], "#") || isRequestLine(ls[i]) {
+			continue
+		}
+		start := i
+		for i < len(ls) && ls[i] != "" {
+			i++
+		}
+		req.body = []byte(strings.Join(ls[start:i], "\n"))
+		req.hasBody = true
+	}
+	if len(reqs) == 0 && len(src) > 0 && strings.TrimSpace(text) != "" {
+		return nil, errors.New("requests: no request line")
+	}
+	return reqs, nil
+}
+
+// isRequestLine reports whether line starts a request: an HTTP method and
+// a target starting with '/'.
+func isRequestLine(line string) bool {
+	f := strings.Fields(line)
+	return len(f) >= 2 && isHTTPMethod(f[0]) && strings.HasPrefix(f[1], "/")
+}
+
+func parseRequestLine(line string) (*serveRequest, error) {
+	if !isRequestLine(line) {
+		return nil, errors.New("want a request line 'METHOD /path [events=N]'")
+	}
+	f := strings.Fields(line)
+	req := &serveRequest{method: f[0], target: f[1], header: http.Header{}}
+	for _, opt := range f[2:] {
+		v, ok := strings.CutPrefix(opt, "events=")
+		n, err := strconv.Atoi(v)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("unknown request option %q (want events=N)", opt)
+		case err != nil || n < 0:
+			return nil, fmt.Errorf("events wants a count, got %q", v)
+		case req.method != http.MethodGet:
+			return nil, errors.New("events=N is for GET streams")
+		}
+		req.events = n
+	}
+	return req, nil
+}
+
+// servingLine is the line cli.Serve prints once it listens.
+var servingLine = regexp.MustCompile(`mcp-stdio: serving .* at (http://\S+)\n`)
+
+// childStartedLine is the debug log line naming a session's child.
+var childStartedLine = regexp.MustCompile(`server process started.* pid=(\d+)`)
+
+// serveStderr collects cli.Serve's stderr (its logs and its children's
+// stderr) and hands over the URL from the serving line.
+type serveStderr struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	sent  bool
+	ready chan string // capacity 1
+}
+
+func (s *serveStderr) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Write(p)
+	if !s.sent {
+		if m := servingLine.FindSubmatch(s.b.Bytes()); m != nil {
+			s.sent = true
+			s.ready <- string(m[1])
+		}
+	}
+	return len(p), nil
+}
+
+func (s *serveStderr) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serveRun is one run of serve: the exchanges sent so far and what came
+// back.
+type serveRun struct {
+	client *http.Client
+	base   *url.URL
+	ctx    context.Context // the requests'
+
+	changed chan struct{} // something settled or arrived; capacity 1
+
+	mu        sync.Mutex
+	exchanges []*exchange
+	ids       map[string]string // session id → placeholder
+	byName    map[string]string // placeholder → session id
+	answered  map[frame.ID]bool // server requests the client has answered
+	problems  []string
+}
+
+// exchange is one request and its response as it arrives. Its fields are
+// guarded by serveRun.mu.
+type exchange struct {
+	req    *serveRequest
+	label  string
+	await  []frame.ID // the ids of the requests the POST carries
+	head   string     // rendered status and headers
+	gotHdr bool
+	sse    bool
+	body   bytes.Buffer
+	seen   map[frame.ID]bool // responses on its stream
+	asked  []frame.ID        // requests from the server on its stream
+	events int
+	done   bool
+	err    string
+}
+
+// problem records a failure; the test reports them at the end.
+func (r *serveRun) problem(format string, args ...any) {
+	r.mu.Lock()
+	r.problems = append(r.problems, fmt.Sprintf(format, args...))
+	r.mu.Unlock()
+}
+
+// signal wakes the goroutine waiting for the exchanges to settle.
+func (r *serveRun) signal() {
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+
+// runServe runs cli.Serve with the case's args and env, sends the requests
+// one at a time — each only once everything before it has settled (see
+// settled) — then shuts serve down the way SIGTERM does, waits for every
+// response to end, and checks that no child process is left.
+func runServe(c serveCase) serveOutcome {
+	var out serveOutcome
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	stderr := &serveStderr{ready: make(chan string, 1)}
+	getenv := func(k string) string { return c.env[k] }
+	args := append(slices.Clone(serveDefaultArgs), c.args...)
+	var serveErr error
+	served := make(chan struct{}) // closed when cli.Serve has returned serveErr
+	go func() {
+		defer close(served)
+		serveErr = cli.Serve(ctx, args, getenv, strings.NewReader(""), io.Discard, stderr, cli.Options{Version: serveVersion})
+	}()
+
+	// One deadline for the whole run: once it has passed, every wait below
+	// gives up at once.
+	deadlineCtx, cancelDeadline := context.WithTimeout(context.Background(), serveWait)
+	defer cancelDeadline()
+	deadline := deadlineCtx.Done()
+	var endpoint string
+	select {
+	case endpoint = <-stderr.ready:
+	case <-served:
+		// serve refused to start: only its exit code and stderr count.
+		out.exit, out.stderr = cli.ExitCode(serveErr), stderr.String()
+		if len(c.requests) > 0 {
+			out.problems = append(out.problems, fmt.Sprintf("serve exited (%v) before listening; requests were not sent", serveErr))
+		}
+		return out
+	case <-deadline:
+		stop()
+		<-served
+		out.stderr = stderr.String()
+		out.problems = append(out.problems, "serve printed no serving line within "+serveWait.String())
+		return out
+	}
+	base, err := url.Parse(endpoint)
+	if err != nil {
+		stop()
+		<-served
+		out.problems = append(out.problems, fmt.Sprintf("bad endpoint %q: %v", endpoint, err))
+		return out
+	}
+
+	reqCtx, cancelRequests := context.WithCancel(context.Background())
+	defer cancelRequests()
+	transport := &http.Transport{}
+	r := &serveRun{
+		client:   &http.Client{Transport: transport},
+		base:     &url.URL{Scheme: base.Scheme, Host: base.Host},
+		ctx:      reqCtx,
+		changed:  make(chan struct{}, 1),
+		ids:      map[string]string{},
+		byName:   map[string]string{},
+		answered: map[frame.ID]bool{},
+	}
+	var readers sync.WaitGroup
+	settled := true
+	for _, req := range c.requests {
+		if settled = r.settle(deadline, served, false); !settled {
+			break
+		}
+		x, hreq := r.prepare(req)
+		readers.Go(func() { r.exchange(x, hreq) })
+	}
+	if settled && !r.settle(deadline, served, true) {
+		settled = false
+	}
+	if !settled {
+		cancelRequests() // the case has failed: the client goes away
+	}
+
+	// Shut down as on SIGTERM: drain, end the sessions and their children.
+	stop()
+	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), serveWait)
+	defer cancelShutdown()
+	select {
+	case <-served:
+	case <-shutdownCtx.Done():
+		r.problem("serve did not return within %s of its shutdown", serveWait)
+		cancelRequests()
+		<-served
+	}
+	allRead := make(chan struct{})
+	go func() { readers.Wait(); close(allRead) }()
+	select {
+	case <-allRead:
+	case <-shutdownCtx.Done():
+		r.problem("responses still open after serve returned")
+		cancelRequests()
+		<-allRead
+	}
+	transport.CloseIdleConnections()
+
+	out.stderr = stderr.String()
+	out.exit = cli.ExitCode(serveErr)
+	for _, m := range childStartedLine.FindAllStringSubmatch(out.stderr, -1) {
+		pid, _ := strconv.Atoi(m[1])
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			r.problem("child process %d is still there after serve returned", pid)
+		}
+	}
+	if strings.Contains(out.stderr, "WARNING: DATA RACE") {
+		r.problem("a child process reported a data race:\n%s", out.stderr)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, x := range r.exchanges {
+		if x.req.method == http.MethodGet && x.events != x.req.events {
+			r.problems = append(r.problems, fmt.Sprintf("requests line %d: the GET stream carried %d events, events=%d says", x.req.line, x.events, x.req.events))
+		}
+	}
+	out.responses = r.render()
+	out.problems = append(out.problems, r.problems...)
+	return out
+}
+
+// settled reports whether x can be left alone while the next request is
+// sent (final: while serve shuts down): whatever it carries from now on is
+// fixed by what has been sent.
+//   - A response that is not an event stream: once read to its end.
+//   - A POST's event stream: once it has ended, or while the server waits
+//     for the client to answer a request it sent on the stream.
+//   - A GET's event stream: at once (what it carries is caused by later
+//     requests); finally, once it has carried its events=N events.
+//
+// The caller holds r.mu.
+func (r *serveRun) settled(x *exchange, final bool) bool {
+	switch {
+	case x.done:
+		return true
+	case !x.gotHdr || !x.sse:
+		return false
+	case x.req.method == http.MethodGet:
+		return !final || x.events >= x.req.events
+	}
+	for _, id := range x.asked {
+		if !r.answered[id] {
+			return true
+		}
+	}
+	return false
+}
+
+// settle waits until every exchange so far has settled. It reports false
+// (and records a problem) when deadline passes or serve stops first.
+func (r *serveRun) settle(deadline, served <-chan struct{}, final bool) bool {
+	for {
+		r.mu.Lock()
+		var pending *exchange
+		for _, x := range r.exchanges {
+			if !r.settled(x, final) {
+				pending = x
+				break
+			}
+		}
+		r.mu.Unlock()
+		if pending == nil {
+			return true
+		}
+		select {
+		case <-r.changed:
+		case <-deadline:
+			r.problem("requests line %d (%s) never settled within %s", pending.req.line, pending.label, serveWait)
+			return false
+		case <-served:
+			r.problem("serve returned while requests line %d (%s) was unsettled", pending.req.line, pending.label)
+			return false
+		}
+	}
+}
+
+// prepare builds the HTTP request of req, with session placeholders
+// replaced, and records its exchange.
+func (r *serveRun) prepare(req *serveRequest) (*exchange, *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	x := &exchange{req: req, label: requestLabel(req), seen: map[frame.ID]bool{}}
+	r.exchanges = append(r.exchanges, x)
+	var body io.Reader = http.NoBody
+	if req.hasBody {
+		body = bytes.NewReader(req.body)
+		x.await = requestIDs(req.body)
+		for _, id := range responseIDs(req.body) {
+			r.answered[id] = true
+		}
+	}
+	u := *r.base
+	target, err := url.Parse(req.target)
+	if err != nil {
+		r.problems = append(r.problems, fmt.Sprintf("requests line %d: bad target: %v", req.line, err))
+	} else {
+		u.Path, u.RawQuery = target.Path, target.RawQuery
+	}
+	hreq, err := http.NewRequestWithContext(r.ctx, req.method, u.String(), body)
+	if err != nil {
+		panic(err) // the method and URL were checked above
+	}
+	for name, values := range req.header {
+		for _, v := range values {
+			hreq.Header.Add(name, r.expand(req, v))
+		}
+	}
+	if req.host != "" {
+		hreq.Host = req.host
+	}
+	return x, hreq
+}
+
+// sessionPlaceholder matches $SESSION, $SESSION2, ...
+var sessionPlaceholder = regexp.MustCompile(`\$SESSION[0-9]*`)
+
+// expand replaces session placeholders in a header value with the ids
+// they stand for. The caller holds r.mu.
+func (r *serveRun) expand(req *serveRequest, v string) string {
+	return sessionPlaceholder.ReplaceAllStringFunc(v, func(name string) string {
+		id, ok := r.byName[name]
+		if !ok {
+			r.problems = append(r.problems, fmt.Sprintf("requests line %d: %s names no session yet", req.line, name))
+			return name
+		}
+		return id
+	})
+}
+
+// exchange sends one request and reads its response to the end.
+func (r *serveRun) exchange(x *exchange, hreq *http.Request) {
+	defer r.signal()
+	resp, err := r.client.Do(hreq)
+	if err != nil {
+		r.mu.Lock()
+		x.err, x.done = err.Error(), true
+		r.mu.Unlock()
+		return
+	}
+	defer resp.Body.Close()
+	sse := isEventStream(resp.Header.Get("Content-Type"))
+	r.mu.Lock()
+	x.head, x.gotHdr, x.sse = r.renderHead(resp), true, sse
+	r.mu.Unlock()
+	r.signal()
+
+	body := &exchangeBody{r: r, x: x}
+	if sse {
+		sr := frame.NewSSEReader(io.TeeReader(resp.Body, body), 0)
+		for {
+			ev, err := sr.Next()
+			if err != nil {
+				break
+			}
+			r.event(x, ev)
+		}
+	}
+	_, err = io.Copy(body, resp.Body) // the rest (all of it when not a stream)
+	r.mu.Lock()
+	x.done = true
+	if err != nil {
+		x.err = "the body broke off: " + err.Error()
+	}
+	r.mu.Unlock()
+}
+
+// exchangeBody records a response body as it is read.
+type exchangeBody struct {
+	r *serveRun
+	x *exchange
+}
+
+func (b *exchangeBody) Write(p []byte) (int, error) {
+	b.r.mu.Lock()
+	defer b.r.mu.Unlock()
+	return b.x.body.Write(p)
+}
+
+// event notes what an event on x's stream means for settling.
+func (r *serveRun) event(x *exchange, ev frame.Event) {
+	defer r.signal()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	x.events++
+	m, err := frame.Parse(ev.Data)
+	if err != nil {
+		return
+	}
+	switch {
+	case m.Kind().IsResponse():
+		x.seen[m.ID()] = true
+	case m.Kind() == frame.Request:
+		x.asked = append(x.asked, m.ID())
+	}
+}
+
+// renderHeaders are the response headers a transcript shows (with every
+// Mcp-* header), by their canonical keys: the ones that carry meaning for
+// a client. Date and the like vary from run to run or say nothing about
+// serve.
+var renderHeaders = []string{"Allow", "Cache-Control", "Connection", "Content-Length", "Content-Type", "Www-Authenticate"}
+
+// headerSpelling spells the canonical keys whose usual spelling differs.
+var headerSpelling = map[string]string{"Www-Authenticate": "WWW-Authenticate"}
+
+// renderHead renders a response's status line and headers, each line
+// starting "< ", sorted, ending with a line "<". net/http takes
+// "Connection: close" out of the headers it hands over (it closes the
+// connection itself), so it is rendered from resp.Close. A session id it
+// has not seen before gets the next placeholder. The caller holds r.mu.
+func (r *serveRun) renderHead(resp *http.Response) string {
+	var hdrs []string
+	for name, values := range resp.Header {
+		if !slices.Contains(renderHeaders, name) && !strings.HasPrefix(name, "Mcp-") {
+			continue
+		}
+		spelling := name
+		if s, ok := headerSpelling[name]; ok {
+			spelling = s
+		}
+		for _, v := range values {
+			if name == "Mcp-Session-Id" {
+				v = r.placeholder(v)
+			}
+			hdrs = append(hdrs, spelling+": "+v)
+		}
+	}
+	if resp.Close && resp.Header.Get("Connection") == "" {
+		hdrs = append(hdrs, "Connection: close")
+	}
+	slices.Sort(hdrs)
+	var b strings.Builder
+	fmt.Fprintf(&b, "< %s\n", resp.Status)
+	for _, h := range hdrs {
+		fmt.Fprintf(&b, "< %s\n", h)
+	}
+	b.WriteString("<\n")
+	return b.String()
+}
+
+// placeholder returns the placeholder standing for session id, minting
+// $SESSION, $SESSION2, ... in order of first appearance. The caller holds
+// r.mu.
+func (r *serveRun) placeholder(id string) string {
+	if name, ok := r.ids[id]; ok {
+		return name
+	}
+	name := "$SESSION"
+	if n := len(r.ids) + 1; n > 1 {
+		name += strconv.Itoa(n)
+	}
+	r.ids[id], r.byName[name] = name, id
+	return name
+}
+
+// render writes every exchange in request order:
+//
+//	> POST /mcp tools/call id=2      what was sent (see requestLabel)
+//	< 200 OK                         the status line
+//	< Content-Type: ...              the headers that matter, sorted
+//	<                                the end of the headers
+//	...                              the body, byte for byte
+//
+// A body that does not end in a newline gets one (its Content-Length, when
+// it has one, tells the real size). A request that got no response, or a
+// body that broke off, adds a line "! <what happened>". The caller holds
+// r.mu.
+func (r *serveRun) render() []byte {
+	var b bytes.Buffer
+	for _, x := range r.exchanges {
+		fmt.Fprintf(&b, "> %s\n", x.label)
+		b.WriteString(x.head)
+		body := x.body.Bytes()
+		b.Write(body)
+		if len(body) > 0 && body[len(body)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+		if x.err != "" {
+			fmt.Fprintf(&b, "! %s\n", x.err)
+		}
+	}
+	return b.Bytes()
+}
+
+// requestLabel names a request in want/responses: its method and target
+// and, for a POST, the shape of its body (as the relay's server script
+// names them) and its raw id.
+func requestLabel(req *serveRequest) string {
+	label := req.method + " " + req.target
+	if req.method != http.MethodPost {
+		return label
+	}
+	label += " " + shapeOf(req.body)
+	if id := gjson.GetBytes(req.body, "id"); id.Exists() && gjson.ValidBytes(req.body) {
+		label += " id=" + id.Raw
+	}
+	return label
+}
+
+// requestIDs returns the raw ids of the requests in a POST body (one
+// message or a batch).
+func requestIDs(body []byte) []frame.ID {
+	var ids []frame.ID
+	eachMessage(body, func(m frame.Message) {
+		if m.Kind() == frame.Request {
+			ids = append(ids, m.ID())
+		}
+	})
+	return ids
+}
+
+// responseIDs returns the raw ids of the responses in a POST body: answers
+// to requests the server sent.
+func responseIDs(body []byte) []frame.ID {
+	var ids []frame.ID
+	eachMessage(body, func(m frame.Message) {
+		if m.Kind().IsResponse() {
+			ids = append(ids, m.ID())
+		}
+	})
+	return ids
+}
+
+// eachMessage calls f with the message a body holds, or with each element
+// of a batch; bytes that are not JSON-RPC call nothing.
+func eachMessage(body []byte, f func(frame.Message)) {
+	m, err := frame.Parse(body)
+	if err != nil {
+		return
+	}
+	if m.Kind() != frame.Batch {
+		f(m)
+		return
+	}
+	m.Get("@this").ForEach(func(_, el gjson.Result) bool {
+		if e, err := frame.Parse([]byte(el.Raw)); err == nil {
+			f(e)
+		}
+		return true
+	})
+}
+
+// isEventStream reports whether a Content-Type is text/event-stream.
+func isEventStream(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
+}
+
+// writeServeWants rewrites the want/responses and (when present or
+// non-zero) want/exit sections of file from got, leaving every other byte
+// of the archive as it was.
+func writeServeWants(t *testing.T, file string, ar *txtar.Archive, got serveOutcome) {
+	set := func(name string, data []byte) {
+		for i := range ar.Files {
+			if ar.Files[i].Name == name {
+				ar.Files[i].Data = data
+				return
+			}
+		}
+		ar.Files = append(ar.Files, txtar.File{Name: name, Data: data})
+	}
+	set(secWantResponses, got.responses)
+	if section(ar, secWantExit) != nil || got.exit != 0 {
+		set(secWantExit, []byte(strconv.Itoa(got.exit)+"\n"))
+	}
+	if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
