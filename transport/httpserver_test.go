@@ -580,6 +580,45 @@ func TestServerCancelFreesAnAbandonedID(t *testing.T) {
 	is.Equal(msgs[0].String(), `{"jsonrpc":"2.0","id":4,"result":{"n":4}}`)
 }
 
+// A client that cancels a request stops waiting for it: its POST finishes
+// at once — an SSE answer ends without a response, a JSON answer carries a
+// "request cancelled" error — and the server's late answer is dropped.
+func TestServerCancelFinishesThePOST(t *testing.T) {
+	is := is.New(t)
+	g := newTestGateway(t, nil)
+	sid := g.initialize(t)
+
+	sse := g.post(t, sid, acceptBoth, `{"jsonrpc":"2.0","id":5,"method":"wait"}`)
+	defer sse.Body.Close()
+	is.Equal(sse.StatusCode, http.StatusOK)
+	jsonDone := make(chan []frame.Message, 1)
+	go func() {
+		resp := g.post(t, sid, acceptJSON, `{"jsonrpc":"2.0","id":6,"method":"wait"}`)
+		defer resp.Body.Close()
+		jsonDone <- readAnswer(t, resp)
+	}()
+
+	for _, id := range []string{"5", "6"} {
+		r := g.post(t, sid, acceptBoth, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`}}`)
+		r.Body.Close()
+		is.Equal(r.StatusCode, http.StatusAccepted)
+	}
+	is.Equal(len(readAnswer(t, sse)), 0) // the stream ended, no response
+	select {
+	case msgs := <-jsonDone:
+		is.Equal(len(msgs), 1)
+		is.Equal(msgs[0].String(), `{"jsonrpc":"2.0","id":6,"error":{"code":-32000,"message":"request cancelled"}}`)
+	case <-time.After(testWait):
+		t.Fatal("the JSON POST was not finished by the cancel")
+	}
+
+	// The child answers late; the answers go nowhere, and the session goes on.
+	r := g.post(t, sid, acceptBoth, `{"jsonrpc":"2.0","method":"release"}`)
+	r.Body.Close()
+	msgs, _ := g.call(t, sid, acceptBoth, `{"jsonrpc":"2.0","id":7,"method":"echo","params":{"ok":1}}`)
+	is.Equal(msgs[0].String(), `{"jsonrpc":"2.0","id":7,"result":{"ok":1}}`)
+}
+
 func TestServerDuplicateIDInFlight(t *testing.T) {
 	is := is.New(t)
 	g := newTestGateway(t, nil)

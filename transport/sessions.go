@@ -285,16 +285,30 @@ func (ss *httpSession) abandon(ps *postStream, sent bool) {
 	}
 }
 
-// forgetCancelled stops waiting for the late response of an abandoned
-// request the client cancels: the server need not answer it.
+// forgetCancelled handles a client's notifications/cancelled on its way to
+// the server. The server need not answer a cancelled request (and the MCP
+// servers we know don't), so nothing waits for that answer any more: an
+// abandoned request's id is freed, and a request still waiting on its POST
+// is finished there — an SSE answer simply ends without it, a JSON answer
+// carries a "request cancelled" error in its place (the client, which
+// cancelled, ignores it). A late answer is dropped.
 func (ss *httpSession) forgetCancelled(m frame.Message) {
 	if m.Method() != "notifications/cancelled" {
 		return
 	}
 	id := frame.ID(m.Get("params.requestId").Raw)
 	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	delete(ss.orphans, id)
-	ss.mu.Unlock()
+	ps := ss.pending[id]
+	if ps == nil {
+		return
+	}
+	if !ps.sse {
+		ps.push(frame.ErrorResponse(id, frame.CodeGateway, "request cancelled"))
+	}
+	ss.answered(ps, id)
+	ps.notify()
 }
 
 // post answers a POST of msgs on this session. An SSE POST is open to the
