@@ -45,11 +45,15 @@ func (e *LineError) Code() int {
 // terminated, blank lines skipped. It has no fixed line limit; a line longer
 // than the cap is discarded as it streams by and reported as a [LineError].
 // A Reader is not safe for concurrent use.
+//
+// A line that fits the read buffer (64 KiB) is copied once, into the
+// message; a longer one is assembled in a buffer of its own that becomes the
+// message, so a 64 MiB line is not copied again, and no buffer grown for a
+// big line outlives its message.
 type Reader struct {
-	br      *bufio.Reader
-	max     int
-	line    int
-	scratch []byte
+	br   *bufio.Reader
+	max  int
+	line int
 }
 
 // idProbe is how much of an oversized line is kept to look for its id.
@@ -70,7 +74,7 @@ func NewReader(r io.Reader, max int) *Reader {
 // a newline still counts as a line.
 func (r *Reader) Read() (Message, error) {
 	for {
-		line, tooLong, err := r.readLine()
+		line, owned, tooLong, err := r.readLine()
 		if len(line) == 0 && !tooLong && err != nil {
 			return Message{}, err
 		}
@@ -78,13 +82,17 @@ func (r *Reader) Read() (Message, error) {
 		if tooLong {
 			return Message{}, &LineError{Line: r.line, Err: ErrTooLarge, ID: probeID(line)}
 		}
-		if len(bytes.TrimSpace(line)) == 0 {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
 			if err != nil {
 				return Message{}, err
 			}
 			continue
 		}
-		m, perr := ParseOwned(bytes.Clone(line))
+		if !owned {
+			line = bytes.Clone(line)
+		}
+		m, perr := ParseOwned(line)
 		if perr != nil {
 			return Message{}, &LineError{Line: r.line, Err: perr}
 		}
@@ -92,39 +100,44 @@ func (r *Reader) Read() (Message, error) {
 	}
 }
 
-// readLine returns the next line without its terminator. For an oversized
+// readLine returns the next line without its terminator. A line that fit
+// the read buffer is returned in it (owned false: valid until the next
+// read); a longer one in a buffer of its own (owned true). For an oversized
 // line it returns only the first idProbe bytes and tooLong. err is non-nil
 // only when the input ended (the line, if any, is still valid).
-func (r *Reader) readLine() (line []byte, tooLong bool, err error) {
-	r.scratch = r.scratch[:0]
+func (r *Reader) readLine() (line []byte, owned, tooLong bool, err error) {
+	chunk, err := r.br.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		if len(chunk) > r.max+2 { // +2: the CRLF is not content
+			return chunk[:min(idProbe, len(chunk))], false, true, err
+		}
+		return trimEOL(chunk), false, false, err
+	}
+	buf := make([]byte, 0, 2*len(chunk))
 	for {
-		chunk, err := r.br.ReadSlice('\n')
 		if !tooLong {
-			if len(r.scratch)+len(chunk) > r.max+2 { // +2: the CRLF is not content
+			if len(buf)+len(chunk) > r.max+2 {
 				tooLong = true
-				keep := min(idProbe-len(r.scratch), len(chunk))
-				if keep > 0 {
-					r.scratch = append(r.scratch, chunk[:keep]...)
+				if len(buf) < idProbe {
+					buf = append(buf, chunk[:min(idProbe-len(buf), len(chunk))]...)
 				}
+				buf = buf[:min(len(buf), idProbe)]
 			} else {
-				r.scratch = append(r.scratch, chunk...)
+				buf = append(buf, chunk...)
 			}
 		}
-		switch {
-		case err == nil:
-			return trimEOL(r.scratch, tooLong), tooLong, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		default:
-			return trimEOL(r.scratch, tooLong), tooLong, err
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			if tooLong {
+				return buf, true, true, err
+			}
+			return trimEOL(buf), true, false, err
 		}
+		chunk, err = r.br.ReadSlice('\n')
 	}
 }
 
-func trimEOL(b []byte, tooLong bool) []byte {
-	if tooLong {
-		return b
-	}
+// trimEOL drops a line's LF or CRLF.
+func trimEOL(b []byte) []byte {
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	return bytes.TrimSuffix(b, []byte("\r"))
 }

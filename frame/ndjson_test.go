@@ -124,3 +124,14 @@ func TestWriterOneLinePerMessage(t *testing.T) {
 	}
 	is.Equal(w.Write(frame.Message{}), frame.ErrEmpty)
 }
+
+// Long lines come back in buffers of their own, never shared with the next
+// line.
+func TestReaderLongLinesDoNotAlias(t *testing.T) {
+	is := is.New(t)
+	a := `{"id":1,"result":"` + strings.Repeat("a", 300<<10) + `"}`
+	b := `{"id":2,"result":"` + strings.Repeat("b", 100<<10) + `"}`
+	msgs, errs, _ := readAll(frame.NewReader(strings.NewReader(a+"\r\n"+b+"\n"+`{"id":3,"result":1}`), 0))
+	is.Equal(len(errs), 0)
+	is.Equal(msgs, []string{a, b, `{"id":3,"result":1}`})
+}

@@ -97,8 +97,18 @@ func (r *SSEReader) dispatch() (Event, bool) {
 	if typ == "" {
 		typ = "message"
 	}
+	if cap(r.data) > bigBuffer {
+		// Hand a big buffer over instead of copying it; the next event
+		// starts a fresh one.
+		r.data = nil
+		return Event{Type: typ, Data: data, ID: r.lastID}, true
+	}
 	return Event{Type: typ, Data: bytes.Clone(data), ID: r.lastID}, true
 }
+
+// bigBuffer is the size above which the reader hands its buffers over or
+// drops them rather than keeping them for the next event.
+const bigBuffer = 64 << 10
 
 func (r *SSEReader) field(line []byte) error {
 	if line[0] == ':' {
@@ -119,7 +129,14 @@ func (r *SSEReader) field(line []byte) error {
 			return ErrTooLarge
 		}
 		r.seen = true
-		r.data = append(r.data, value...)
+		if len(r.data) == 0 && cap(r.line) > bigBuffer {
+			// The first data line of an event is big: let it become the
+			// data, instead of copying it out of the line buffer.
+			r.data = value
+			r.line = nil
+		} else {
+			r.data = append(r.data, value...)
+		}
 		r.data = append(r.data, '\n')
 	case "id":
 		if bytes.IndexByte(value, 0) < 0 {
@@ -136,6 +153,9 @@ func (r *SSEReader) field(line []byte) error {
 // readLine returns the next line without its terminator. The result is valid
 // until the next call.
 func (r *SSEReader) readLine() ([]byte, error) {
+	if cap(r.line) > bigBuffer {
+		r.line = nil // don't hold on to a big line's buffer
+	}
 	r.line = r.line[:0]
 	for {
 		if r.br.Buffered() == 0 {

@@ -117,3 +117,22 @@ func TestWriteSSERoundTrip(t *testing.T) {
 	is.Equal(evs[0].ID, "e1")
 	is.Equal(evs[1].Data, big)
 }
+
+// Big events take the reader's buffers with them; the next event must not
+// share or reuse them.
+func TestSSEBigEventsDoNotAlias(t *testing.T) {
+	is := is.New(t)
+	a := strings.Repeat("a", 200<<10)
+	b := strings.Repeat("b", 150<<10)
+	in := "data: " + a + "\ndata: tail\n\ndata: " + b + "\n\ndata: small\n\n"
+	sr := frame.NewSSEReader(iotest.HalfReader(strings.NewReader(in)), 0)
+	e1, err := sr.Next()
+	is.NoErr(err)
+	e2, err := sr.Next()
+	is.NoErr(err)
+	e3, err := sr.Next()
+	is.NoErr(err)
+	is.Equal(string(e1.Data), a+"\ntail")
+	is.Equal(string(e2.Data), b)
+	is.Equal(string(e3.Data), "small")
+}

@@ -39,7 +39,8 @@ func binaryDir() string {
 const relayBinaryEnv = "MCP_STDIO_E2E_BINARY"
 
 // buildRelay builds the mcp-stdio binary from this package, once per test
-// process, with -race when the tests run with it.
+// process: with -race when the tests run with it, else as released
+// (CGO_ENABLED=0, a static binary).
 var buildRelay = sync.OnceValues(func() (string, error) {
 	if bin := os.Getenv(relayBinaryEnv); bin != "" {
 		return bin, nil
@@ -54,6 +55,11 @@ var buildRelay = sync.OnceValues(func() (string, error) {
 		args = append(args, "-race")
 	}
 	cmd := exec.Command("go", append(args, ".")...)
+	if !raceDetector {
+		// Built as released: static, without cgo (the race detector needs
+		// cgo, so race builds keep it).
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
