@@ -282,7 +282,7 @@ func TestServeEndToEndWithTheGoSDK(t *testing.T) {
 	is.Equal(callText(t, ctx, cs, "cancelled", nil), "yes")
 
 	// A large argument and result.
-	big := strings.Repeat("0123456789abcdef", largePayload/16)
+	big := strings.Repeat("0123456789abcdef", 16<<20/16) // 16 MiB
 	got := callText(t, ctx, cs, "echo", map[string]any{"text": big})
 	is.Equal(len(got), len(big))
 	is.True(got == big)

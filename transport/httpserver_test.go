@@ -754,7 +754,7 @@ func TestServerLargeMessages(t *testing.T) {
 	is := is.New(t)
 	g := newTestGateway(t, nil)
 	sid := g.initialize(t)
-	big := strings.Repeat("0123456789abcdef", largeMessageSize/16)
+	big := strings.Repeat("0123456789abcdef", 16<<20/16) // 16 MiB
 	body := `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"s":"` + big + `"}}`
 	for _, accept := range []string{acceptJSON, acceptBoth} {
 		msgs, resp := g.call(t, sid, accept, body)

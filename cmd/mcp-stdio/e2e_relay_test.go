@@ -287,9 +287,6 @@ func testServerRestart(t *testing.T, c relayCase, e *e2e) {
 // testBigMessages sends a 16 MiB argument and gets back a result just under
 // go-sdk's 16 MiB stdio line limit, checking content hashes.
 func testBigMessages(t *testing.T, _ relayCase, e *e2e) {
-	if raceDetector {
-		t.Skip("too slow under the race detector (go-sdk's JSON codec on 16 MiB); run without -race")
-	}
 	is := is.New(t)
 	arg := payload(16 << 20)
 	res, err := e.call("digest", map[string]any{"data": arg})
