@@ -47,13 +47,15 @@ func (e *LineError) Code() int {
 // A Reader is not safe for concurrent use.
 //
 // A line that fits the read buffer (64 KiB) is copied once, into the
-// message; a longer one is assembled in a buffer of its own that becomes the
-// message, so a 64 MiB line is not copied again, and no buffer grown for a
-// big line outlives its message.
+// message. A longer one is assembled in a scratch buffer, kept while long
+// lines keep coming (so a run of big messages costs one copy each more,
+// and no regrowing) and dropped at the next short line, so that one big
+// message does not pin tens of MiB for the rest of the session.
 type Reader struct {
-	br   *bufio.Reader
-	max  int
-	line int
+	br      *bufio.Reader
+	max     int
+	line    int
+	scratch []byte
 }
 
 // idProbe is how much of an oversized line is kept to look for its id.
@@ -74,7 +76,7 @@ func NewReader(r io.Reader, max int) *Reader {
 // a newline still counts as a line.
 func (r *Reader) Read() (Message, error) {
 	for {
-		line, owned, tooLong, err := r.readLine()
+		line, tooLong, err := r.readLine()
 		if len(line) == 0 && !tooLong && err != nil {
 			return Message{}, err
 		}
@@ -89,10 +91,7 @@ func (r *Reader) Read() (Message, error) {
 			}
 			continue
 		}
-		if !owned {
-			line = bytes.Clone(line)
-		}
-		m, perr := ParseOwned(line)
+		m, perr := ParseOwned(bytes.Clone(line))
 		if perr != nil {
 			return Message{}, &LineError{Line: r.line, Err: perr}
 		}
@@ -100,20 +99,22 @@ func (r *Reader) Read() (Message, error) {
 	}
 }
 
-// readLine returns the next line without its terminator. A line that fit
-// the read buffer is returned in it (owned false: valid until the next
-// read); a longer one in a buffer of its own (owned true). For an oversized
-// line it returns only the first idProbe bytes and tooLong. err is non-nil
-// only when the input ended (the line, if any, is still valid).
-func (r *Reader) readLine() (line []byte, owned, tooLong bool, err error) {
+// readLine returns the next line without its terminator, valid until the
+// next call. For an oversized line it returns only the first idProbe bytes
+// and tooLong. err is non-nil only when the input ended (the line, if any,
+// is still valid).
+func (r *Reader) readLine() (line []byte, tooLong bool, err error) {
 	chunk, err := r.br.ReadSlice('\n')
 	if !errors.Is(err, bufio.ErrBufferFull) {
-		if len(chunk) > r.max+2 { // +2: the CRLF is not content
-			return chunk[:min(idProbe, len(chunk))], false, true, err
+		if cap(r.scratch) > keepScratch {
+			r.scratch = nil // the long lines are over: let their buffer go
 		}
-		return trimEOL(chunk), false, false, err
+		if line := trimEOL(chunk); len(line) <= r.max {
+			return line, false, err
+		}
+		return chunk[:min(idProbe, len(chunk))], true, err
 	}
-	buf := make([]byte, 0, 2*len(chunk))
+	buf := r.scratch[:0]
 	for {
 		if !tooLong {
 			if len(buf)+len(chunk) > r.max+2 {
@@ -123,17 +124,33 @@ func (r *Reader) readLine() (line []byte, owned, tooLong bool, err error) {
 				}
 				buf = buf[:min(len(buf), idProbe)]
 			} else {
-				buf = append(buf, chunk...)
+				buf = appendDoubling(buf, chunk)
 			}
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			if tooLong {
-				return buf, true, true, err
+			r.scratch = buf[:0]
+			if line := trimEOL(buf); !tooLong && len(line) <= r.max {
+				return line, false, err
 			}
-			return trimEOL(buf), true, false, err
+			return buf[:min(idProbe, len(buf))], true, err
 		}
 		chunk, err = r.br.ReadSlice('\n')
 	}
+}
+
+// keepScratch is the largest line buffer kept past a short line.
+const keepScratch = 1 << 20
+
+// appendDoubling is append for buffers that may grow to tens of MiB: it
+// doubles the capacity when it runs out, where append grows a big slice by
+// a quarter at a time and so copies a 64 MiB line some twenty times over.
+func appendDoubling(buf, b []byte) []byte {
+	if need := len(buf) + len(b); need > cap(buf) {
+		grown := make([]byte, len(buf), max(2*cap(buf), need, 4<<10))
+		copy(grown, buf)
+		buf = grown
+	}
+	return append(buf, b...)
 }
 
 // trimEOL drops a line's LF or CRLF.

@@ -97,18 +97,11 @@ func (r *SSEReader) dispatch() (Event, bool) {
 	if typ == "" {
 		typ = "message"
 	}
-	if cap(r.data) > bigBuffer {
-		// Hand a big buffer over instead of copying it; the next event
-		// starts a fresh one.
-		r.data = nil
-		return Event{Type: typ, Data: data, ID: r.lastID}, true
+	if cap(r.data) > keepScratch && len(data) < 64<<10 {
+		r.data = nil // the big events are over: let their buffer go
 	}
 	return Event{Type: typ, Data: bytes.Clone(data), ID: r.lastID}, true
 }
-
-// bigBuffer is the size above which the reader hands its buffers over or
-// drops them rather than keeping them for the next event.
-const bigBuffer = 64 << 10
 
 func (r *SSEReader) field(line []byte) error {
 	if line[0] == ':' {
@@ -129,14 +122,7 @@ func (r *SSEReader) field(line []byte) error {
 			return ErrTooLarge
 		}
 		r.seen = true
-		if len(r.data) == 0 && cap(r.line) > bigBuffer {
-			// The first data line of an event is big: let it become the
-			// data, instead of copying it out of the line buffer.
-			r.data = value
-			r.line = nil
-		} else {
-			r.data = append(r.data, value...)
-		}
+		r.data = appendDoubling(r.data, value)
 		r.data = append(r.data, '\n')
 	case "id":
 		if bytes.IndexByte(value, 0) < 0 {
@@ -153,9 +139,6 @@ func (r *SSEReader) field(line []byte) error {
 // readLine returns the next line without its terminator. The result is valid
 // until the next call.
 func (r *SSEReader) readLine() ([]byte, error) {
-	if cap(r.line) > bigBuffer {
-		r.line = nil // don't hold on to a big line's buffer
-	}
 	r.line = r.line[:0]
 	for {
 		if r.br.Buffered() == 0 {
@@ -190,14 +173,18 @@ func (r *SSEReader) readLine() ([]byte, error) {
 			if len(r.line)+len(buf) > r.max+64 {
 				return nil, ErrTooLarge
 			}
-			r.line = append(r.line, buf...)
+			r.line = appendDoubling(r.line, buf)
 			r.br.Discard(len(buf))
 			continue
 		}
 		if len(r.line)+i > r.max+64 {
 			return nil, ErrTooLarge
 		}
-		r.line = append(r.line, buf[:i]...)
+		r.line = appendDoubling(r.line, buf[:i])
+		if len(r.line) < 64<<10 && cap(r.line) > keepScratch {
+			// A short line after big ones: let their buffer go.
+			r.line = append([]byte(nil), r.line...)
+		}
 		r.lastCR = buf[i] == '\r'
 		r.br.Discard(i + 1)
 		return r.line, nil
