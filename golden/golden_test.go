@@ -45,19 +45,23 @@ const (
 )
 
 // TestRelay runs every transcript in testdata/relay.
-func TestRelay(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "relay", "*.txtar"))
+func TestRelay(t *testing.T) { eachTranscript(t, "relay", runTranscript) }
+
+// eachTranscript runs run on every transcript in testdata/dir, each as a
+// parallel subtest named after its file.
+func eachTranscript(t *testing.T, dir string, run func(t *testing.T, file string)) {
+	files, err := filepath.Glob(filepath.Join("testdata", dir, "*.txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
-		t.Fatal("no transcripts in testdata/relay")
+		t.Fatalf("no transcripts in testdata/%s", dir)
 	}
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			runTranscript(t, file)
+			run(t, file)
 		})
 	}
 }

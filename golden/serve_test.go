@@ -12,7 +12,6 @@ import (
 	"net/textproto"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -50,22 +49,7 @@ var serveDefaultArgs = []string{"--listen", "127.0.0.1:0", "--log-level", "debug
 // `mcp-stdio serve` runs, on a loopback port, publishing the bundled
 // example server (this test binary, see serve_child_test.go) to the HTTP
 // exchanges of the requests section.
-func TestServe(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "serve", "*.txtar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no transcripts in testdata/serve")
-	}
-	for _, file := range files {
-		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			runServeTranscript(t, file)
-		})
-	}
-}
+func TestServe(t *testing.T) { eachTranscript(t, "serve", runServeTranscript) }
 
 // serveCase is a parsed serve transcript.
 type serveCase struct {
