@@ -82,7 +82,9 @@ type SessionOptions struct {
 // The GET stream is reopened after ListenBackoff when it ends or breaks,
 // resuming with Last-Event-ID when the server numbered its events. A 4xx
 // stops it: 405 means the server offers no stream; 404 means the session
-// is gone, and the next request recovers it and restarts the stream.
+// is gone, and the next request recovers it and restarts the stream. 401,
+// 403 and 429 do not: a token being refreshed or a rate limit passes, so
+// the stream is retried after ListenBackoff like a broken one.
 //
 // A Session serves one pipeline: call Middleware once, and Close when the
 // pipeline is done.
@@ -497,6 +499,11 @@ func (s *Session) listen(ctx context.Context, h http.Header) {
 		case errors.As(err, &st) && st.Code == http.StatusMethodNotAllowed:
 			s.log.Debug("server offers no GET stream", "session", sid)
 			return
+		case errors.As(err, &st) && (st.Code == http.StatusUnauthorized || st.Code == http.StatusForbidden || st.Code == http.StatusTooManyRequests):
+			// Credentials being renewed (the next attempt carries the
+			// current token) or a rate limit: worth trying again later.
+			attempt++
+			s.log.Debug("GET stream refused for now", "session", sid, "status", st.Code)
 		case errors.As(err, &st) && st.Code >= 400 && st.Code < 500:
 			s.log.Info("GET stream refused", "session", sid, "status", st.Code)
 			return

@@ -558,6 +558,35 @@ func TestSessionStream404WaitsForRecovery(t *testing.T) {
 	is.Equal(len(slept.all()), 0)
 }
 
+// A GET stream refused with 401 (a token being refreshed), 403 or 429 is
+// tried again after the backoff instead of being given up for the session.
+func TestSessionStreamRetriesAfterAuthOrRateLimit(t *testing.T) {
+	is := is.New(t)
+	stream := newFakeStream(func(ctx context.Context, n int, h http.Header) (string, error) {
+		switch n {
+		case 1:
+			return "", &frame.StatusError{Code: http.StatusUnauthorized}
+		case 2:
+			return "", &frame.StatusError{Code: http.StatusTooManyRequests}
+		}
+		return blockUntilDone(ctx, n, h)
+	})
+	var slept sleepLog
+	srv := newSessionServer()
+	s := NewSession(SessionOptions{
+		Transport:     stream,
+		Sleep:         slept.sleep,
+		ListenBackoff: func(attempt int) time.Duration { return time.Duration(attempt) * time.Second },
+	})
+	toServer, _ := pipeline(srv.fakeServer, s.Middleware())
+	clientHandshake(t, toServer)
+	for range 3 {
+		is.Equal((<-stream.calls).Get("Mcp-Session-Id"), "s1")
+	}
+	is.NoErr(s.Close(t.Context()))
+	is.Equal(slept.all(), []time.Duration{time.Second, 2 * time.Second})
+}
+
 func TestSessionCloseWithoutSession(t *testing.T) {
 	is := is.New(t)
 	stream := newFakeStream(blockUntilDone)
