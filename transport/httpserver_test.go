@@ -585,7 +585,17 @@ func TestServerCancelFreesAnAbandonedID(t *testing.T) {
 // "request cancelled" error — and the server's late answer is dropped.
 func TestServerCancelFinishesThePOST(t *testing.T) {
 	is := is.New(t)
-	g := newTestGateway(t, nil)
+	waits := make(chan frame.ID, 4) // ids of the "wait" requests handed to the child
+	g := newTestGateway(t, func(cfg *HTTPServerConfig) {
+		open := cfg.Open
+		cfg.Open = func(ctx context.Context, id string, toClient Sink) (Backend, error) {
+			b, err := open(ctx, id, toClient)
+			if err != nil {
+				return nil, err
+			}
+			return observedBackend{Backend: b, waits: waits}, nil
+		}
+	})
 	sid := g.initialize(t)
 
 	sse := g.post(t, sid, acceptBoth, `{"jsonrpc":"2.0","id":5,"method":"wait"}`)
@@ -597,6 +607,13 @@ func TestServerCancelFinishesThePOST(t *testing.T) {
 		defer resp.Body.Close()
 		jsonDone <- readAnswer(t, resp)
 	}()
+	for range 2 { // both requests are registered and at the child
+		select {
+		case <-waits:
+		case <-time.After(testWait):
+			t.Fatal("the wait requests did not reach the child")
+		}
+	}
 
 	for _, id := range []string{"5", "6"} {
 		r := g.post(t, sid, acceptBoth, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`}}`)
@@ -617,6 +634,20 @@ func TestServerCancelFinishesThePOST(t *testing.T) {
 	r.Body.Close()
 	msgs, _ := g.call(t, sid, acceptBoth, `{"jsonrpc":"2.0","id":7,"method":"echo","params":{"ok":1}}`)
 	is.Equal(msgs[0].String(), `{"jsonrpc":"2.0","id":7,"result":{"ok":1}}`)
+}
+
+// observedBackend reports the ids of the "wait" requests it passes on.
+type observedBackend struct {
+	Backend
+	waits chan<- frame.ID
+}
+
+func (b observedBackend) Handle(ctx context.Context, m frame.Message) error {
+	err := b.Backend.Handle(ctx, m)
+	if m.Method() == "wait" {
+		b.waits <- m.ID()
+	}
+	return err
 }
 
 func TestServerDuplicateIDInFlight(t *testing.T) {
