@@ -114,6 +114,11 @@ func sdkServerCommand(t testing.TB) ([]string, []string) {
 // serveTestWait bounds every wait; reaching it is a failure.
 const serveTestWait = 30 * time.Second
 
+// largePayloadWait bounds a 16 MiB round trip: under the race detector,
+// with the other packages' tests running alongside, the go-sdk codecs of
+// client and child take far longer than anything else here.
+const largePayloadWait = 3 * time.Minute
+
 // serveHarness is a serve pipeline on a loopback server.
 type serveHarness struct {
 	srv    *Server
@@ -283,7 +288,9 @@ func TestServeEndToEndWithTheGoSDK(t *testing.T) {
 
 	// A large argument and result.
 	big := strings.Repeat("0123456789abcdef", 16<<20/16) // 16 MiB
-	got := callText(t, ctx, cs, "echo", map[string]any{"text": big})
+	bigCtx, cancelBig := context.WithTimeout(context.Background(), largePayloadWait)
+	defer cancelBig()
+	got := callText(t, bigCtx, cs, "echo", map[string]any{"text": big})
 	is.Equal(len(got), len(big))
 	is.True(got == big)
 

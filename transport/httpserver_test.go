@@ -778,9 +778,8 @@ func TestServerMaxSessions(t *testing.T) {
 	g.initialize(t) // room again
 }
 
-// TestServerLargeMessages round-trips a 16 MiB argument and result (4 MiB
-// under the race detector, which makes byte loops some ten times slower in
-// both processes).
+// TestServerLargeMessages round-trips a 16 MiB argument and result, as
+// JSON and as SSE.
 func TestServerLargeMessages(t *testing.T) {
 	is := is.New(t)
 	g := newTestGateway(t, nil)
