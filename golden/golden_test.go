@@ -84,10 +84,14 @@ type outcome struct {
 	problems []string
 }
 
-func runTranscript(t *testing.T, file string) {
-	is := is.New(t)
+// readTranscript reads a transcript, insists on its description and skips
+// the test when the transcript is marked to be skipped.
+func readTranscript(t *testing.T, file string) *txtar.Archive {
+	t.Helper()
 	src, err := os.ReadFile(file)
-	is.NoErr(err) // read the transcript
+	if err != nil {
+		t.Fatal(err)
+	}
 	ar := txtar.Parse(src)
 	if strings.TrimSpace(string(ar.Comment)) == "" {
 		t.Errorf("%s: the archive comment must describe what the case pins and why", file)
@@ -95,6 +99,12 @@ func runTranscript(t *testing.T, file string) {
 	if reason := skipReason(ar); reason != "" {
 		t.Skip(reason)
 	}
+	return ar
+}
+
+func runTranscript(t *testing.T, file string) {
+	is := is.New(t)
+	ar := readTranscript(t, file)
 	c, err := parseCase(ar)
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)

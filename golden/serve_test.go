@@ -80,15 +80,7 @@ type serveOutcome struct {
 
 func runServeTranscript(t *testing.T, file string) {
 	is := is.New(t)
-	src, err := os.ReadFile(file)
-	is.NoErr(err) // read the transcript
-	ar := txtar.Parse(src)
-	if strings.TrimSpace(string(ar.Comment)) == "" {
-		t.Errorf("%s: the archive comment must describe what the case pins and why", file)
-	}
-	if reason := skipReason(ar); reason != "" {
-		t.Skip(reason)
-	}
+	ar := readTranscript(t, file)
 	c, err := parseServeCase(ar)
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
