@@ -372,8 +372,15 @@ type rawRelayClient struct {
 func startRawRelay(tb testing.TB, url string) *rawRelayClient {
 	tb.Helper()
 	bin := relayBinary(tb)
-	rc := &rawRelayClient{stderr: &syncBuffer{}}
-	rc.cmd = exec.Command(bin, "--log-level", benchLogLevel, "--max-message-size", strconv.Itoa(256<<20), url)
+	return startRaw(tb, "relay", exec.Command(bin, "--log-level", benchLogLevel, "--max-message-size", strconv.Itoa(256<<20), url))
+}
+
+// startRaw starts cmd, a process speaking MCP on its stdio (what names it
+// in failures), performs the MCP handshake over a raw client, and stops it
+// at the end of the test (stdin closed, exit 0 checked).
+func startRaw(tb testing.TB, what string, cmd *exec.Cmd) *rawRelayClient {
+	tb.Helper()
+	rc := &rawRelayClient{cmd: cmd, stderr: &syncBuffer{}}
 	rc.cmd.Stderr = rc.stderr
 	var err error
 	if rc.stdin, err = rc.cmd.StdinPipe(); err != nil {
@@ -390,11 +397,11 @@ func startRawRelay(tb testing.TB, url string) *rawRelayClient {
 	tb.Cleanup(func() {
 		_ = rc.stdin.Close()
 		if err := rc.cmd.Wait(); err != nil {
-			tb.Errorf("relay exit: %v\nstderr:\n%s", err, rc.stderr)
+			tb.Errorf("%s exit: %v\nstderr:\n%s", what, err, rc.stderr)
 		}
 	})
-	rc.roundTrip(tb, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
-	if _, err := rc.stdin.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
+	rc.roundTrip(tb, []byte(rawInitialize))
+	if _, err := rc.stdin.Write([]byte(rawInitialized + "\n")); err != nil {
 		tb.Fatal(err)
 	}
 	return rc

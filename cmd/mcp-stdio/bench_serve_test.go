@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -534,31 +533,7 @@ func BenchmarkServeLargeBody(b *testing.B) {
 func startRawExampleServer(tb testing.TB, bin string) *rawRelayClient {
 	tb.Helper()
 	args := exampleServerArgs(bin)
-	rc := &rawRelayClient{cmd: exec.Command(args[0], args[1:]...), stderr: &syncBuffer{}}
-	rc.cmd.Stderr = rc.stderr
-	var err error
-	if rc.stdin, err = rc.cmd.StdinPipe(); err != nil {
-		tb.Fatal(err)
-	}
-	out, err := rc.cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rc.stdout = bufio.NewReaderSize(out, 1<<20)
-	if err := rc.cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		_ = rc.stdin.Close()
-		if err := rc.cmd.Wait(); err != nil {
-			tb.Errorf("example server exit: %v\nstderr:\n%s", err, rc.stderr)
-		}
-	})
-	rc.roundTrip(tb, []byte(rawInitialize))
-	if _, err := rc.stdin.Write([]byte(rawInitialized + "\n")); err != nil {
-		tb.Fatal(err)
-	}
-	return rc
+	return startRaw(tb, "example server", exec.Command(args[0], args[1:]...))
 }
 
 // The raw clients' handshake.
