@@ -512,14 +512,7 @@ func TestSessionStreamReconnects(t *testing.T) {
 		return blockUntilDone(ctx, n, h)
 	})
 	var slept sleepLog
-	srv := newSessionServer()
-	s := NewSession(SessionOptions{
-		Transport:     stream,
-		Sleep:         slept.sleep,
-		ListenBackoff: func(attempt int) time.Duration { return time.Duration(attempt) * time.Second },
-	})
-	toServer, client := pipeline(srv.fakeServer, s.Middleware())
-	clientHandshake(t, toServer)
+	s, _, _, client := linearBackoffSession(t, stream, &slept)
 
 	var last []string
 	for range 4 {
@@ -572,19 +565,27 @@ func TestSessionStreamRetriesAfterAuthOrRateLimit(t *testing.T) {
 		return blockUntilDone(ctx, n, h)
 	})
 	var slept sleepLog
+	s, _, _, _ := linearBackoffSession(t, stream, &slept)
+	for range 3 {
+		is.Equal((<-stream.calls).Get("Mcp-Session-Id"), "s1")
+	}
+	is.NoErr(s.Close(t.Context()))
+	is.Equal(slept.all(), []time.Duration{time.Second, 2 * time.Second})
+}
+
+// linearBackoffSession is a Session on stream whose GET reconnects wait
+// attempt seconds (recorded in slept), after the client's handshake.
+func linearBackoffSession(t *testing.T, stream *fakeStream, slept *sleepLog) (*Session, *sessionServer, Handler, *recorder) {
+	t.Helper()
 	srv := newSessionServer()
 	s := NewSession(SessionOptions{
 		Transport:     stream,
 		Sleep:         slept.sleep,
 		ListenBackoff: func(attempt int) time.Duration { return time.Duration(attempt) * time.Second },
 	})
-	toServer, _ := pipeline(srv.fakeServer, s.Middleware())
+	toServer, client := pipeline(srv.fakeServer, s.Middleware())
 	clientHandshake(t, toServer)
-	for range 3 {
-		is.Equal((<-stream.calls).Get("Mcp-Session-Id"), "s1")
-	}
-	is.NoErr(s.Close(t.Context()))
-	is.Equal(slept.all(), []time.Duration{time.Second, 2 * time.Second})
+	return s, srv, toServer, client
 }
 
 func TestSessionCloseWithoutSession(t *testing.T) {
