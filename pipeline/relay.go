@@ -112,6 +112,12 @@ func (c *RelayConfig) defaults() {
 // Only protocol bytes are written to out, one message per line. Every
 // request read from in gets exactly one answer on out — the server's, or
 // the relay's own error — unless the client cancelled it.
+//
+// When ctx ends first, a read of in that is under way is interrupted if in
+// has a SetReadDeadline method that works (a net.Conn, an *os.File the
+// runtime polls, such as one end of os.Pipe); Relay then returns with no
+// goroutine of its own left. Any other in (an io.Pipe, a terminal) stays
+// blocked in Read until the caller closes it.
 func Relay(ctx context.Context, cfg RelayConfig, in io.Reader, out io.Writer) error {
 	r, err := newRelay(cfg, out)
 	if err != nil {
@@ -292,10 +298,7 @@ func (r *relay) run(ctx context.Context, in io.Reader) error {
 	readerCtx, stopReader := context.WithCancel(ctx)
 	defer stopReader()
 	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		r.readStdin(readerCtx, in, d.dispatch)
-	}()
+	go (&stdinReader{r: r, ctx: readerCtx, rd: frame.NewReader(in, r.cfg.MaxMessageSize), dispatch: d.dispatch, done: readerDone}).run()
 
 	var fatal error
 	select {
@@ -305,6 +308,9 @@ func (r *relay) run(ctx context.Context, in io.Reader) error {
 		r.log.Info("shutting down", "cause", context.Cause(ctx))
 	}
 	stopReader()
+	if interruptRead(in) {
+		<-readerDone
+	}
 	d.close()
 	requests := &d.requests
 
@@ -341,6 +347,13 @@ func (r *relay) run(ctx context.Context, in io.Reader) error {
 	return fatal
 }
 
+// interruptRead makes a read of in that is under way, or comes later, fail
+// at once, when in supports read deadlines; it reports whether it could.
+func interruptRead(in io.Reader) bool {
+	d, ok := in.(interface{ SetReadDeadline(time.Time) error })
+	return ok && d.SetReadDeadline(time.Now()) == nil
+}
+
 // dispatcher hands the client's messages to the chain: requests each on
 // their own goroutine, everything else in order on one.
 type dispatcher struct {
@@ -355,28 +368,31 @@ type dispatcher struct {
 	lastQueued chan struct{} // done of the last message queued in order
 }
 
-// dispatch starts delivering m. It blocks while MaxInFlight requests are in
-// flight or the ordered queue is full, and gives up (false) when ctx ends or
-// the relay stopped dispatching.
-func (d *dispatcher) dispatch(ctx context.Context, m frame.Message) bool {
+// dispatch starts delivering m. A request (or batch) takes one of the
+// MaxInFlight slots and comes back as send, which the caller must run, on a
+// goroutine of its own (the request is then counted in d.requests until send
+// returns); anything else is queued in order and send is nil. dispatch blocks
+// while every slot is taken or the ordered queue is full, and gives up (ok
+// false) when ctx ends or the relay stopped dispatching.
+func (d *dispatcher) dispatch(ctx context.Context, m frame.Message) (send func(), ok bool) {
 	if m.Kind() == frame.Request || m.Kind() == frame.Batch {
 		select {
 		case d.slots <- struct{}{}:
 		case <-ctx.Done():
 			d.r.answer(frame.ErrorResponse(m.ID(), frame.CodeGateway, "relay shutting down"))
-			return false
+			return nil, false
 		}
 		d.mu.Lock()
 		if d.closed {
 			d.mu.Unlock()
 			<-d.slots
 			d.r.answer(frame.ErrorResponse(m.ID(), frame.CodeGateway, "relay shutting down"))
-			return false
+			return nil, false
 		}
 		after := d.lastQueued
 		d.requests.Add(1)
 		d.mu.Unlock()
-		go func() {
+		return func() {
 			defer d.requests.Done()
 			defer func() { <-d.slots }()
 			select {
@@ -384,21 +400,20 @@ func (d *dispatcher) dispatch(ctx context.Context, m frame.Message) bool {
 			case <-d.work.Done():
 			}
 			d.r.request(d.work, m)
-		}()
-		return true
+		}, true
 	}
 	q := queued{m: m, done: make(chan struct{})}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return false
+		return nil, false
 	}
 	select {
 	case d.ordered <- q:
 		d.lastQueued = q.done
-		return true
+		return nil, true
 	case <-ctx.Done():
-		return false
+		return nil, false
 	}
 }
 
@@ -476,13 +491,51 @@ func (r *relay) answerBatch(batch frame.Message, err error) {
 	}
 }
 
-// readStdin reads client messages and hands each to dispatch, until the
-// input ends, ctx ends or dispatch gives up. Lines that cannot be used are
-// answered here.
-func (r *relay) readStdin(ctx context.Context, in io.Reader, dispatch func(context.Context, frame.Message) bool) {
-	rd := frame.NewReader(in, r.cfg.MaxMessageSize)
+// stdinReader reads the client's messages and hands each to dispatch, until
+// the input ends, ctx ends or dispatch gives up; then it closes done. Lines
+// that cannot be used are answered here.
+//
+// One goroutine at a time holds the reader. When it reads a request, it
+// hands the reader on to a new goroutine and sends the request itself: the
+// request leaves at once, on the thread that read it, instead of waiting
+// for another thread to be woken to pick it up while this one blocks in
+// the next read of stdin.
+type stdinReader struct {
+	r        *relay
+	ctx      context.Context
+	rd       *frame.Reader
+	dispatch func(context.Context, frame.Message) (send func(), ok bool)
+	done     chan struct{}
+}
+
+// run holds the reader until a request is read (then sends it) or reading
+// ends (then closes done).
+func (s *stdinReader) run() {
 	for {
-		m, err := rd.Read()
+		m, ok := s.next()
+		if !ok {
+			close(s.done)
+			return
+		}
+		send, ok := s.dispatch(s.ctx, m)
+		if !ok {
+			close(s.done)
+			return
+		}
+		if send != nil {
+			go s.run()
+			send()
+			return
+		}
+	}
+}
+
+// next returns the next usable message, answering the lines that are not;
+// ok is false once the input has ended or failed.
+func (s *stdinReader) next() (m frame.Message, ok bool) {
+	r := s.r
+	for {
+		m, err := s.rd.Read()
 		if err != nil {
 			var le *frame.LineError
 			if errors.As(err, &le) {
@@ -494,10 +547,10 @@ func (r *relay) readStdin(ctx context.Context, in io.Reader, dispatch func(conte
 				r.answer(frame.ErrorResponse(le.ID, le.Code(), msg))
 				continue
 			}
-			if !errors.Is(err, io.EOF) {
+			if !errors.Is(err, io.EOF) && s.ctx.Err() == nil {
 				r.log.Warn("stdin read failed", "err", err)
 			}
-			return
+			return frame.Message{}, false
 		}
 		switch {
 		case m.Kind() == frame.Invalid:
@@ -507,8 +560,6 @@ func (r *relay) readStdin(ctx context.Context, in io.Reader, dispatch func(conte
 			r.answer(frame.ErrorResponse(m.ID(), frame.CodeInvalidRequest, "invalid request: ids starting with \"mcp-stdio/\" are reserved"))
 			continue
 		}
-		if !dispatch(ctx, m) {
-			return
-		}
+		return m, true
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
@@ -112,6 +115,29 @@ func TestRelayReusesConnections(t *testing.T) {
 	n := e.srv.connections(sid)
 	t.Logf("%d calls on %d connections", calls, n)
 	is.True(n <= 5) // connections are reused (one for POSTs, one for the GET stream, some slack)
+}
+
+// TestRelayTunesItsProcess checks that the relay binary, started by a
+// client on pipes, reads stdin through the poller and runs with one P,
+// and that GOMAXPROCS in the environment (or a stdin that is no pipe)
+// leaves those alone.
+func TestRelayTunesItsProcess(t *testing.T) {
+	is := is.New(t)
+	e := setup(t, relayCases[0])
+	res, err := e.call("echo", map[string]any{"text": "tuned"})
+	is.NoErr(err)
+	is.Equal(resultText(res), "tuned")
+	is.True(strings.Contains(e.relay.stderr.String(), `msg="process tuned" app=mcp-stdio gomaxprocs=1 stdin_polled=true`))
+
+	devNull, err := os.Open(os.DevNull)
+	is.NoErr(err)
+	defer devNull.Close()
+	cmd := exec.Command(relayBinary(t), "--log-level", "debug", e.srv.url)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=3")
+	cmd.Stdin = devNull // ends at once
+	out, err := cmd.CombinedOutput()
+	is.NoErr(err)
+	is.True(strings.Contains(string(out), `msg="process tuned" app=mcp-stdio gomaxprocs=3 stdin_polled=false`))
 }
 
 func testInitialize(t *testing.T, _ relayCase, e *e2e) {

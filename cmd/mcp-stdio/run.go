@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
 )
@@ -22,7 +23,9 @@ func exitCode(err error) int { return cli.ExitCode(err) }
 // arrive as ctx being cancelled. Diagnostics go to stderr; stdout carries
 // protocol bytes only.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	opt := cli.Options{Version: version}
+	// The real standard input means a process of its own, which the
+	// command may tune; tests that run commands in-process pass others.
+	opt := cli.Options{Version: version, OwnProcess: stdin == io.Reader(os.Stdin)}
 	var err error
 	switch {
 	case len(args) > 0 && args[0] == "serve":

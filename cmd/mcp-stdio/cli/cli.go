@@ -25,6 +25,11 @@ type Options struct {
 	// HTTPClient, when set, sends the relay's HTTP requests instead of a
 	// client built from the flags (tests point it at an in-process server).
 	HTTPClient *http.Client
+	// OwnProcess says the command runs as a process of its own on the
+	// process's standard streams (run sets it for os.Stdin; in-process
+	// callers leave it unset). The relay may then tune the process: see
+	// tuneRelayProcess.
+	OwnProcess bool
 }
 
 // Exit codes.

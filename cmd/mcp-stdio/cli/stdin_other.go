@@ -1,0 +1,12 @@
+//go:build !unix
+
+package cli
+
+import (
+	"io"
+	"os"
+)
+
+// pollableStdin returns stdin unchanged where the poller cannot wait on
+// it.
+func pollableStdin(f *os.File) (io.Reader, func()) { return f, func() {} }

@@ -1,0 +1,79 @@
+//go:build unix
+
+package cli
+
+import (
+	"errors"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"golang.org/x/sys/unix"
+)
+
+// rawPipe returns a pipe whose read end is in blocking mode, as a process
+// finds its stdin.
+func rawPipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	r, w = os.NewFile(uintptr(p[0]), "stdin"), os.NewFile(uintptr(p[1]), "writer")
+	t.Cleanup(func() { _ = r.Close(); _ = w.Close() })
+	return r, w
+}
+
+func nonblocking(t *testing.T, f *os.File) bool {
+	t.Helper()
+	fl, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fl&unix.O_NONBLOCK != 0
+}
+
+// A pipe stdin is read through the poller (a read deadline works), and the
+// restore function leaves the original descriptor open and blocking.
+func TestPollableStdinPipe(t *testing.T) {
+	is := is.New(t)
+	r, w := rawPipe(t)
+	in, restore := pollableStdin(r)
+	is.True(in != io.Reader(r))
+	is.True(nonblocking(t, r))
+
+	_, err := w.WriteString("one\n")
+	is.NoErr(err)
+	buf := make([]byte, 16)
+	n, err := in.Read(buf)
+	is.NoErr(err)
+	is.Equal(string(buf[:n]), "one\n")
+
+	dl, ok := in.(interface{ SetReadDeadline(time.Time) error })
+	is.True(ok)
+	is.NoErr(dl.SetReadDeadline(time.Now()))
+	_, err = in.Read(buf)
+	is.True(errors.Is(err, os.ErrDeadlineExceeded)) // the poller, not a blocked thread
+
+	restore()
+	is.True(!nonblocking(t, r))
+	_, err = w.WriteString("two\n")
+	is.NoErr(err)
+	n, err = r.Read(buf) // descriptor 0's stand-in is still open
+	is.NoErr(err)
+	is.Equal(string(buf[:n]), "two\n")
+}
+
+// A regular file (or a terminal) is returned unchanged.
+func TestPollableStdinRegularFile(t *testing.T) {
+	is := is.New(t)
+	f, err := os.CreateTemp(t.TempDir(), "stdin")
+	is.NoErr(err)
+	defer f.Close()
+	in, restore := pollableStdin(f)
+	defer restore()
+	is.Equal(in, io.Reader(f))
+	is.True(!nonblocking(t, f))
+}
