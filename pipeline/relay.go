@@ -298,7 +298,7 @@ func (r *relay) run(ctx context.Context, in io.Reader) error {
 	readerCtx, stopReader := context.WithCancel(ctx)
 	defer stopReader()
 	readerDone := make(chan struct{})
-	go (&stdinReader{r: r, ctx: readerCtx, rd: frame.NewReader(in, r.cfg.MaxMessageSize), dispatch: d.dispatch, done: readerDone}).run()
+	go newStdinReader(r, readerCtx, in, d.dispatch, readerDone).run()
 
 	var fatal error
 	select {
@@ -496,20 +496,35 @@ func (r *relay) answerBatch(batch frame.Message, err error) {
 // that cannot be used are answered here.
 //
 // One goroutine at a time holds the reader. When it reads a request, it
-// hands the reader on to a new goroutine and sends the request itself: the
-// request leaves at once, on the thread that read it, instead of waiting
-// for another thread to be woken to pick it up while this one blocks in
-// the next read of stdin.
+// hands the reader on and sends the request itself: the request leaves at
+// once, on the thread that read it, instead of waiting for another thread
+// to be woken to pick it up while this one blocks in the next read of
+// stdin. Once the request is answered, its goroutine parks until it is
+// handed the reader again (at most maxParkedReaders park; the others end),
+// so the goroutines keep the stacks they have grown.
 type stdinReader struct {
 	r        *relay
 	ctx      context.Context
 	rd       *frame.Reader
 	dispatch func(context.Context, frame.Message) (send func(), ok bool)
 	done     chan struct{}
+
+	lead   chan struct{} // hands the reader to a parked goroutine
+	parked chan struct{} // one token per parked goroutine
 }
 
-// run holds the reader until a request is read (then sends it) or reading
-// ends (then closes done).
+// maxParkedReaders bounds the goroutines parked waiting for the reader.
+const maxParkedReaders = 16
+
+func newStdinReader(r *relay, ctx context.Context, in io.Reader, dispatch func(context.Context, frame.Message) (func(), bool), done chan struct{}) *stdinReader {
+	return &stdinReader{
+		r: r, ctx: ctx, rd: frame.NewReader(in, r.cfg.MaxMessageSize), dispatch: dispatch, done: done,
+		lead: make(chan struct{}), parked: make(chan struct{}, maxParkedReaders),
+	}
+}
+
+// run holds the reader: it reads until a request is read, hands the reader
+// on, sends the request and parks; it closes done when reading ends.
 func (s *stdinReader) run() {
 	for {
 		m, ok := s.next()
@@ -522,11 +537,40 @@ func (s *stdinReader) run() {
 			close(s.done)
 			return
 		}
-		if send != nil {
-			go s.run()
-			send()
+		if send == nil {
+			continue
+		}
+		s.handOn()
+		send()
+		if !s.park() {
 			return
 		}
+	}
+}
+
+// handOn gives the reader to a parked goroutine, or to a new one.
+func (s *stdinReader) handOn() {
+	select {
+	case s.lead <- struct{}{}:
+	default:
+		go s.run()
+	}
+}
+
+// park waits to be handed the reader. It returns false, and the goroutine
+// ends, when reading is over or maxParkedReaders are parked already.
+func (s *stdinReader) park() bool {
+	select {
+	case s.parked <- struct{}{}:
+	default:
+		return false
+	}
+	defer func() { <-s.parked }()
+	select {
+	case <-s.lead:
+		return true
+	case <-s.done:
+		return false
 	}
 }
 

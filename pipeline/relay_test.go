@@ -107,3 +107,45 @@ func TestRelayInterruptsAPollableStdinWhenCtxEnds(t *testing.T) {
 	goleak.VerifyNone(t, ignore) // stdin is still open: no reader is left
 	_ = inR.Close()
 }
+
+// Many requests in flight at once, then answered together: each gets its
+// answer, the goroutines that sent them take turns reading (at most a few
+// stay parked for the next requests), and none is left once stdin ends.
+func TestRelayReaderGoroutinesEndWithTheInput(t *testing.T) {
+	is := is.New(t)
+	const inFlight = 40 // more than the relay keeps parked
+	release, started := make(chan struct{}), make(chan string, inFlight)
+	srv := blockingServer(t, release, started)
+	ignore := goleak.IgnoreCurrent()
+
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- pipeline.Relay(context.Background(), pipeline.RelayConfig{URL: srv.URL, Transport: pipeline.TransportStreamable}, inR, outW)
+		_ = outW.Close()
+	}()
+	out := bufio.NewScanner(outR)
+	for round := range 2 { // the second round reuses parked goroutines
+		for i := range inFlight {
+			fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"block"}}`+"\n", round*inFlight+i)
+		}
+		for range inFlight {
+			<-started
+		}
+		release <- struct{}{} // one answer at a time: the handler takes one token each
+		seen := map[string]bool{}
+		for i := range inFlight {
+			if i > 0 {
+				release <- struct{}{}
+			}
+			is.True(out.Scan())
+			seen[out.Text()] = true
+		}
+		is.Equal(len(seen), inFlight)
+	}
+	_ = inW.Close()
+	is.NoErr(<-done)
+	srv.CloseClientConnections()
+	goleak.VerifyNone(t, ignore)
+}
