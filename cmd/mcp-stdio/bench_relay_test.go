@@ -38,18 +38,36 @@ const benchLogLevel = "warn"
 // same machine conditions. ns/op is the time of the pair; the custom
 // metrics give each path's throughput and latency percentiles, and the
 // relay's cost relative to the direct path.
+//
+// The server runs in a process of its own (own-process: a relay's server
+// is always in another process, usually on another machine), or, to
+// compare with earlier figures, inside the benchmark process next to the
+// client (in-process), where the direct path crosses no process boundary
+// at all.
 func BenchmarkRelayVsDirect(b *testing.B) {
+	b.Run("server=own-process", func(b *testing.B) {
+		url, _ := startServerProcess(b)
+		benchRelayVsDirect(b, url, nil)
+	})
+	b.Run("server=in-process", func(b *testing.B) {
+		srv := startServer(b, streamableServer, "")
+		benchRelayVsDirect(b, srv.url, srv)
+	})
+}
+
+// benchRelayVsDirect is BenchmarkRelayVsDirect against the server at url;
+// srv, when the server is in this process, also yields the connection
+// counts.
+func benchRelayVsDirect(b *testing.B, url string, srv *testServer) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv := startServer(b, streamableServer, "")
-
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench-direct", Version: "1"}, nil)
-	direct, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.url}, &mcp.ClientSessionOptions{ProtocolVersion: clientVersion})
+	direct, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: clientVersion})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer direct.Close()
-	relay := startRelay(b, ctx, srv.url, "--log-level", benchLogLevel)
+	relay := startRelay(b, ctx, url, "--log-level", benchLogLevel)
 
 	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello, relay"}}
 	call := func(cs *mcp.ClientSession) time.Duration {
@@ -97,13 +115,15 @@ func BenchmarkRelayVsDirect(b *testing.B) {
 	b.ReportMetric(us(r.p99), "relay-p99-µs")
 	b.ReportMetric(us(r.p50-d.p50), "added-p50-µs")
 	b.ReportMetric(us(r.p99-d.p99), "added-p99-µs")
-	// TCP connections per 1000 calls, as the server saw them.
-	for ss := range srv.fx.server.Sessions() {
-		metric := "relay-conns/1000-calls"
-		if ss.ID() == direct.ID() {
-			metric = "direct-conns/1000-calls"
+	if srv != nil {
+		// TCP connections per 1000 calls, as the server saw them.
+		for ss := range srv.fx.server.Sessions() {
+			metric := "relay-conns/1000-calls"
+			if ss.ID() == direct.ID() {
+				metric = "direct-conns/1000-calls"
+			}
+			b.ReportMetric(float64(srv.connections(ss.ID()))*1000/float64(len(relayTimes)+50), metric)
 		}
-		b.ReportMetric(float64(srv.connections(ss.ID()))*1000/float64(len(relayTimes)+50), metric)
 	}
 	if kb, err := procStatusKB(pid, "VmHWM"); err == nil {
 		b.ReportMetric(float64(kb)/1024, "relay-peak-RSS-MiB")

@@ -23,6 +23,9 @@ import (
 // servers, httptest servers, pipes to relay processes. No ignores are
 // needed: every test closes what it started.
 func TestMain(m *testing.M) {
+	if os.Getenv(serverProcessEnv) != "" {
+		os.Exit(runServerProcess())
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		_ = os.RemoveAll(binaryDir())
 		os.Exit(code)

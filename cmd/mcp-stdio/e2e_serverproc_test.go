@@ -1,0 +1,66 @@
+package main_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// serverProcessEnv, set in the environment of this test binary, makes it
+// run the go-sdk fixture server (stateful Streamable HTTP) instead of the
+// tests: it prints the endpoint URL on stdout and serves until its stdin
+// ends. The benchmarks use it to put the server in a process of its own.
+const serverProcessEnv = "MCP_STDIO_E2E_SERVER_PROCESS"
+
+// runServerProcess is the test binary run with serverProcessEnv set.
+func runServerProcess() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fx := newFixture()
+	go func() { _ = http.Serve(ln, streamableServer.handler(fx.server)) }()
+	fmt.Printf("http://%s/mcp\n", ln.Addr())
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes it or dies
+	return 0
+}
+
+// startServerProcess starts the fixture server in a process of its own and
+// returns its endpoint URL; the process ends with the test.
+func startServerProcess(tb testing.TB) (url string, pid int) {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serverProcessEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			tb.Errorf("server process: %v", err)
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		tb.Fatalf("server process printed no URL: %v", err)
+	}
+	return strings.TrimSpace(line), cmd.Process.Pid
+}
