@@ -127,6 +127,7 @@ func TestRelayTunesItsProcess(t *testing.T) {
 	res, err := e.call("echo", map[string]any{"text": "tuned"})
 	is.NoErr(err)
 	is.Equal(resultText(res), "tuned")
+	e.relay.close(t) // all of stderr has been read once the relay has exited
 	is.True(strings.Contains(e.relay.stderr.String(), `msg="process tuned" app=mcp-stdio gomaxprocs=1 stdin_polled=true`))
 
 	devNull, err := os.Open(os.DevNull)

@@ -20,7 +20,7 @@ const ExampleServerCommand = "example-server"
 // stderr.
 //
 //	mcp-stdio example-server [--page-size N] [--name NAME] [--log-level LEVEL] [--max-message-size BYTES]
-func ExampleServer(ctx context.Context, args []string, _ func(string) string, stdin io.Reader, stdout, stderr io.Writer, opt Options) error {
+func ExampleServer(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, opt Options) error {
 	fs := flag.NewFlagSet("mcp-stdio "+ExampleServerCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	pageSize := fs.Int("page-size", 0, "page size of tools/list, resources/list, resources/templates/list and prompts/list (0: no pagination)")
@@ -45,6 +45,11 @@ func ExampleServer(ctx context.Context, args []string, _ func(string) string, st
 	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", ExampleServerCommand)
+	if opt.OwnProcess {
+		var restore func()
+		stdin, restore = tuneStdioProcess(stdin, getenv, logger)
+		defer restore()
+	}
 	err := exampleserver.Serve(ctx, stdin, stdout, exampleserver.Options{
 		Name:           *name,
 		Version:        opt.Version,

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
-	"runtime"
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/auth"
@@ -153,39 +151,13 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 	logger.Info("relaying stdio", "url", redactURL(cfg.URL), "transport", cfg.Transport, "oauth", f.oauth)
 	if opt.OwnProcess {
 		var restore func()
-		stdin, restore = tuneRelayProcess(stdin, getenv, logger)
+		stdin, restore = tuneStdioProcess(stdin, getenv, logger)
 		defer restore()
 	}
 	if err := pipeline.Relay(ctx, cfg, stdin, stdout); err != nil {
 		return err
 	}
 	return nil
-}
-
-// tuneRelayProcess fits the Go runtime to a relay process, which moves one
-// client's messages and little else, and returns the stdin to read and a
-// function that undoes what was changed:
-//
-//   - stdin, when it is a pipe or socket, is read through the runtime's
-//     poller (pollableStdin), so a message read is sent on the thread that
-//     read it and a shutdown can interrupt the read;
-//   - unless GOMAXPROCS is set in the environment, Go code runs on one
-//     thread at a time (runtime.GOMAXPROCS(1)). With more, every message
-//     that wakes one goroutine also wakes an idle thread to look for work,
-//     a cost paid on each hop of a round trip; on the relay benchmark the
-//     two changes together cut the relay's CPU per call by about a third
-//     and the latency it adds by about half (BENCHMARKS.md). Large
-//     messages are validated and copied on one goroutine either way.
-func tuneRelayProcess(stdin io.Reader, getenv func(string) string, log *slog.Logger) (io.Reader, func()) {
-	if getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
-	in, restore := stdin, func() {}
-	if f, ok := stdin.(*os.File); ok {
-		in, restore = pollableStdin(f)
-	}
-	log.Debug("process tuned", "gomaxprocs", runtime.GOMAXPROCS(0), "stdin_polled", in != stdin)
-	return in, restore
 }
 
 // oauthClient builds the OAuth client for cfg's server and routes the

@@ -65,7 +65,12 @@ func TestBinary(t *testing.T) {
 			cmd.Stderr = &stderr
 			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: tc.requested})
 			is.NoErr(err)
-			defer func() { is.NoErr(cs.Close()) }()
+			defer func() {
+				is.NoErr(cs.Close()) // waits for the process, and its stderr
+				// Started on pipes as its own process: stdin is polled and
+				// Go code runs on one thread (cli.tuneStdioProcess).
+				is.True(strings.Contains(stderr.String(), "gomaxprocs=1 stdin_polled=true"))
+			}()
 			is.Equal(cs.InitializeResult().ProtocolVersion, tc.want)
 			is.Equal(cs.InitializeResult().ServerInfo.Name, "mcp-stdio-example")
 
