@@ -272,3 +272,25 @@ func processGone(t testing.TB, pid int, d time.Duration) bool {
 		return n > 0
 	}
 }
+
+// TestServeTunesItsProcess checks that serve, run as its own process, runs
+// Go code on one thread unless GOMAXPROCS is set.
+func TestServeTunesItsProcess(t *testing.T) {
+	tuned := regexp.MustCompile(`msg="process tuned" .*gomaxprocs=(\d+)`)
+	gomaxprocs := func(lines *lineReader) string {
+		// Logged before the serving line, which startGateway awaited.
+		if m := tuned.FindStringSubmatch(lines.String()); m != nil {
+			return m[1]
+		}
+		return "(not logged)"
+	}
+	_, lines, _ := startGateway(t)
+	if got := gomaxprocs(lines); got != "1" {
+		t.Errorf("gomaxprocs=%s, want 1", got)
+	}
+	t.Setenv("GOMAXPROCS", "3")
+	_, lines, _ = startGateway(t)
+	if got := gomaxprocs(lines); got != "3" {
+		t.Errorf("with GOMAXPROCS=3 in the environment: gomaxprocs=%s, want 3", got)
+	}
+}

@@ -27,8 +27,8 @@ type Options struct {
 	HTTPClient *http.Client
 	// OwnProcess says the command runs as a process of its own on the
 	// process's standard streams (run sets it for os.Stdin; in-process
-	// callers leave it unset). The relay and the example server then tune
-	// the process: see tuneStdioProcess.
+	// callers leave it unset). The commands then tune the process: see
+	// tuneStdioProcess and tuneServeProcess.
 	OwnProcess bool
 }
 

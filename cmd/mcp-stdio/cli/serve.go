@@ -99,6 +99,9 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
 		return &ExitError{Code: ExitUsage}
 	}
+	if opt.OwnProcess {
+		tuneServeProcess(getenv, logger)
+	}
 	srv, err := pipeline.NewServer(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)

@@ -26,13 +26,31 @@ import (
 // CPU per call by about a third and the latency it adds by about half, and
 // the example server's CPU per call by a third.
 func tuneStdioProcess(stdin io.Reader, getenv func(string) string, log *slog.Logger) (io.Reader, func()) {
-	if getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
+	oneThread(getenv)
 	in, restore := stdin, func() {}
 	if f, ok := stdin.(*os.File); ok {
 		in, restore = pollableStdin(f)
 	}
 	log.Debug("process tuned", "gomaxprocs", runtime.GOMAXPROCS(0), "stdin_polled", in != stdin)
 	return in, restore
+}
+
+// tuneServeProcess fits the Go runtime to serve, whose work is moving
+// messages between HTTP connections and its children's pipes (the
+// children, separate processes, do the rest): unless GOMAXPROCS is set in
+// the environment, Go code runs on one thread at a time, for the reason
+// given at tuneStdioProcess. On the 2-core machine of BENCHMARKS.md this
+// cut serve's CPU per call by about 40%. One thread still moves tens of
+// thousands of small messages a second; a gateway with many busy sessions
+// on a large machine can have more with GOMAXPROCS=N.
+func tuneServeProcess(getenv func(string) string, log *slog.Logger) {
+	oneThread(getenv)
+	log.Debug("process tuned", "gomaxprocs", runtime.GOMAXPROCS(0))
+}
+
+// oneThread sets GOMAXPROCS to 1 unless the environment sets it.
+func oneThread(getenv func(string) string) {
+	if getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 }
