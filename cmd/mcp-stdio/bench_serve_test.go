@@ -229,12 +229,14 @@ func freePort(tb testing.TB) string {
 	return port
 }
 
-// benchPath is one way of calling the example server: a go-sdk client
-// session, through a gateway process or directly.
+// benchPath is one way of calling the example server, through a gateway
+// process or directly: a go-sdk client session, or the benchmark's raw
+// client.
 type benchPath struct {
 	name  string
-	cs    *mcp.ClientSession
-	gw    *gatewayProc // nil for direct
+	cs    *mcp.ClientSession  // the go-sdk client, or nil
+	raw   func(tb testing.TB) // one echo call by the raw client, when cs is nil
+	gw    *gatewayProc        // nil for direct
 	times []time.Duration
 }
 
@@ -277,6 +279,10 @@ func connectDirect(tb testing.TB, ctx context.Context, bin string) *benchPath {
 // call makes one echo call and returns how long it took.
 func (p *benchPath) call(tb testing.TB, ctx context.Context, params *mcp.CallToolParams) time.Duration {
 	start := time.Now()
+	if p.cs == nil {
+		p.raw(tb)
+		return time.Since(start)
+	}
 	res, err := p.cs.CallTool(ctx, params)
 	took := time.Since(start)
 	if err != nil || resultText(res) != serveBenchText {
@@ -286,16 +292,59 @@ func (p *benchPath) call(tb testing.TB, ctx context.Context, params *mcp.CallToo
 }
 
 // benchGateways starts serve and, when installed, the peers, and connects
-// a client to each.
+// a go-sdk client to each.
 func benchGateways(tb testing.TB, ctx context.Context, bin string) []*benchPath {
+	return startGateways(tb, bin, func(g *gatewayProc) *benchPath { return connectGateway(tb, ctx, g) })
+}
+
+// startGateways starts serve and, when installed, the peers, and connects
+// a client to each with connect.
+func startGateways(tb testing.TB, bin string, connect func(*gatewayProc) *benchPath) []*benchPath {
 	tb.Helper()
-	paths := []*benchPath{connectGateway(tb, ctx, startBenchGateway(tb, gwServe, bin, "", ""))}
+	paths := []*benchPath{connect(startBenchGateway(tb, gwServe, bin, "", ""))}
 	if peers, node, ok := benchPeers(tb); ok {
 		for _, name := range []string{gwSupergateway, gwMCPProxy} {
-			paths = append(paths, connectGateway(tb, ctx, startBenchGateway(tb, name, bin, peers, node)))
+			paths = append(paths, connect(startBenchGateway(tb, name, bin, peers, node)))
 		}
 	}
 	return paths
+}
+
+// rawEcho returns the raw client's echo request with the given id.
+func rawEcho(id int) []byte {
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, id, serveBenchText)
+}
+
+// checkRawEcho fails the benchmark unless msg is the echo's answer.
+func checkRawEcho(tb testing.TB, name string, msg []byte) {
+	if got := gjson.GetBytes(msg, "result.content.0.text").Str; got != serveBenchText {
+		tb.Fatalf("%s: unexpected answer %.300s", name, msg)
+	}
+}
+
+// rawDirect starts the example server with the raw NDJSON client on its
+// stdio.
+func rawDirect(tb testing.TB, bin string) *benchPath {
+	rc := startRawExampleServer(tb, bin)
+	id := 1
+	return &benchPath{name: gwDirect, raw: func(tb testing.TB) {
+		id++
+		checkRawEcho(tb, gwDirect, rc.roundTrip(tb, rawEcho(id)))
+	}}
+}
+
+// rawGateway opens a session at g with the raw HTTP client.
+func rawGateway(tb testing.TB, g *gatewayProc) *benchPath {
+	rs := openRawSession(tb, g)
+	id := 1
+	return &benchPath{name: g.name, gw: g, raw: func(tb testing.TB) {
+		id++
+		status, _, msg, err := rs.post(rawEcho(id), strconv.Itoa(id))
+		if err != nil || status != http.StatusOK {
+			tb.Fatalf("%s: HTTP %d, %v", g.name, status, err)
+		}
+		checkRawEcho(tb, g.name, msg)
+	}}
 }
 
 // BenchmarkServeVsPeers measures sequential tools/call echo round trips
@@ -306,12 +355,29 @@ func benchGateways(tb testing.TB, ctx context.Context, bin string) []*benchPath 
 // give each path's throughput and latency percentiles, serve's throughput
 // relative to direct and to each peer, each gateway process's CPU time per
 // call (the gateway alone, not its child) and its peak resident set (VmHWM).
+//
+// Two clients make the calls. client=go-sdk is the go-sdk v1.8.0 client
+// (stdio for direct, Streamable HTTP for the gateways), as an application
+// would use; its own work is about half of a direct call, the same on
+// every path. client=raw is the benchmark's minimal client (one keep-alive
+// HTTP connection, a POST, the answer read as JSON or SSE; NDJSON lines
+// for direct), so that the time of a call is mostly the gateway's.
 func BenchmarkServeVsPeers(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	bin := relayBinary(b)
-	paths := append([]*benchPath{connectDirect(b, ctx, bin)}, benchGateways(b, ctx, bin)...)
+	b.Run("client=go-sdk", func(b *testing.B) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		bin := relayBinary(b)
+		benchServeVsPeers(b, ctx, append([]*benchPath{connectDirect(b, ctx, bin)}, benchGateways(b, ctx, bin)...))
+	})
+	b.Run("client=raw", func(b *testing.B) {
+		bin := relayBinary(b)
+		paths := append([]*benchPath{rawDirect(b, bin)}, startGateways(b, bin, func(g *gatewayProc) *benchPath { return rawGateway(b, g) })...)
+		benchServeVsPeers(b, context.Background(), paths)
+	})
+}
 
+// benchServeVsPeers is BenchmarkServeVsPeers over the given paths.
+func benchServeVsPeers(b *testing.B, ctx context.Context, paths []*benchPath) {
 	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": serveBenchText}}
 	for range serveBenchWarmup {
 		for _, p := range paths {
@@ -601,6 +667,9 @@ func (rs *rawSession) post(body []byte, wantID string) (status int, header http.
 			return resp.StatusCode, resp.Header, nil, fmt.Errorf("SSE stream ended before the answer: %w", err)
 		}
 		if gjson.GetBytes(ev.Data, "id").Raw == wantID {
+			// The stream ends after the answer; read to its end so
+			// that the connection is reused.
+			_, _ = io.Copy(io.Discard, resp.Body)
 			return resp.StatusCode, resp.Header, ev.Data, nil
 		}
 	}
