@@ -626,7 +626,9 @@ func (r *serveRun) event(x *exchange, ev frame.Event) {
 // renderHeaders are the response headers a transcript shows (with every
 // Mcp-* header), by their canonical keys: the ones that carry meaning for
 // a client. Date and the like vary from run to run or say nothing about
-// serve.
+// serve. An event stream's Content-Length is left out too: whether a
+// stream goes out whole with a length or in chunks depends on when its
+// messages arrive, not on what they are.
 var renderHeaders = []string{"Allow", "Cache-Control", "Connection", "Content-Length", "Content-Type", "Www-Authenticate"}
 
 // headerSpelling spells the canonical keys whose usual spelling differs.
@@ -641,6 +643,9 @@ func (r *serveRun) renderHead(resp *http.Response) string {
 	var hdrs []string
 	for name, values := range resp.Header {
 		if !slices.Contains(renderHeaders, name) && !strings.HasPrefix(name, "Mcp-") {
+			continue
+		}
+		if name == "Content-Length" && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 			continue
 		}
 		spelling := name

@@ -25,6 +25,9 @@ const (
 	// DefaultBacklog bounds, per session, the server-initiated messages
 	// kept while the client has no stream open to receive them.
 	DefaultBacklog = 256
+	// DefaultHeaderHold is how long an event-stream answer's header waits
+	// for the first message to go out with it.
+	DefaultHeaderHold = 10 * time.Millisecond
 )
 
 // HTTP header names of the session era.
@@ -90,6 +93,13 @@ type HTTPServerConfig struct {
 	// no stream is open for them; the oldest is dropped (with a warning)
 	// when it is full. 0 means [DefaultBacklog].
 	Backlog int
+	// HeaderHold is how long the header of an event-stream answer to a
+	// POST waits for the first message to go out with it; 0 means
+	// [DefaultHeaderHold]. A quick answer then leaves in one write together
+	// with the end of the stream (one wake-up of the client, not three); a
+	// slow one still tells the client soon that its request was accepted,
+	// well within any bound a client puts on its wait for headers.
+	HeaderHold time.Duration
 	// NewSessionID mints session ids; nil means 128 random bits as 26
 	// characters of base32. Ids must be visible ASCII.
 	NewSessionID func() string
@@ -140,6 +150,9 @@ func NewHTTPServer(cfg HTTPServerConfig) *HTTPServer {
 	}
 	if cfg.Backlog <= 0 {
 		cfg.Backlog = DefaultBacklog
+	}
+	if cfg.HeaderHold <= 0 {
+		cfg.HeaderHold = DefaultHeaderHold
 	}
 	if cfg.AfterFunc == nil {
 		cfg.AfterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }

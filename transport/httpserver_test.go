@@ -922,3 +922,37 @@ func (g *testGateway) openAndDelete(worker int) error {
 	}
 	return nil
 }
+
+// A quick event-stream answer leaves whole, with a length and the end of
+// the stream; a slow one gets its header after HeaderHold, before the
+// answer, so the client knows its request was accepted.
+func TestServerEventStreamHeaderHold(t *testing.T) {
+	t.Run("quick answer in one piece", func(t *testing.T) {
+		is := is.New(t)
+		g := newTestGateway(t, func(cfg *HTTPServerConfig) { cfg.HeaderHold = time.Hour })
+		sid := g.initialize(t)
+		msgs, resp := g.call(t, sid, acceptBoth, `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"ok":1}}`)
+		is.Equal(resp.Header.Get("Content-Type"), "text/event-stream")
+		is.True(resp.ContentLength > 0) // written whole, not in chunks
+		is.Equal(len(msgs), 1)
+		is.Equal(msgs[0].String(), `{"jsonrpc":"2.0","id":1,"result":{"ok":1}}`)
+	})
+	t.Run("slow answer: header first", func(t *testing.T) {
+		is := is.New(t)
+		g := newTestGateway(t, func(cfg *HTTPServerConfig) { cfg.HeaderHold = time.Millisecond })
+		sid := g.initialize(t)
+		ctx, cancel := context.WithTimeout(context.Background(), testWait)
+		defer cancel()
+		// Do returns with the header while the child holds the answer.
+		resp := g.do(t, ctx, http.MethodPost, sid, acceptBoth, `{"jsonrpc":"2.0","id":2,"method":"wait"}`)
+		defer resp.Body.Close()
+		is.Equal(resp.StatusCode, http.StatusOK)
+		is.Equal(resp.Header.Get("Content-Type"), "text/event-stream")
+		is.Equal(resp.ContentLength, int64(-1)) // streamed
+		r := g.post(t, sid, acceptBoth, `{"jsonrpc":"2.0","method":"release"}`)
+		r.Body.Close()
+		msgs := readAnswer(t, resp)
+		is.Equal(len(msgs), 1)
+		is.Equal(msgs[0].ID().String(), "2")
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/tidwall/gjson"
@@ -385,7 +386,11 @@ func (ss *httpSession) deliveryFailed(w http.ResponseWriter, id frame.ID, isInit
 }
 
 // answer writes what is routed to ps until every response is written. It
-// reports false when the client went away first.
+// reports false when the client went away first. An SSE answer's header
+// waits for the first message up to HeaderHold; the answer is flushed after
+// each batch of messages but the last: once every response is written, the
+// handler returns and net/http sends what is buffered together with the
+// end of the stream.
 func (ss *httpSession) answer(w http.ResponseWriter, r *http.Request, ps *postStream, batch bool) bool {
 	ss.mu.Lock()
 	ps.pumping = true
@@ -401,12 +406,11 @@ func (ss *httpSession) answer(w http.ResponseWriter, r *http.Request, ps *postSt
 		writeSSEHeader(w, sid)
 		headerSent = true
 	}
+	var hold <-chan time.Time // fires when the header must go out alone
 	if ps.sse && !ps.isInit {
-		// Tell the client at once that the request is accepted.
-		sendHeader(frame.Message{})
-		if rc.Flush() != nil {
-			return false
-		}
+		t := time.NewTimer(ss.srv.cfg.HeaderHold)
+		defer t.Stop()
+		hold = t.C
 	}
 	for {
 		ss.mu.Lock()
@@ -432,21 +436,32 @@ func (ss *httpSession) answer(w http.ResponseWriter, r *http.Request, ps *postSt
 			}
 			msgs[i] = frame.Message{}
 		}
+		if finished {
+			break
+		}
 		if ps.sse && len(msgs) > 0 && rc.Flush() != nil {
 			ps.initOK = false
 			return false
 		}
-		if finished {
-			break
-		}
 		select {
 		case <-ps.wake:
+		case <-hold:
+			hold = nil
+			if !headerSent {
+				sendHeader(frame.Message{})
+				if rc.Flush() != nil {
+					return false
+				}
+			}
 		case <-r.Context().Done():
 			ps.initOK = false
 			return false
 		}
 	}
 	if ps.sse {
+		if !headerSent { // every request was cancelled before an answer
+			sendHeader(frame.Message{})
+		}
 		return true
 	}
 	sid := ""
