@@ -629,7 +629,11 @@ func (r *serveRun) event(x *exchange, ev frame.Event) {
 // serve. An event stream's Content-Length is left out too: whether a
 // stream goes out whole with a length or in chunks depends on when its
 // messages arrive, not on what they are.
-var renderHeaders = []string{"Allow", "Cache-Control", "Connection", "Content-Length", "Content-Type", "Www-Authenticate"}
+var renderHeaders = []string{
+	"Access-Control-Allow-Headers", "Access-Control-Allow-Methods", "Access-Control-Allow-Origin",
+	"Access-Control-Expose-Headers", "Access-Control-Max-Age",
+	"Allow", "Cache-Control", "Connection", "Content-Length", "Content-Type", "Vary", "Www-Authenticate",
+}
 
 // headerSpelling spells the canonical keys whose usual spelling differs.
 var headerSpelling = map[string]string{"Www-Authenticate": "WWW-Authenticate"}

@@ -11,7 +11,7 @@
 //
 // Serve's, from the network in:
 //
-//	net/http → origin check → host check → bearer gate → body cap → era classifier → session handler
+//	net/http → origin check → host check → CORS → bearer gate → body cap → era classifier → session handler
 //	session handler ⇄ your Middlewares → drop client capabilities → child process (one per session)
 //
 // A Go program gets a relay of its own by filling a [RelayConfig] — adding

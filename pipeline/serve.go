@@ -1,7 +1,7 @@
 // The serve pipeline: remote HTTP clients to a local stdio MCP server, one
 // child process per session.
 //
-//	net/http → origin check → host check → bearer gate → body cap → era classifier → session handler
+//	net/http → origin check → host check → CORS → bearer gate → body cap → era classifier → session handler
 //	session handler ⇄ your Middlewares → drop client capabilities → child process
 //
 // The guards run on headers alone, before anything reads the body, so a
@@ -184,6 +184,7 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	if cfg.AuthToken != "" {
 		h = auth.NewBearerGate(cfg.AuthToken).Wrap(h)
 	}
+	h = transport.CORS(h) // behind the origin check, before authentication
 	h = onPath(cfg.Path, h)
 	if cfg.CheckHost {
 		h = transport.CheckHost(transport.HostPolicy{Allow: cfg.AllowHosts, PublicURL: cfg.PublicURL}, h)

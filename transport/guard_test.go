@@ -279,3 +279,58 @@ func FuzzOriginHost(f *testing.F) {
 		}
 	})
 }
+
+func TestCORS(t *testing.T) {
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Mcp-Session-Id", "s")
+		w.WriteHeader(http.StatusTeapot)
+	})
+	h := CheckOrigin(OriginPolicy{}, CORS(inner))
+	serve := func(method string, hdr ...string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, "/mcp", nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			r.Header.Add(hdr[i], hdr[i+1])
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+
+	t.Run("preflight from an allowed origin", func(t *testing.T) {
+		is := is.New(t)
+		w := serve(http.MethodOptions, "Origin", "http://localhost:6274",
+			"Access-Control-Request-Method", "POST",
+			"Access-Control-Request-Headers", "authorization, content-type, mcp-protocol-version, mcp-session-id")
+		is.Equal(w.Code, http.StatusNoContent) // answered here: the inner handler is not reached
+		is.Equal(w.Header().Get("Access-Control-Allow-Origin"), "http://localhost:6274")
+		is.Equal(w.Header().Get("Access-Control-Allow-Methods"), "GET, POST, DELETE")
+		is.Equal(w.Header().Get("Access-Control-Allow-Headers"), "authorization, content-type, mcp-protocol-version, mcp-session-id")
+		is.Equal(w.Header().Get("Access-Control-Max-Age"), "600")
+		is.Equal(w.Header().Get("Access-Control-Allow-Credentials"), "")
+	})
+	t.Run("request from an allowed origin", func(t *testing.T) {
+		is := is.New(t)
+		w := serve(http.MethodPost, "Origin", "http://127.0.0.1:3000")
+		is.Equal(w.Code, http.StatusTeapot)
+		is.Equal(w.Header().Get("Access-Control-Allow-Origin"), "http://127.0.0.1:3000")
+		is.Equal(w.Header().Get("Access-Control-Expose-Headers"), "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate")
+		is.Equal(w.Header().Values("Vary"), []string{"Origin"})
+	})
+	t.Run("no origin", func(t *testing.T) {
+		is := is.New(t)
+		w := serve(http.MethodPost)
+		is.Equal(w.Code, http.StatusTeapot)
+		is.Equal(w.Header().Get("Access-Control-Allow-Origin"), "")
+	})
+	t.Run("OPTIONS that is not a preflight", func(t *testing.T) {
+		is := is.New(t)
+		w := serve(http.MethodOptions, "Origin", "http://localhost")
+		is.Equal(w.Code, http.StatusTeapot) // passed on
+	})
+	t.Run("preflight from a refused origin", func(t *testing.T) {
+		is := is.New(t)
+		w := serve(http.MethodOptions, "Origin", "https://evil.example", "Access-Control-Request-Method", "POST")
+		is.Equal(w.Code, http.StatusForbidden)
+		is.Equal(w.Header().Get("Access-Control-Allow-Origin"), "")
+	})
+}
