@@ -28,6 +28,9 @@ const (
 	// DefaultHeaderHold is how long an event-stream answer's header waits
 	// for the first message to go out with it.
 	DefaultHeaderHold = 10 * time.Millisecond
+	// DefaultKeepAlive is how often a silent event stream gets a comment
+	// line.
+	DefaultKeepAlive = 15 * time.Second
 )
 
 // HTTP header names of the session era.
@@ -100,6 +103,13 @@ type HTTPServerConfig struct {
 	// slow one still tells the client soon that its request was accepted,
 	// well within any bound a client puts on its wait for headers.
 	HeaderHold time.Duration
+	// KeepAlive is how often an event stream (the GET stream, or a POST's
+	// once its header is out) that has carried nothing since the last time
+	// gets a comment line, which SSE readers skip: proxies, tunnels and
+	// clients that cut a stream after a silence then leave a quiet stream
+	// (a long tool call, an idle session) alone. 0 means
+	// [DefaultKeepAlive]; a negative value turns it off.
+	KeepAlive time.Duration
 	// NewSessionID mints session ids; nil means 128 random bits as 26
 	// characters of base32. Ids must be visible ASCII.
 	NewSessionID func() string
@@ -153,6 +163,9 @@ func NewHTTPServer(cfg HTTPServerConfig) *HTTPServer {
 	}
 	if cfg.HeaderHold <= 0 {
 		cfg.HeaderHold = DefaultHeaderHold
+	}
+	if cfg.KeepAlive == 0 {
+		cfg.KeepAlive = DefaultKeepAlive
 	}
 	if cfg.AfterFunc == nil {
 		cfg.AfterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }

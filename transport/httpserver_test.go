@@ -956,3 +956,58 @@ func TestServerEventStreamHeaderHold(t *testing.T) {
 		is.Equal(msgs[0].ID().String(), "2")
 	})
 }
+
+// readUntil reads r until it has seen want, failing after testWait.
+func readUntil(t *testing.T, r io.Reader, want string) string {
+	t.Helper()
+	got := make(chan string, 1)
+	go func() {
+		var seen []byte
+		buf := make([]byte, 512)
+		for {
+			n, err := r.Read(buf)
+			seen = append(seen, buf[:n]...)
+			if strings.Contains(string(seen), want) || err != nil {
+				got <- string(seen)
+				return
+			}
+		}
+	}()
+	select {
+	case s := <-got:
+		if !strings.Contains(s, want) {
+			t.Fatalf("stream ended before %q: %q", want, s)
+		}
+		return s
+	case <-time.After(testWait):
+		t.Fatalf("no %q within %v", want, testWait)
+		return ""
+	}
+}
+
+// A silent event stream gets a comment line every KeepAlive: the GET
+// stream of an idle session, and a POST's stream while its request runs;
+// the answer still comes after it.
+func TestServerKeepAliveComments(t *testing.T) {
+	is := is.New(t)
+	g := newTestGateway(t, func(cfg *HTTPServerConfig) {
+		cfg.HeaderHold = time.Millisecond
+		cfg.KeepAlive = 2 * time.Millisecond
+	})
+	sid := g.initialize(t)
+
+	get := g.do(t, context.Background(), http.MethodGet, sid, "text/event-stream", "")
+	defer get.Body.Close()
+	is.Equal(get.StatusCode, http.StatusOK)
+	is.True(strings.HasPrefix(readUntil(t, get.Body, ": keepalive\n\n"), ": keepalive\n\n"))
+
+	post := g.post(t, sid, acceptBoth, `{"jsonrpc":"2.0","id":3,"method":"wait"}`)
+	defer post.Body.Close()
+	is.Equal(post.StatusCode, http.StatusOK)
+	is.True(strings.HasPrefix(readUntil(t, post.Body, ": keepalive\n\n"), ": keepalive\n\n"))
+	r := g.post(t, sid, acceptBoth, `{"jsonrpc":"2.0","method":"release"}`)
+	r.Body.Close()
+	msgs := readAnswer(t, post) // the SSE reader skips the comments
+	is.Equal(len(msgs), 1)
+	is.Equal(msgs[0].ID().String(), "3")
+}

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -108,6 +109,17 @@ func writeSSEHeader(w http.ResponseWriter, sessionID string) {
 		h.Set(headerSessionID, sessionID)
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// keepAliveComment is what a silent event stream gets every KeepAlive.
+const keepAliveComment = ": keepalive\n\n"
+
+// writeKeepAlive writes keepAliveComment and flushes it.
+func writeKeepAlive(w http.ResponseWriter, rc *http.ResponseController) error {
+	if _, err := io.WriteString(w, keepAliveComment); err != nil {
+		return err
+	}
+	return rc.Flush()
 }
 
 // writeEvent writes one message as an SSE event.

@@ -406,11 +406,14 @@ func (ss *httpSession) answer(w http.ResponseWriter, r *http.Request, ps *postSt
 		writeSSEHeader(w, sid)
 		headerSent = true
 	}
-	var hold <-chan time.Time // fires when the header must go out alone
+	// tick fires when the header must go out alone, then every KeepAlive.
+	var tick <-chan time.Time
+	var ticker *time.Timer
+	wrote := false // since the last tick
 	if ps.sse && !ps.isInit {
-		t := time.NewTimer(ss.srv.cfg.HeaderHold)
-		defer t.Stop()
-		hold = t.C
+		ticker = time.NewTimer(ss.srv.cfg.HeaderHold)
+		defer ticker.Stop()
+		tick = ticker.C
 	}
 	for {
 		ss.mu.Lock()
@@ -434,6 +437,7 @@ func (ss *httpSession) answer(w http.ResponseWriter, r *http.Request, ps *postSt
 				ps.initOK = false
 				return false
 			}
+			wrote = true
 			msgs[i] = frame.Message{}
 		}
 		if finished {
@@ -445,13 +449,23 @@ func (ss *httpSession) answer(w http.ResponseWriter, r *http.Request, ps *postSt
 		}
 		select {
 		case <-ps.wake:
-		case <-hold:
-			hold = nil
-			if !headerSent {
+		case <-tick:
+			switch {
+			case !headerSent:
 				sendHeader(frame.Message{})
 				if rc.Flush() != nil {
 					return false
 				}
+			case !wrote:
+				if writeKeepAlive(w, rc) != nil {
+					return false
+				}
+			}
+			wrote = false
+			if ka := ss.srv.cfg.KeepAlive; ka > 0 {
+				ticker.Reset(ka)
+			} else {
+				tick = nil
 			}
 		case <-r.Context().Done():
 			ps.initOK = false
@@ -528,6 +542,13 @@ func (ss *httpSession) listen(w http.ResponseWriter, r *http.Request) {
 	if rc.Flush() != nil {
 		return
 	}
+	var tick <-chan time.Time
+	if ka := ss.srv.cfg.KeepAlive; ka > 0 {
+		t := time.NewTicker(ka)
+		defer t.Stop()
+		tick = t.C
+	}
+	wrote := false // since the last tick
 	for {
 		ss.mu.Lock()
 		msgs := ob.take()
@@ -538,6 +559,7 @@ func (ss *httpSession) listen(w http.ResponseWriter, r *http.Request) {
 				clear(msgs)
 				return
 			}
+			wrote = true
 			msgs[i] = frame.Message{}
 		}
 		if len(msgs) > 0 && rc.Flush() != nil {
@@ -548,6 +570,11 @@ func (ss *httpSession) listen(w http.ResponseWriter, r *http.Request) {
 		}
 		select {
 		case <-ob.wake:
+		case <-tick:
+			if !wrote && writeKeepAlive(w, rc) != nil {
+				return
+			}
+			wrote = false
 		case <-r.Context().Done():
 			return
 		}
