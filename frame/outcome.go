@@ -62,6 +62,11 @@ var (
 	// ErrSessionLost means the server forgot the session and it could not be
 	// re-established.
 	ErrSessionLost = errors.New("session lost")
+	// ErrUnavailable marks a failure to reach the peer after the transport
+	// waited as long as it is configured to (or after it stopped): sending
+	// again at once would only wait again, so the retry stage does not.
+	// Transports wrap it, or report errors that match it with errors.Is.
+	ErrUnavailable = errors.New("peer unavailable")
 	// ErrStreamEnded means a response stream closed before it carried the
 	// answer to the request.
 	ErrStreamEnded = errors.New("stream ended before the response")

@@ -61,7 +61,9 @@ type RetryOptions struct {
 //
 //   - ctx done: return at once.
 //   - [frame.SendError] with Sent false (the server never saw the message):
-//     retry, whatever the message.
+//     retry, whatever the message — unless it matches
+//     [frame.ErrUnavailable]: the transport has already waited for the
+//     server as long as it may.
 //   - [frame.SendError] with Sent true (the connection broke after the
 //     request went out): retry only a request whose method is replay-safe
 //     (see [ReplaySafeMethod]); never tools/call, never a notification or a
@@ -156,6 +158,9 @@ func (r *retrier) Handle(ctx context.Context, m frame.Message) error {
 func (r *retrier) decide(m frame.Message, err error, attempt int) (time.Duration, bool) {
 	var se *frame.SendError
 	if errors.As(err, &se) {
+		if errors.Is(se, frame.ErrUnavailable) {
+			return 0, false
+		}
 		if se.Sent && (m.Kind() != frame.Request || !r.o.ReplaySafe(m.Method())) {
 			return 0, false
 		}

@@ -3,6 +3,7 @@ package mw
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"syscall"
@@ -59,11 +60,13 @@ func httpStatus(code int, kv ...string) *frame.StatusError {
 }
 
 var (
-	retryRefused   = &frame.SendError{Sent: false, Err: syscall.ECONNREFUSED}
-	retryBrokeMid  = &frame.SendError{Sent: true, Err: errors.New("connection reset after the request was sent")}
-	retryToolsCall = frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`)
-	retryToolsList = frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-	retryNotify    = frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`)
+	retryRefused  = &frame.SendError{Sent: false, Err: syscall.ECONNREFUSED}
+	retryBrokeMid = &frame.SendError{Sent: true, Err: errors.New("connection reset after the request was sent")}
+	// what an HTTP+SSE transport reports after waiting out its endpoint
+	retryUnavailable = &frame.SendError{Sent: false, Err: fmt.Errorf("no endpoint: %w", frame.ErrUnavailable)}
+	retryToolsCall   = frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`)
+	retryToolsList   = frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	retryNotify      = frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`)
 )
 
 func TestRetry(t *testing.T) {
@@ -88,6 +91,10 @@ func TestRetry(t *testing.T) {
 			name: "refused three times gives the last error", msg: retryToolsList,
 			script: []error{retryRefused, retryRefused, retryRefused}, attempts: 3,
 			sleeps: []time.Duration{time.Second, 2 * time.Second}, wantErr: retryRefused,
+		},
+		{
+			name: "never sent but the transport already waited it out", msg: retryToolsList,
+			script: []error{retryUnavailable}, attempts: 1, wantErr: retryUnavailable,
 		},
 		{
 			name: "broken after send: tools/call is not replayed", msg: retryToolsCall,

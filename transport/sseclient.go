@@ -84,9 +84,17 @@ type SSEClient struct {
 }
 
 // ErrEndpointUnavailable means no SSE endpoint was known in time to POST a
-// message: the stream is down or reconnecting. It comes wrapped in a
-// *frame.SendError with Sent false.
-var ErrEndpointUnavailable = errors.New("SSE endpoint unavailable")
+// message: the stream stayed down or reconnecting for EndpointWait, or the
+// client stopped. It comes wrapped in a *frame.SendError with Sent false,
+// and matches frame.ErrUnavailable: the wait is already over, so the retry
+// stage does not start another.
+var ErrEndpointUnavailable error = unavailableError("SSE endpoint unavailable")
+
+// unavailableError is an error that matches frame.ErrUnavailable.
+type unavailableError string
+
+func (e unavailableError) Error() string        { return string(e) }
+func (e unavailableError) Is(target error) bool { return target == frame.ErrUnavailable }
 
 // errStaleEndpoint means the stream an endpoint came from dropped before a
 // request could be registered on it.

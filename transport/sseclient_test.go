@@ -302,6 +302,7 @@ func TestSSEClientEndpointUnavailable(t *testing.T) {
 		is.True(errors.As(err, &se))
 		is.True(!se.Sent)
 		is.True(errors.Is(err, ErrEndpointUnavailable))
+		is.True(errors.Is(err, frame.ErrUnavailable)) // not retried on top of the wait
 		is.Equal(err.Error(), "SSE endpoint unavailable")
 	}
 	t.Run("no endpoint event", func(t *testing.T) {
