@@ -44,20 +44,30 @@ func blockingServer(t *testing.T, release <-chan struct{}, started chan<- string
 	return srv
 }
 
+// runRelay runs a streamable-HTTP relay to url until its input ends or ctx
+// does: its input is in, or else a pipe whose writing end is returned. It
+// returns a scanner of its output and the channel of its result.
+func runRelay(ctx context.Context, url string, in io.Reader) (stdin io.WriteCloser, out *bufio.Scanner, done <-chan error) {
+	if in == nil {
+		pr, pw := io.Pipe()
+		in, stdin = pr, pw
+	}
+	outR, outW := io.Pipe()
+	result := make(chan error, 1)
+	go func() {
+		result <- pipeline.Relay(ctx, pipeline.RelayConfig{URL: url, Transport: pipeline.TransportStreamable}, in, outW)
+		_ = outW.Close()
+	}()
+	return stdin, bufio.NewScanner(outR), result
+}
+
 // The goroutine that reads a request sends it and hands reading on: a
 // request whose answer is slow does not hold up the lines after it.
 func TestRelayReadsOnWhileARequestIsInFlight(t *testing.T) {
 	is := is.New(t)
 	release, started := make(chan struct{}), make(chan string, 1)
 	srv := blockingServer(t, release, started)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- pipeline.Relay(context.Background(), pipeline.RelayConfig{URL: srv.URL, Transport: pipeline.TransportStreamable}, inR, outW)
-		_ = outW.Close()
-	}()
-	out := bufio.NewScanner(outR)
+	inW, out, done := runRelay(context.Background(), srv.URL, nil)
 
 	fmt.Fprintln(inW, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block"}}`)
 	is.Equal(<-started, "1")
@@ -85,15 +95,9 @@ func TestRelayInterruptsAPollableStdinWhenCtxEnds(t *testing.T) {
 	inR, inW, err := os.Pipe()
 	is.NoErr(err)
 	defer inW.Close()
-	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- pipeline.Relay(ctx, pipeline.RelayConfig{URL: srv.URL, Transport: pipeline.TransportStreamable}, inR, outW)
-		_ = outW.Close()
-	}()
-	out := bufio.NewScanner(outR)
+	_, out, done := runRelay(ctx, srv.URL, inR)
 
 	fmt.Fprintln(inW, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"block"}}`)
 	is.Equal(<-started, "7")
@@ -118,14 +122,7 @@ func TestRelayReaderGoroutinesEndWithTheInput(t *testing.T) {
 	srv := blockingServer(t, release, started)
 	ignore := goleak.IgnoreCurrent()
 
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- pipeline.Relay(context.Background(), pipeline.RelayConfig{URL: srv.URL, Transport: pipeline.TransportStreamable}, inR, outW)
-		_ = outW.Close()
-	}()
-	out := bufio.NewScanner(outR)
+	inW, out, done := runRelay(context.Background(), srv.URL, nil)
 	for round := range 2 { // the second round reuses parked goroutines
 		for i := range inFlight {
 			fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"block"}}`+"\n", round*inFlight+i)
