@@ -16,8 +16,9 @@
 // diagnostics go to the [Options.Logger] (stderr in the command). A line
 // that is not JSON is answered with a -32700 error whose id is null, an
 // oversized line with -32600 (carrying the line's id when it could be
-// recovered), and the server carries on. Batches are answered with -32600:
-// they were legal in MCP 2025-03-26 only and no client sends them.
+// recovered), and the server carries on. Batches are taken apart on
+// connections that initialized at 2025-03-26 or 2024-11-05, the revisions
+// that have them, and answered with -32600 on any other (see batch.go).
 //
 // # Concurrency
 //

@@ -44,6 +44,13 @@ func FuzzServe(f *testing.F) {
 			`{"jsonrpc":"2.0","id":6,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`,
 			`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`,
 		},
+		{
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{}}}`,
+			`[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"ping"},` + callTool("3", "echo", `{"text":"b"}`) + `]`,
+			`[{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"slow","arguments":{"seconds":1,"steps":1}}},{"jsonrpc":"2.0","id":"s","method":"ping"},7,[]]`,
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s"}}`,
+			`[]`,
+		},
 		{`not json`, `[1,2]`, `{"id":null,"method":"x"}`, `{"jsonrpc":"2.0","id":{},"method":"ping"}`, "\xff\xfe", `{"id":1,"method":"tools/call","params":[]}`},
 	} {
 		f.Add([]byte(strings.Join(session, "\n") + "\n"))

@@ -85,6 +85,14 @@ func checkLine(line []byte) error {
 		return fmt.Errorf("not JSON: %.200q", line)
 	}
 	m := gjson.ParseBytes(body)
+	if m.IsArray() { // a batch's answers
+		for _, e := range m.Array() {
+			if !e.IsObject() || e.Get("jsonrpc").String() != "2.0" {
+				return fmt.Errorf("not a batch of JSON-RPC 2.0 messages: %.200q", line)
+			}
+		}
+		return nil
+	}
 	if !m.IsObject() || m.Get("jsonrpc").String() != "2.0" {
 		return fmt.Errorf("not a JSON-RPC 2.0 message: %.200q", line)
 	}

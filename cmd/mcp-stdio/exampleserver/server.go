@@ -98,6 +98,7 @@ type server struct {
 	logLevel        string                          // legacy: logging/setLevel
 	inflight        map[frame.ID]*call              // requests being handled
 	pending         map[frame.ID]chan frame.Message // our requests to the client
+	batches         map[frame.ID]*batchReply        // batch requests awaiting their response
 	nextID          int64
 	closing         bool // stdin ended: no new requests to the client
 	toolCalls       int64
@@ -141,6 +142,7 @@ func newServer(o Options, out io.Writer) *server {
 		parked:     make(chan struct{}, maxParked),
 		inflight:   make(map[frame.ID]*call),
 		pending:    make(map[frame.ID]chan frame.Message),
+		batches:    make(map[frame.ID]*batchReply),
 		subscribed: make(map[string]bool),
 		listeners:  make(map[frame.ID]*listener),
 	}
@@ -246,8 +248,7 @@ func (s *server) receive(ctx context.Context, m frame.Message) {
 	case frame.Result, frame.Error:
 		s.receiveResponse(m)
 	case frame.Batch:
-		s.log.Warn("batch refused")
-		s.send(frame.ErrorResponse("", frame.CodeInvalidRequest, "invalid request: batches are not supported"))
+		s.receiveBatch(ctx, m)
 	default:
 		s.log.Warn("not a JSON-RPC message")
 		s.send(frame.ErrorResponse("", frame.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message"))
@@ -308,6 +309,7 @@ func (s *server) handle(ctx context.Context, cancel context.CancelCauseFunc, req
 	cause := context.Cause(ctx)
 	if errors.Is(cause, errCancelledByClient) && req.method != "subscriptions/listen" {
 		s.log.Debug("request cancelled", "id", req.id, "method", req.method)
+		s.skipInBatch(req.id)
 		return // a cancelled request gets no response
 	}
 	if err != nil {
@@ -426,9 +428,18 @@ func (s *server) shutdown(ctx context.Context, end error) error {
 	return fmt.Errorf("reading stdin: %w", end)
 }
 
-// send writes one message to stdout. A write failure is fatal to the
-// connection: it is logged once and stops the server.
+// send writes one message to stdout, unless it answers a request of a
+// batch, which goes out with the rest of the batch (batch.go).
 func (s *server) send(m frame.Message) {
+	if m.Kind().IsResponse() && s.collect(m) {
+		return // goes out with the rest of its batch
+	}
+	s.write(m)
+}
+
+// write writes m to stdout. A write failure is fatal to the connection: it
+// is logged once and stops the server.
+func (s *server) write(m frame.Message) {
 	if err := s.out.Write(m); err != nil {
 		s.writeOnce.Do(func() {
 			s.log.Error("writing stdout failed", "err", err)
