@@ -116,10 +116,13 @@ type Session struct {
 	// pendingInit holds the client's initialize requests awaiting an
 	// answer, by id.
 	pendingInit map[frame.ID]frame.Message
-	sid         string
-	version     string
-	lost        bool
-	closed      bool
+	// initializing is closed when no initialize of the client's is in
+	// flight any more; nil while none is.
+	initializing chan struct{}
+	sid          string
+	version      string
+	lost         bool
+	closed       bool
 	// attempts counts re-establishments started; last is the latest and
 	// running the one under way, if any.
 	attempts uint64
@@ -280,19 +283,29 @@ func (s *Session) sendInitialize(ctx context.Context, m frame.Message) error {
 	id := m.ID()
 	s.mu.Lock()
 	s.pendingInit[id] = m
+	if s.initializing == nil {
+		s.initializing = make(chan struct{})
+	}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		delete(s.pendingInit, id)
+		if len(s.pendingInit) == 0 && s.initializing != nil {
+			close(s.initializing)
+			s.initializing = nil
+		}
 		s.mu.Unlock()
 	}()
 	return s.next.ToServer.Handle(ctx, withoutSessionHeaders(m))
 }
 
-// prepare returns m stamped with the session's headers, after waiting for a
-// re-establishment under way and, if the session is lost, trying to
-// re-establish it first. It also returns the session id stamped and the
-// number of re-establishments started before.
+// prepare returns m stamped with the session's headers, after waiting for
+// the client's initialize while it is in flight (a client that sends on
+// without waiting for its answer would otherwise have its messages go out
+// before the session they belong to exists; the client's answers to server
+// requests do not wait) and for a re-establishment under way, and, if the
+// session is lost, trying to re-establish it first. It also returns the
+// session id stamped and the number of re-establishments started before.
 func (s *Session) prepare(ctx context.Context, m frame.Message) (frame.Message, string, uint64, error) {
 	for {
 		s.mu.Lock()
@@ -300,6 +313,15 @@ func (s *Session) prepare(ctx context.Context, m frame.Message) (frame.Message, 
 		case s.closed:
 			s.mu.Unlock()
 			return frame.Message{}, "", 0, frame.ErrClosed
+		case s.initializing != nil && !m.Kind().IsResponse():
+			init := s.initializing
+			s.mu.Unlock()
+			select {
+			case <-init:
+			case <-ctx.Done():
+				return frame.Message{}, "", 0, ctx.Err()
+			}
+			continue
 		case s.running != nil:
 			r := s.running
 			s.mu.Unlock()

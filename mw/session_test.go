@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -209,6 +210,47 @@ func TestSessionStampsHeaders(t *testing.T) {
 		is.Equal(m.Header().Get("MCP-Protocol-Version"), "2025-06-18")
 	}
 	is.Equal(len(client.all()), 2) // the initialize and tools/call answers
+}
+
+// A client that sends on without waiting for its initialize's answer: its
+// later messages wait for the session to exist and then carry its id; its
+// answers to server requests do not wait.
+func TestSessionMessagesWaitForTheInitializeInFlight(t *testing.T) {
+	is := is.New(t)
+	srv := newSessionServer()
+	initHeld, release := make(chan struct{}), make(chan struct{})
+	srv.set(func(s *sessionServer) {
+		s.hold = func(_ context.Context, m frame.Message) {
+			if m.Method() == "initialize" {
+				close(initHeld)
+				<-release
+			}
+		}
+	})
+	s := NewSession(SessionOptions{})
+	defer closeSession(t, s)
+	toServer, _ := pipeline(srv.fakeServer, s.Middleware())
+
+	initDone := make(chan error, 1)
+	go func() { initDone <- toServer.Handle(t.Context(), frame.MustParse(clientInit)) }()
+	<-initHeld
+	later := make(chan error, 2)
+	go func() { later <- toServer.Handle(t.Context(), frame.MustParse(clientInitialized)) }()
+	go func() {
+		later <- toServer.Handle(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`))
+	}()
+	// An answer to a server request passes at once.
+	is.NoErr(toServer.Handle(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","id":"srv-1","result":{}}`)))
+	is.Equal(srv.summary(), []string{"initialize 0", ""}) // the others wait; "" is the answer
+
+	close(release)
+	is.NoErr(<-initDone)
+	is.NoErr(<-later)
+	is.NoErr(<-later)
+	got := srv.summary()
+	is.Equal(got[:2], []string{"initialize 0", ""})
+	is.True(slices.Contains(got, "notifications/initialized sid=s1"))
+	is.True(slices.Contains(got, "tools/call 2 sid=s1"))
 }
 
 func TestSessionRecoversFrom404(t *testing.T) {

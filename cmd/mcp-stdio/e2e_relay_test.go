@@ -1,9 +1,11 @@
 package main_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 )
 
 // The end-to-end tests run the built mcp-stdio binary as a relay between
@@ -139,6 +142,44 @@ func TestRelayTunesItsProcess(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	is.NoErr(err)
 	is.True(strings.Contains(string(out), `msg="process tuned" app=mcp-stdio gomaxprocs=3 stdin_polled=false`))
+}
+
+// TestRelayClientThatDoesNotWaitForInitialize writes the handshake and a
+// call in one go, as a hasty client might, through the relay binary to
+// mcp-stdio serve (whose initialize takes a while: it starts the example
+// server). The relay holds the later messages until the session exists, so
+// the call is answered instead of refused for want of a session id.
+func TestRelayClientThatDoesNotWaitForInitialize(t *testing.T) {
+	is := is.New(t)
+	serve := startBenchGateway(t, gwServe, relayBinary(t), "", "")
+	relay := exec.Command(relayBinary(t), "--log-level", "warn", serve.url)
+	stderr := &syncBuffer{}
+	relay.Stderr = stderr
+	stdin, err := relay.StdinPipe()
+	is.NoErr(err)
+	stdout, err := relay.StdoutPipe()
+	is.NoErr(err)
+	is.NoErr(relay.Start())
+	defer func() {
+		_ = stdin.Close()
+		is.NoErr(relay.Wait())
+		if t.Failed() {
+			t.Logf("relay stderr:\n%s", stderr)
+		}
+	}()
+	out := bufio.NewReader(stdout)
+	_, err = io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+clientVersion+`","capabilities":{},"clientInfo":{"name":"hasty","version":"1"}}}`+"\n"+
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"right away"}}}`+"\n")
+	is.NoErr(err)
+	answers := map[string]string{}
+	for range 2 {
+		line, err := out.ReadBytes('\n')
+		is.NoErr(err)
+		answers[gjson.GetBytes(line, "id").Raw] = string(line)
+	}
+	is.Equal(gjson.Get(answers["1"], "result.serverInfo.name").String(), "mcp-stdio-example")
+	is.Equal(gjson.Get(answers["2"], "result.content.0.text").String(), "right away") // not an error
 }
 
 func testInitialize(t *testing.T, _ relayCase, e *e2e) {
