@@ -95,3 +95,42 @@ func ExampleOriginPolicy() {
 	// "https://evil.example" false
 	// "null" false
 }
+
+// ExampleCORS lets a page on an allowed origin call the endpoint: its
+// preflight is answered before any authentication, and its requests'
+// responses name its origin. A page on another origin is refused by
+// CheckOrigin first.
+func ExampleCORS() {
+	endpoint := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer t" { // stands for the real gate
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+	h := transport.CheckOrigin(transport.OriginPolicy{}, transport.CORS(endpoint))
+
+	for _, r := range []struct{ method, origin, auth string }{
+		{http.MethodOptions, "http://localhost:6274", ""}, // the preflight carries no token
+		{http.MethodPost, "http://localhost:6274", "Bearer t"},
+		{http.MethodOptions, "https://evil.example", ""},
+	} {
+		req := httptest.NewRequest(r.method, "/mcp", nil)
+		req.Header.Set("Origin", r.origin)
+		if r.method == http.MethodOptions {
+			req.Header.Set("Access-Control-Request-Method", "POST")
+			req.Header.Set("Access-Control-Request-Headers", "authorization, content-type")
+		}
+		if r.auth != "" {
+			req.Header.Set("Authorization", r.auth)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		line := fmt.Sprint(r.method, " ", r.origin, " ", w.Code, " ", w.Header().Get("Access-Control-Allow-Origin"), " ", w.Header().Get("Access-Control-Allow-Headers"))
+		fmt.Println(strings.TrimSpace(line))
+	}
+	// Output:
+	// OPTIONS http://localhost:6274 204 http://localhost:6274 authorization, content-type
+	// POST http://localhost:6274 202 http://localhost:6274
+	// OPTIONS https://evil.example 403
+}
