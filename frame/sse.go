@@ -97,8 +97,12 @@ func (r *SSEReader) dispatch() (Event, bool) {
 	if typ == "" {
 		typ = "message"
 	}
-	if cap(r.data) > keepScratch && len(data) < 64<<10 {
-		r.data = nil // the big events are over: let their buffer go
+	if cap(r.data) > keepScratch {
+		r.data = nil // a big buffer is not kept for the next event
+		if len(data) > keepScratch {
+			// A big event: hand its buffer over rather than copy it.
+			return Event{Type: typ, Data: data, ID: r.lastID}, true
+		}
 	}
 	return Event{Type: typ, Data: bytes.Clone(data), ID: r.lastID}, true
 }
