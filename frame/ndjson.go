@@ -91,7 +91,15 @@ func (r *Reader) Read() (Message, error) {
 			}
 			continue
 		}
-		m, perr := ParseOwned(bytes.Clone(line))
+		var own []byte
+		if len(line) > keepScratch {
+			// Only the scratch buffer holds a line this long (the bufio
+			// buffer is smaller): hand it over rather than copy it.
+			own, r.scratch = line, nil
+		} else {
+			own = bytes.Clone(line)
+		}
+		m, perr := ParseOwned(own)
 		if perr != nil {
 			return Message{}, &LineError{Line: r.line, Err: perr}
 		}
