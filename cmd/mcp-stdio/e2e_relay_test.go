@@ -331,6 +331,13 @@ func testSessionExpiry(t *testing.T, c relayCase, e *e2e) {
 
 // testServerRestart stops the server and starts a fresh one on the same
 // address; the next call must succeed.
+//
+// Over HTTP+SSE the session lives in the stream, so the call waits until the
+// relay has reconnected its stream to the new server. A call that races the
+// drop itself — posted to the old endpoint in the instant the server dies —
+// gets -32000, as every request in flight on a dropped stream does: the
+// relay cannot tell whether the dying server ran it, and never replays a
+// tools/call that may have run.
 func testServerRestart(t *testing.T, c relayCase, e *e2e) {
 	is := is.New(t)
 	res, err := e.call("echo", map[string]any{"text": "before"})
@@ -340,6 +347,13 @@ func testServerRestart(t *testing.T, c relayCase, e *e2e) {
 	addr := e.srv.srv.Listener.Addr().String()
 	e.srv.stop()
 	restarted := startServer(t, c.kind, addr)
+	if c.kind == sseServer {
+		select {
+		case <-restarted.streamUp:
+		case <-e.ctx.Done():
+			t.Fatal("the relay never reconnected its SSE stream")
+		}
+	}
 
 	res, err = e.call("echo", map[string]any{"text": "after restart"})
 	is.NoErr(err)
