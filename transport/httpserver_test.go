@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
@@ -1010,4 +1011,73 @@ func TestServerKeepAliveComments(t *testing.T) {
 	msgs := readAnswer(t, post) // the SSE reader skips the comments
 	is.Equal(len(msgs), 1)
 	is.Equal(msgs[0].ID().String(), "3")
+}
+
+// The GET stream's events carry ids; a client that reconnects with
+// Last-Event-ID gets the events after it again (one may have been lost with
+// the connection), then what waited in the backlog meanwhile. An id that is
+// not the stream's, or none, replays nothing.
+func TestServerGETStreamResumes(t *testing.T) {
+	is := is.New(t)
+	g := newTestGateway(t, nil)
+	sid := g.initialize(t)
+	notify := func(id int, data string) {
+		t.Helper()
+		msgs, _ := g.call(t, sid, acceptJSON, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"notify","params":{"data":%q}}`, id, data))
+		is.Equal(len(msgs), 1)
+	}
+	// dropGET closes a GET stream's connection and waits until the server
+	// is done with that GET (not merely with some earlier request).
+	dropGET := func(get *http.Response) {
+		t.Helper()
+		get.Body.Close()
+		for {
+			select {
+			case m := <-g.served:
+				if m == http.MethodGet {
+					return
+				}
+			case <-time.After(testWait):
+				t.Fatal("the server did not finish the GET")
+			}
+		}
+	}
+	event := func(r *frame.SSEReader) (id, data string) {
+		t.Helper()
+		ev, err := r.Next()
+		is.NoErr(err)
+		return ev.ID, gjson.GetBytes(ev.Data, "params.data").Str
+	}
+
+	get := g.do(t, context.Background(), http.MethodGet, sid, "text/event-stream", "")
+	r := frame.NewSSEReader(get.Body, 0)
+	notify(1, "one")
+	notify(2, "two")
+	id, data := event(r)
+	is.Equal([]string{id, data}, []string{"g1", "one"})
+	id, data = event(r)
+	is.Equal([]string{id, data}, []string{"g2", "two"})
+	dropGET(get)       // the connection drops
+	notify(3, "three") // waits in the backlog
+
+	get = g.do(t, context.Background(), http.MethodGet, sid, "text/event-stream", "", "Last-Event-ID", "g1")
+	r = frame.NewSSEReader(get.Body, 0)
+	id, data = event(r)
+	is.Equal([]string{id, data}, []string{"g2", "two"}) // sent again
+	id, data = event(r)
+	is.Equal([]string{id, data}, []string{"g3", "three"})
+	dropGET(get)
+
+	latest := "g3"
+	for _, last := range []string{"", "latest", "x7", "g99"} {
+		if last == "latest" {
+			last = latest // the client saw everything
+		}
+		notify(4, "four-"+last)
+		get = g.do(t, context.Background(), http.MethodGet, sid, "text/event-stream", "", "Last-Event-ID", last)
+		r = frame.NewSSEReader(get.Body, 0)
+		latest, data = event(r)
+		is.Equal(data, "four-"+last) // the backlog only: nothing replayed
+		dropGET(get)
+	}
 }

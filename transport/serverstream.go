@@ -124,7 +124,13 @@ func writeKeepAlive(w http.ResponseWriter, rc *http.ResponseController) error {
 
 // writeEvent writes one message as an SSE event.
 func writeEvent(w http.ResponseWriter, m frame.Message) error {
-	return frame.WriteSSE(w, "", "message", m.Bytes())
+	return writeIDEvent(w, "", m)
+}
+
+// writeIDEvent writes one message as an SSE event with the given id ("" for
+// none).
+func writeIDEvent(w http.ResponseWriter, id string, m frame.Message) error {
+	return frame.WriteSSE(w, id, "message", m.Bytes())
 }
 
 // writeJSONAnswer writes the JSON answer of a POST: the one response, or

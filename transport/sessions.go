@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +43,11 @@ type httpSession struct {
 	open     []*postStream            // SSE POSTs that may carry server messages, oldest first
 	get      *outbox                  // the standalone GET stream, if open
 	backlog  []frame.Message
+	// The GET stream's events carry ids "g1", "g2", … (getSeq is the
+	// last); sent keeps the latest of them for a client that reconnects
+	// with Last-Event-ID (see replayFrom).
+	getSeq   uint64
+	sent     []sentEvent
 	active   int // POSTs, GETs and DELETEs in progress
 	idleGen  uint64
 	idleStop func() bool
@@ -513,6 +520,7 @@ func (ss *httpSession) listen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ob := newOutbox()
+	replay := ss.replayFrom(r.Header.Get("Last-Event-ID"))
 	ob.q, ss.backlog = ss.backlog, nil // what waited goes first
 	ss.get = &ob
 	ss.mu.Unlock()
@@ -549,13 +557,24 @@ func (ss *httpSession) listen(w http.ResponseWriter, r *http.Request) {
 		tick = t.C
 	}
 	wrote := false // since the last tick
+	for _, e := range replay {
+		if writeIDEvent(w, e.id, e.m) != nil {
+			return
+		}
+		wrote = true
+	}
+	if len(replay) > 0 && rc.Flush() != nil {
+		return
+	}
+	var ids []string
 	for {
 		ss.mu.Lock()
 		msgs := ob.take()
 		closed := ss.closed
+		ids = ss.numberSent(msgs, ids[:0])
 		ss.mu.Unlock()
 		for i, m := range msgs {
-			if writeEvent(w, m) != nil {
+			if writeIDEvent(w, ids[i], m) != nil {
 				clear(msgs)
 				return
 			}
@@ -667,4 +686,50 @@ func (ss *httpSession) close(ctx context.Context, reason string) {
 	case <-ss.done:
 	case <-ctx.Done():
 	}
+}
+
+// sentEvent is an event the GET stream carried, kept for a reconnect.
+type sentEvent struct {
+	id string
+	m  frame.Message
+}
+
+// keptEvents bounds the GET stream events a session keeps for clients that
+// reconnect with Last-Event-ID.
+const keptEvents = 256
+
+// numberSent gives the GET stream's next events their ids, appended to ids,
+// and keeps them (the oldest beyond keptEvents are forgotten). An event is
+// kept before it is written: one the connection broke on is sent again to a
+// client that resumes from before it. The caller holds ss.mu.
+func (ss *httpSession) numberSent(msgs []frame.Message, ids []string) []string {
+	for _, m := range msgs {
+		ss.getSeq++
+		id := "g" + strconv.FormatUint(ss.getSeq, 10)
+		ids = append(ids, id)
+		if len(ss.sent) >= keptEvents {
+			ss.sent[0] = sentEvent{}
+			ss.sent = ss.sent[1:]
+		}
+		ss.sent = append(ss.sent, sentEvent{id: id, m: m})
+	}
+	return ids
+}
+
+// replayFrom returns the kept GET stream events after the one lastID names,
+// for a client that reconnects with Last-Event-ID; nothing when lastID is
+// empty or names no event of this session's GET stream. The caller holds
+// ss.mu.
+func (ss *httpSession) replayFrom(lastID string) []sentEvent {
+	digits, ok := strings.CutPrefix(lastID, "g")
+	n, err := strconv.ParseUint(digits, 10, 64)
+	if !ok || err != nil || n >= ss.getSeq || len(ss.sent) == 0 {
+		return nil // not ours, or nothing after it
+	}
+	first := ss.getSeq - uint64(len(ss.sent)) + 1 // the id number of sent[0]
+	if n+1 < first {
+		ss.log.Warn("a resumed GET stream missed events no longer kept", "last_event_id", lastID, "oldest_kept", "g"+strconv.FormatUint(first, 10))
+		n = first - 1
+	}
+	return slices.Clone(ss.sent[n+1-first:])
 }
