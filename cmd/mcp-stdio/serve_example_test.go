@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,17 +22,9 @@ import (
 // result; and the sessions' DELETE ending their children.
 func TestServeExampleServerEndToEnd(t *testing.T) {
 	is := is.New(t)
-	t.Setenv(testAsMainEnv, "1") // the children are this binary
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pr, pw := io.Pipe()
-	stderr := readLines(pr)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, os.Getenv, nil, io.Discard, pw)
-		pw.Close()
-	}()
-	url := stderr.await(t, servingLine)
+	url, stderr, done := serveInProcess(t, ctx)
 
 	httpClient := &http.Client{Transport: &http.Transport{}}
 	defer httpClient.CloseIdleConnections()

@@ -126,17 +126,9 @@ var (
 
 func TestServePublishesTheExampleServer(t *testing.T) {
 	is := is.New(t)
-	t.Setenv(testAsMainEnv, "1") // for the children, which are this binary
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pr, pw := io.Pipe()
-	stderr := readLines(pr)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, os.Getenv, nil, io.Discard, pw)
-		pw.Close()
-	}()
-	url := stderr.await(t, servingLine)
+	url, stderr, done := serveInProcess(t, ctx)
 	is.True(strings.HasSuffix(url, "/mcp"))
 	is.True(strings.Contains(stderr.String(), "the bundled example server"))
 
@@ -164,6 +156,22 @@ func TestServePublishesTheExampleServer(t *testing.T) {
 	}
 	is.True(processGone(t, pid, cmdTestWait))
 	cs.Close()
+}
+
+// serveInProcess runs `mcp-stdio serve` on a free loopback port in this
+// process until ctx ends, its children being this binary (testAsMainEnv),
+// and returns its URL, its stderr lines and the channel of run's result.
+func serveInProcess(t *testing.T, ctx context.Context) (url string, stderr *lineReader, done <-chan error) {
+	t.Helper()
+	t.Setenv(testAsMainEnv, "1")
+	pr, pw := io.Pipe()
+	stderr = readLines(pr)
+	result := make(chan error, 1)
+	go func() {
+		result <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, os.Getenv, nil, io.Discard, pw)
+		pw.Close()
+	}()
+	return stderr.await(t, servingLine), stderr, result
 }
 
 // startGateway runs the test binary as `mcp-stdio serve` and returns it
