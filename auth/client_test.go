@@ -383,15 +383,17 @@ func TestExpiredTokenIsRefreshedBeforeUse(t *testing.T) {
 func TestEagerRunSignsInAtOnce(t *testing.T) {
 	is := is.New(t)
 	srv := authtest.NewServer(t, authtest.Options{})
-	hold := make(chan struct{})
+	opened, hold := make(chan struct{}), make(chan struct{})
 	h := newHarness(t, srv, func(o *Options) {
 		o.Eager = true
 		o.OpenURL = func(_ context.Context, u string) error {
+			close(opened)
 			<-hold
 			return authtest.Visit(u)
 		}
 	})
 	h.run(t)
+	<-opened // the sign-in started on its own, before anything asked for a token
 	got := make(chan string, 1)
 	go func() { tok, _ := h.c.BearerToken(context.Background()); got <- tok }() // waits for the sign-in
 	close(hold)
