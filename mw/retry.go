@@ -87,7 +87,7 @@ func Retry(o RetryOptions) Middleware {
 		o.MaxRetryAfter = DefaultMaxRetryAfter
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleepContext
+		o.Sleep = frame.Sleep
 	}
 	if o.ReplaySafe == nil {
 		o.ReplaySafe = ReplaySafeMethod
@@ -180,19 +180,4 @@ func (r *retrier) decide(m frame.Message, err error, attempt int) (time.Duration
 		return wait, true
 	}
 	return 0, false
-}
-
-// sleepContext waits d, or until ctx is done and returns its error.
-func sleepContext(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -250,7 +250,7 @@ func TestRetryDefaultSleep(t *testing.T) {
 			cancel()
 		}()
 		start = time.Now()
-		is.True(errors.Is(sleepContext(ctx, time.Hour), context.Canceled))
+		is.True(errors.Is(frame.Sleep(ctx, time.Hour), context.Canceled))
 		is.Equal(time.Since(start), time.Second) // cut short by ctx
 	})
 }

@@ -12,16 +12,6 @@ import (
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
-// Header names of the Streamable HTTP session era.
-const (
-	// sessionHdrID carries the session id a server assigned.
-	sessionHdrID = "Mcp-Session-Id"
-	// sessionHdrVersion carries the negotiated protocol version.
-	sessionHdrVersion = "Mcp-Protocol-Version"
-	// sessionHdrLastEventID resumes a server's stream after the event it names.
-	sessionHdrLastEventID = "Last-Event-Id"
-)
-
 const (
 	sessionMethodInitialize  = "initialize"
 	sessionMethodInitialized = "notifications/initialized"
@@ -157,7 +147,7 @@ func NewSession(o SessionOptions) *Session {
 		s.listenBackoff = defaultListenBackoff
 	}
 	if s.sleep == nil {
-		s.sleep = sleepContext
+		s.sleep = frame.Sleep
 	}
 	s.life, s.stop = context.WithCancel(context.Background())
 	return s
@@ -228,7 +218,7 @@ func (s *Session) toClient(ctx context.Context, m frame.Message) error {
 			delete(s.pendingInit, m.ID())
 			if m.Kind() == frame.Result {
 				s.initialize, s.hasInit = init, true
-				s.sid = m.Header().Get(sessionHdrID)
+				s.sid = m.Header().Get(frame.HeaderSessionID)
 				s.version = m.Get("result.protocolVersion").String()
 				s.lost = false
 			}
@@ -451,7 +441,7 @@ func (s *Session) handshake(ctx context.Context, next Handler, init, inited fram
 	if resp.Kind() != frame.Result {
 		return "", "", fmt.Errorf("initialize answered with an error: %s", resp.Get("error.message").String())
 	}
-	sid := resp.Header().Get(sessionHdrID)
+	sid := resp.Header().Get(frame.HeaderSessionID)
 	if sid == "" {
 		return "", "", errors.New("initialize answered without a session id")
 	}
@@ -468,10 +458,10 @@ func (s *Session) handshake(ctx context.Context, next Handler, init, inited fram
 func (s *Session) headersLocked() http.Header {
 	h := make(http.Header, 3)
 	if s.sid != "" {
-		h.Set(sessionHdrID, s.sid)
+		h.Set(frame.HeaderSessionID, s.sid)
 	}
 	if s.version != "" {
-		h.Set(sessionHdrVersion, s.version)
+		h.Set(frame.HeaderProtocolVersion, s.version)
 	}
 	return h
 }
@@ -505,16 +495,16 @@ func (s *Session) stopStreamLocked() {
 // listen keeps the GET stream open until ctx is done or the server refuses
 // it.
 func (s *Session) listen(ctx context.Context, h http.Header) {
-	sid := h.Get(sessionHdrID)
+	sid := h.Get(frame.HeaderSessionID)
 	attempt := 0
 	for {
 		last, err := s.transport.Listen(ctx, h)
 		if ctx.Err() != nil {
 			return
 		}
-		if last != "" && last != h.Get(sessionHdrLastEventID) {
+		if last != "" && last != h.Get(frame.HeaderLastEventID) {
 			h = h.Clone()
-			h.Set(sessionHdrLastEventID, last)
+			h.Set(frame.HeaderLastEventID, last)
 		}
 		var st *frame.StatusError
 		switch {
@@ -552,10 +542,10 @@ func stampHeaders(m frame.Message, sid, version string) frame.Message {
 		h[k] = v
 	}
 	if sid != "" {
-		h.Set(sessionHdrID, sid)
+		h.Set(frame.HeaderSessionID, sid)
 	}
 	if version != "" {
-		h.Set(sessionHdrVersion, version)
+		h.Set(frame.HeaderProtocolVersion, version)
 	}
 	return m.WithHeaders(h)
 }
@@ -564,12 +554,12 @@ func stampHeaders(m frame.Message, sid, version string) frame.Message {
 // channel.
 func withoutSessionHeaders(m frame.Message) frame.Message {
 	old := m.Header()
-	if old.Get(sessionHdrID) == "" && old.Get(sessionHdrVersion) == "" {
+	if old.Get(frame.HeaderSessionID) == "" && old.Get(frame.HeaderProtocolVersion) == "" {
 		return m
 	}
 	h := old.Clone()
-	h.Del(sessionHdrID)
-	h.Del(sessionHdrVersion)
+	h.Del(frame.HeaderSessionID)
+	h.Del(frame.HeaderProtocolVersion)
 	return m.WithHeaders(h)
 }
 

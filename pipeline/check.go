@@ -103,7 +103,7 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 		Tools:           m.Get("result.capabilities.tools").Exists(),
 		Resources:       m.Get("result.capabilities.resources").Exists(),
 		Prompts:         m.Get("result.capabilities.prompts").Exists(),
-		SessionID:       hdr.Get("Mcp-Session-Id"),
+		SessionID:       hdr.Get(frame.HeaderSessionID),
 		Transport:       cfg.Transport,
 	}
 	yes := map[bool]string{true: "yes", false: "no"}
@@ -115,8 +115,8 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 		fmt.Fprintf(w, "  session:   %s\n", oneLineText(res.SessionID))
 		if wired.streams != nil {
 			h := http.Header{}
-			h.Set("Mcp-Session-Id", res.SessionID)
-			h.Set("MCP-Protocol-Version", res.ProtocolVersion)
+			h.Set(frame.HeaderSessionID, res.SessionID)
+			h.Set(frame.HeaderProtocolVersion, res.ProtocolVersion)
 			_ = wired.streams.EndSession(ctx, h)
 		}
 	}

@@ -81,7 +81,7 @@ func (a *Auto) Handle(ctx context.Context, m frame.Message) error {
 // the 405 a server without one gives.
 func (a *Auto) Listen(ctx context.Context, h http.Header) (string, error) {
 	if a.current() == autoSSE {
-		return h.Get("Last-Event-ID"), &frame.StatusError{Code: http.StatusMethodNotAllowed}
+		return h.Get(frame.HeaderLastEventID), &frame.StatusError{Code: http.StatusMethodNotAllowed}
 	}
 	return a.Streamable.Listen(ctx, h)
 }

@@ -33,12 +33,6 @@ const (
 	DefaultKeepAlive = 15 * time.Second
 )
 
-// HTTP header names of the session era.
-const (
-	headerSessionID       = "Mcp-Session-Id"
-	headerProtocolVersion = "Mcp-Protocol-Version"
-)
-
 // knownProtocolVersion reports whether v is an MCP-Protocol-Version value a
 // request may carry. Which of them a session speaks is between the client
 // and the server; an unknown value is refused with 400, as the transport
@@ -261,7 +255,7 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusNotAcceptable, "", frame.CodeInvalidRequest, "Accept must include application/json or text/event-stream")
 		return
 	}
-	if v := r.Header.Get(headerProtocolVersion); v != "" && !knownProtocolVersion(v) {
+	if v := r.Header.Get(frame.HeaderProtocolVersion); v != "" && !knownProtocolVersion(v) {
 		writeRPCError(w, http.StatusBadRequest, "", frame.CodeInvalidRequest, "unsupported MCP-Protocol-Version "+quoteShort(v))
 		return
 	}
@@ -282,7 +276,7 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	isInit := m.Method() == "initialize"
-	sid := r.Header.Get(headerSessionID)
+	sid := r.Header.Get(frame.HeaderSessionID)
 	var ss *httpSession
 	switch {
 	case isInit && m.Kind() != frame.Request:
@@ -448,11 +442,11 @@ func (s *HTTPServer) serveDELETE(w http.ResponseWriter, r *http.Request) {
 // requireSession returns the session a GET or DELETE names, or answers 400
 // or 404.
 func (s *HTTPServer) requireSession(w http.ResponseWriter, r *http.Request) (*httpSession, bool) {
-	if v := r.Header.Get(headerProtocolVersion); v != "" && !knownProtocolVersion(v) {
+	if v := r.Header.Get(frame.HeaderProtocolVersion); v != "" && !knownProtocolVersion(v) {
 		writeRPCError(w, http.StatusBadRequest, "", frame.CodeInvalidRequest, "unsupported MCP-Protocol-Version "+quoteShort(v))
 		return nil, false
 	}
-	sid := r.Header.Get(headerSessionID)
+	sid := r.Header.Get(frame.HeaderSessionID)
 	if sid == "" {
 		writeRPCError(w, http.StatusBadRequest, "", frame.CodeInvalidRequest, "Bad Request: missing Mcp-Session-Id")
 		return nil, false

@@ -106,7 +106,7 @@ func writeSSEHeader(w http.ResponseWriter, sessionID string) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	if sessionID != "" {
-		h.Set(headerSessionID, sessionID)
+		h.Set(frame.HeaderSessionID, sessionID)
 	}
 	w.WriteHeader(http.StatusOK)
 }
@@ -139,7 +139,7 @@ func writeJSONAnswer(w http.ResponseWriter, msgs []frame.Message, batch bool, se
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if sessionID != "" {
-		h.Set(headerSessionID, sessionID)
+		h.Set(frame.HeaderSessionID, sessionID)
 	}
 	if !batch && len(msgs) == 1 {
 		h.Set("Content-Length", strconv.Itoa(msgs[0].Len()))

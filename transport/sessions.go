@@ -520,7 +520,7 @@ func (ss *httpSession) listen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ob := newOutbox()
-	replay := ss.replayFrom(r.Header.Get("Last-Event-ID"))
+	replay := ss.replayFrom(r.Header.Get(frame.HeaderLastEventID))
 	ob.q, ss.backlog = ss.backlog, nil // what waited goes first
 	ss.get = &ob
 	ss.mu.Unlock()

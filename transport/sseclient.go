@@ -173,7 +173,7 @@ func (c *SSEClient) Run(ctx context.Context) error {
 		default:
 			log.Warn("SSE stream failed; reconnecting", "err", err)
 		}
-		if !sleepCtx(runCtx, c.reconnectDelay(attempt)) {
+		if frame.Sleep(runCtx, c.reconnectDelay(attempt)) != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -230,7 +230,7 @@ func (c *SSEClient) stream(ctx context.Context, base *url.URL) (gotEndpoint bool
 			c.publish(ep)
 			gotEndpoint = true
 			hdr = resp.Header.Clone()
-			hdr.Set(headerSessionID, ep)
+			hdr.Set(frame.HeaderSessionID, ep)
 		case "message":
 			m, ok := eventMessage(log, ev)
 			if !ok {
@@ -355,7 +355,7 @@ func (c *SSEClient) Handle(ctx context.Context, m frame.Message) error {
 		if err != nil {
 			return err
 		}
-		if s := m.Header().Get(headerSessionID); s != "" && s != e {
+		if s := m.Header().Get(frame.HeaderSessionID); s != "" && s != e {
 			return &frame.StatusError{Code: http.StatusNotFound, Body: []byte("the HTTP+SSE session ended with its stream")}
 		}
 		if !isReq {
@@ -514,7 +514,7 @@ func (c *SSEClient) post(ctx context.Context, ep string, m frame.Message) (answe
 		return false, nil
 	}
 	hdr := resp.Header.Clone()
-	hdr.Set(headerSessionID, ep)
+	hdr.Set(frame.HeaderSessionID, ep)
 	if err := c.deliver(ctx, reply.WithHeaders(hdr)); err != nil {
 		return false, err
 	}
@@ -536,19 +536,3 @@ func (c *SSEClient) maxSize() int {
 }
 
 func (c *SSEClient) logger() *slog.Logger { return orDiscard(c.Logger) }
-
-// sleepCtx waits d, or less when ctx ends first; it reports whether the
-// full wait passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

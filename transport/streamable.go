@@ -209,7 +209,7 @@ func (c *StreamableClient) readError(x *exchange, err error) error {
 // answered something other than an event stream; ctx.Err() when ctx ended;
 // a *frame.SendError when the stream broke or went idle.
 func (c *StreamableClient) Listen(ctx context.Context, h http.Header) (lastEventID string, err error) {
-	lastEventID = h.Get("Last-Event-ID")
+	lastEventID = h.Get(frame.HeaderLastEventID)
 	x, err := newExchange(ctx, http.MethodGet, c.URL, nil)
 	if err != nil {
 		return lastEventID, err
