@@ -44,7 +44,6 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
@@ -188,48 +187,3 @@ func (g *IDMinter) Mint(stage string) frame.ID {
 
 // IsMinted reports whether id was minted by a stage.
 func IsMinted(id frame.ID) bool { return strings.HasPrefix(string(id), MintedIDPrefix) }
-
-// waiters maps minted ids to the goroutines waiting for their answers. A
-// stage that originates a request registers the id, sends the request, and
-// the stage's client-bound entry hands the answer over instead of passing it
-// on.
-type waiters struct {
-	mu sync.Mutex
-	m  map[frame.ID]chan frame.Message
-}
-
-// add registers id and returns the channel its answer arrives on.
-func (w *waiters) add(id frame.ID) chan frame.Message {
-	ch := make(chan frame.Message, 1)
-	w.mu.Lock()
-	if w.m == nil {
-		w.m = make(map[frame.ID]chan frame.Message)
-	}
-	w.m[id] = ch
-	w.mu.Unlock()
-	return ch
-}
-
-// remove forgets id.
-func (w *waiters) remove(id frame.ID) {
-	w.mu.Lock()
-	delete(w.m, id)
-	w.mu.Unlock()
-}
-
-// deliver hands m to its waiter and reports whether it had one.
-func (w *waiters) deliver(m frame.Message) bool {
-	if !m.Kind().IsResponse() {
-		return false
-	}
-	w.mu.Lock()
-	ch, ok := w.m[m.ID()]
-	if ok {
-		delete(w.m, m.ID())
-	}
-	w.mu.Unlock()
-	if ok {
-		ch <- m
-	}
-	return ok
-}

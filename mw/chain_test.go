@@ -99,19 +99,6 @@ func TestIDMinter(t *testing.T) {
 	is.Equal(m.ID(), a)
 }
 
-func TestWaiters(t *testing.T) {
-	is := is.New(t)
-	var w waiters
-	ch := w.add(`"mcp-stdio/x/1"`)
-	is.True(!w.deliver(frame.MustParse(`{"id":"mcp-stdio/x/1","method":"n"}`))) // a request, not an answer
-	is.True(w.deliver(frame.MustParse(`{"id":"mcp-stdio/x/1","result":{}}`)))
-	is.Equal((<-ch).ID(), frame.ID(`"mcp-stdio/x/1"`))
-	is.True(!w.deliver(frame.MustParse(`{"id":"mcp-stdio/x/1","result":{}}`))) // only once
-	w.add("2")
-	w.remove("2")
-	is.True(!w.deliver(frame.MustParse(`{"id":2,"result":{}}`)))
-}
-
 func TestErrorFor(t *testing.T) {
 	is := is.New(t)
 	req := frame.MustParse(`{"jsonrpc":"2.0","id":"r","method":"tools/call"}`)

@@ -2,10 +2,8 @@ package mw
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -80,7 +78,7 @@ func PaginationMerge(o PaginationOptions) Middleware {
 			next:     next,
 			maxPages: o.MaxPages,
 			log:      loggerOrDiscard(o.Logger),
-			merging:  make(map[frame.ID]frame.ID),
+			pages:    NewRemap("page"),
 		}
 		return Duplex{
 			ToServer: HandlerFunc(p.toServer),
@@ -93,13 +91,7 @@ type pager struct {
 	next     Duplex
 	maxPages int
 	log      *slog.Logger
-	ids      IDMinter
-	pages    waiters
-
-	mu sync.Mutex
-	// merging maps the id of each client request being merged to the id of
-	// its page request in flight.
-	merging map[frame.ID]frame.ID
+	pages    *Remap // page requests, on behalf of the client's list request
 }
 
 func (p *pager) toServer(ctx context.Context, m frame.Message) error {
@@ -109,15 +101,13 @@ func (p *pager) toServer(ctx context.Context, m frame.Message) error {
 			return p.merge(ctx, m, key)
 		}
 	case frame.Notification:
-		if m.Method() == cancelMethod {
-			m = p.retargetCancel(m)
-		}
+		m = p.pages.RetargetCancel(m)
 	}
 	return p.next.ToServer.Handle(ctx, m)
 }
 
 func (p *pager) toClient(ctx context.Context, m frame.Message) error {
-	if p.pages.deliver(m) {
+	if p.pages.Capture(m) {
 		return nil
 	}
 	return p.next.ToClient.Handle(ctx, m)
@@ -133,43 +123,10 @@ func mergeable(m frame.Message) bool {
 	return params.IsObject() && !params.Get("cursor").Exists()
 }
 
-// retargetCancel points a cancel for a request being merged at the page
-// request in flight.
-func (p *pager) retargetCancel(m frame.Message) frame.Message {
-	id, ok := cancelledRequestID(m)
-	if !ok {
-		return m
-	}
-	p.mu.Lock()
-	page, ok := p.merging[id]
-	p.mu.Unlock()
-	if !ok {
-		return m
-	}
-	out, err := m.Set("params.requestId", page.Raw())
-	if err != nil {
-		return m
-	}
-	return out
-}
-
-func (p *pager) setInFlight(client, page frame.ID) {
-	p.mu.Lock()
-	p.merging[client] = page
-	p.mu.Unlock()
-}
-
-func (p *pager) done(client frame.ID) {
-	p.mu.Lock()
-	delete(p.merging, client)
-	p.mu.Unlock()
-}
-
 // merge fetches every page of the list req asks for and answers req with
 // the merged list.
 func (p *pager) merge(ctx context.Context, req frame.Message, key string) error {
 	clientID := req.ID()
-	defer p.done(clientID)
 
 	var (
 		first  frame.Message // page 1's answer
@@ -236,28 +193,13 @@ func (p *pager) merge(ctx context.Context, req frame.Message, key string) error 
 
 // fetch sends one page request and returns its answer.
 func (p *pager) fetch(ctx context.Context, req frame.Message, clientID frame.ID, cursor gjson.Result) (frame.Message, error) {
-	id := p.ids.Mint("page")
-	m, err := req.WithID(id)
-	if err == nil && cursor.Exists() {
-		m, err = m.Set("params.cursor", []byte(cursor.Raw))
+	if cursor.Exists() {
+		var err error
+		if req, err = req.Set("params.cursor", []byte(cursor.Raw)); err != nil {
+			return frame.Message{}, err
+		}
 	}
-	if err != nil {
-		return frame.Message{}, err
-	}
-	answer := p.pages.add(id)
-	defer p.pages.remove(id)
-	p.setInFlight(clientID, id)
-	if err := p.next.ToServer.Handle(ctx, m); err != nil {
-		return frame.Message{}, err
-	}
-	select {
-	case resp := <-answer:
-		return resp, nil
-	default:
-		// The inner chain reported the request delivered but handed back
-		// no answer.
-		return frame.Message{}, fmt.Errorf("mw: list page %s: %w", id, frame.ErrStreamEnded)
-	}
+	return p.pages.Call(ctx, p.next.ToServer, req, clientID)
 }
 
 // merged builds the client's answer: page 1 under the client's id, without

@@ -22,6 +22,10 @@ type SessionOptions struct {
 	// Transport opens the server's standalone GET stream and ends the
 	// session with DELETE. nil means neither happens.
 	Transport StreamTransport
+	// Conn receives the handshake: the client's initialize and the
+	// server's result, each time a session is (re-)established. nil means
+	// a Conn of the stage's own (see [Session.Conn]).
+	Conn *Conn
 	// ListenBackoff is the wait before reconnecting the GET stream after
 	// its attempt-th consecutive end (attempt counts from 1). nil means
 	// exponential from 1s, capped at 30s.
@@ -84,8 +88,8 @@ type Session struct {
 	sleep         func(ctx context.Context, d time.Duration) error
 	log           *slog.Logger
 
-	ids     IDMinter
-	replays waiters // answers to the replayed initialize
+	conn    *Conn
+	replays *Remap // the replayed initialize
 
 	// life is cancelled by Close; every goroutine the session starts ends
 	// with it and is counted in wg.
@@ -98,10 +102,9 @@ type Session struct {
 	next Duplex // set once by Middleware, before the pipeline runs
 
 	mu sync.Mutex
-	// The client's handshake, as the client sent it.
-	initialize  frame.Message
+	// The client's notifications/initialized, as the client sent it (its
+	// initialize is the Conn's).
 	initialized frame.Message
-	hasInit     bool
 	hasInited   bool
 	// pendingInit holds the client's initialize requests awaiting an
 	// answer, by id.
@@ -137,11 +140,16 @@ type listener struct {
 // NewSession returns a Session with no session yet.
 func NewSession(o SessionOptions) *Session {
 	s := &Session{
+		conn:          o.Conn,
+		replays:       NewRemap("session"),
 		transport:     o.Transport,
 		listenBackoff: o.ListenBackoff,
 		sleep:         o.Sleep,
 		log:           loggerOrDiscard(o.Logger),
 		pendingInit:   make(map[frame.ID]frame.Message),
+	}
+	if s.conn == nil {
+		s.conn = NewConn(EraSession)
 	}
 	if s.listenBackoff == nil {
 		s.listenBackoff = defaultListenBackoff
@@ -149,7 +157,9 @@ func NewSession(o SessionOptions) *Session {
 	if s.sleep == nil {
 		s.sleep = frame.Sleep
 	}
-	s.life, s.stop = context.WithCancel(context.Background())
+	// The stage's own goroutines (the GET stream) deliver under life, so
+	// what they hand the client carries the Conn too.
+	s.life, s.stop = context.WithCancel(WithConn(context.Background(), s.conn))
 	return s
 }
 
@@ -172,6 +182,9 @@ func (s *Session) Middleware() Middleware {
 		}
 	}
 }
+
+// Conn returns the connection state the stage records the handshake in.
+func (s *Session) Conn() *Conn { return s.conn }
 
 // ID returns the current session id, "" if there is none.
 func (s *Session) ID() string {
@@ -209,7 +222,7 @@ func (s *Session) Close(ctx context.Context) error {
 }
 
 func (s *Session) toClient(ctx context.Context, m frame.Message) error {
-	if s.replays.deliver(m) {
+	if s.replays.Capture(m) {
 		return nil
 	}
 	if m.Kind().IsResponse() {
@@ -217,7 +230,7 @@ func (s *Session) toClient(ctx context.Context, m frame.Message) error {
 		if init, ok := s.pendingInit[m.ID()]; ok {
 			delete(s.pendingInit, m.ID())
 			if m.Kind() == frame.Result {
-				s.initialize, s.hasInit = init, true
+				s.conn.Initialized(init, m)
 				s.sid = m.Header().Get(frame.HeaderSessionID)
 				s.version = m.Get("result.protocolVersion").String()
 				s.lost = false
@@ -381,7 +394,8 @@ func (s *Session) startLocked(ctx context.Context) (*reestablish, error) {
 	if s.closed {
 		return nil, frame.ErrClosed
 	}
-	if !s.hasInit {
+	init, ok := s.conn.ClientInitialize()
+	if !ok {
 		// Unreachable: a session only exists after an initialize.
 		return nil, fmt.Errorf("%w: no initialize to replay", frame.ErrSessionLost)
 	}
@@ -389,7 +403,7 @@ func (s *Session) startLocked(ctx context.Context) (*reestablish, error) {
 	s.attempts++
 	s.last, s.running = r, r
 	s.stopStreamLocked()
-	init, inited, hasInited := s.initialize, s.initialized, s.hasInited
+	inited, hasInited := s.initialized, s.hasInited
 	next := s.next.ToServer
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(s.life, cancel)
@@ -422,21 +436,9 @@ func (s *Session) startLocked(ctx context.Context) (*reestablish, error) {
 // initialized under the new session, and returns the new session id and
 // protocol version.
 func (s *Session) handshake(ctx context.Context, next Handler, init, inited frame.Message, hasInited bool) (string, string, error) {
-	id := s.ids.Mint("session")
-	m, err := init.WithID(id)
+	resp, err := s.replays.Call(ctx, next, withoutSessionHeaders(init), "")
 	if err != nil {
-		return "", "", err
-	}
-	answer := s.replays.add(id)
-	defer s.replays.remove(id)
-	if err := next.Handle(ctx, withoutSessionHeaders(m)); err != nil {
 		return "", "", fmt.Errorf("initialize: %w", err)
-	}
-	var resp frame.Message
-	select {
-	case resp = <-answer:
-	default:
-		return "", "", fmt.Errorf("initialize: %w", frame.ErrStreamEnded)
 	}
 	if resp.Kind() != frame.Result {
 		return "", "", fmt.Errorf("initialize answered with an error: %s", resp.Get("error.message").String())
@@ -451,6 +453,7 @@ func (s *Session) handshake(ctx context.Context, next Handler, init, inited fram
 			return "", "", fmt.Errorf("initialized: %w", err)
 		}
 	}
+	s.conn.Initialized(init, resp)
 	return sid, version, nil
 }
 

@@ -197,6 +197,11 @@ func TestSessionStampsHeaders(t *testing.T) {
 	clientHandshake(t, toServer)
 	is.Equal(s.ID(), "s1")
 	is.Equal(s.ProtocolVersion(), "2025-06-18")
+	init, ok := s.Conn().ClientInitialize() // the handshake is the connection's
+	is.True(ok)
+	is.Equal(init.String(), clientInit)
+	is.Equal(s.Conn().ProtocolVersion(), "2025-06-18")
+	is.Equal(s.Conn().Era(), EraSession)
 	is.NoErr(toServer.Handle(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`)))
 	is.NoErr(toServer.Handle(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)))
 
@@ -280,6 +285,9 @@ func TestSessionRecoversFrom404(t *testing.T) {
 	is.Equal(sent[4].Header().Get("MCP-Protocol-Version"), "2025-06-18")
 	is.Equal(sent[5].String(), call)
 	is.Equal(s.ID(), "s2")
+	init, ok := s.Conn().ClientInitialize()
+	is.True(ok)
+	is.Equal(init.String(), clientInit) // still the client's own, not the replay
 
 	var ids []string
 	for _, m := range client.all() {

@@ -1,0 +1,133 @@
+package mw
+
+import (
+	"context"
+	"sync"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// Era is the protocol era a connection speaks.
+type Era uint8
+
+const (
+	// EraUnknown means the era is not known yet.
+	EraUnknown Era = iota
+	// EraSession is the session era: MCP 2025-03-26 to 2025-11-25 over
+	// Streamable HTTP, and 2024-11-05 over HTTP+SSE. A client opens a
+	// session with initialize; the server may send requests of its own.
+	EraSession
+	// EraStateless is MCP 2026-07-28: no handshake and no session, _meta
+	// on every request.
+	EraStateless
+)
+
+// String returns "session era", "2026-07-28" or "unknown".
+func (e Era) String() string {
+	switch e {
+	case EraSession:
+		return "session era"
+	case EraStateless:
+		return "2026-07-28"
+	}
+	return "unknown"
+}
+
+// Conn is what the stages of one connection know about it: the era it
+// speaks, the protocol version in use, the client's initialize and the
+// server's answer to it, and who the client is. A connection is the relay
+// process as a whole (one client, one server) or one session of serve.
+//
+// The pipeline creates the Conn and puts it in the context of every
+// message it hands its chain ([WithConn]), so any stage can read it with
+// [ConnOf]; the stages that learn its facts (the session stages) are given
+// it when they are built. A Conn is safe for concurrent use.
+type Conn struct {
+	mu         sync.Mutex
+	era        Era
+	version    string
+	clientInit frame.Message
+	serverInit frame.Message
+	principal  string
+}
+
+// NewConn returns the state of a connection in era e.
+func NewConn(e Era) *Conn { return &Conn{era: e} }
+
+// Era returns the era the connection speaks.
+func (c *Conn) Era() Era {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.era
+}
+
+// SetEra records the era the connection speaks.
+func (c *Conn) SetEra(e Era) {
+	c.mu.Lock()
+	c.era = e
+	c.mu.Unlock()
+}
+
+// ProtocolVersion returns the protocol version in use: the one the
+// server's initialize result named, "" before it answered.
+func (c *Conn) ProtocolVersion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
+}
+
+// Initialized records a completed handshake: the client's initialize
+// request, byte for byte as it was sent, and the server's result message.
+// The protocol version becomes the result's protocolVersion.
+func (c *Conn) Initialized(request, result frame.Message) {
+	version := result.Get("result.protocolVersion").String()
+	c.mu.Lock()
+	c.clientInit, c.serverInit, c.version = request, result, version
+	c.mu.Unlock()
+}
+
+// ClientInitialize returns the client's initialize request of the last
+// completed handshake (its clientInfo, capabilities, …), and whether there
+// was one.
+func (c *Conn) ClientInitialize() (frame.Message, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clientInit, c.clientInit.Len() > 0
+}
+
+// ServerInitialize returns the server's answer to that initialize (a
+// result message: serverInfo, capabilities, protocolVersion, …), and
+// whether there was one.
+func (c *Conn) ServerInitialize() (frame.Message, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.serverInit, c.serverInit.Len() > 0
+}
+
+// Principal returns who the client is, as the authentication in front
+// established it ("" when nothing did).
+func (c *Conn) Principal() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.principal
+}
+
+// SetPrincipal records who the client is.
+func (c *Conn) SetPrincipal(p string) {
+	c.mu.Lock()
+	c.principal = p
+	c.mu.Unlock()
+}
+
+type connKey struct{}
+
+// WithConn returns ctx carrying c.
+func WithConn(ctx context.Context, c *Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// ConnOf returns the Conn ctx carries, or nil.
+func ConnOf(ctx context.Context) *Conn {
+	c, _ := ctx.Value(connKey{}).(*Conn)
+	return c
+}
