@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"strings"
 	"unsafe"
@@ -364,4 +365,24 @@ func (m Message) WithHeader(key, value string) Message {
 func (m Message) WithHeaders(h http.Header) Message {
 	m.hdr = h
 	return m
+}
+
+// Elements yields the messages m carries: m itself, or each element of a
+// batch in order, parsed as a Message (an element that is not a JSON-RPC
+// message has Kind [Invalid]; a nested array, Kind [Batch]). The elements
+// are copies; m is not changed.
+func (m Message) Elements() iter.Seq[Message] {
+	return func(yield func(Message) bool) {
+		if m.kind != Batch {
+			yield(m)
+			return
+		}
+		view(m.raw).ForEach(func(_, el gjson.Result) bool {
+			e, err := Parse([]byte(el.Raw))
+			if err != nil {
+				e = Message{}
+			}
+			return yield(e)
+		})
+	}
 }

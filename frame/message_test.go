@@ -169,3 +169,26 @@ func TestStatusErrorResponse(t *testing.T) {
 	_, ok = (&frame.StatusError{Code: 400, Body: []byte(`{"jsonrpc":"2.0","id":9,"error":{"code":1,"message":""}}`)}).Response("5")
 	is.True(!ok) // someone else's answer
 }
+
+func TestElements(t *testing.T) {
+	is := is.New(t)
+	var got []string
+	for el := range frame.MustParse(`[{"jsonrpc":"2.0","id":1,"method":"a"}, 7 ,{"jsonrpc":"2.0","method":"n"}]`).Elements() {
+		got = append(got, el.Kind().String()+" "+el.String())
+	}
+	is.Equal(got, []string{`request {"jsonrpc":"2.0","id":1,"method":"a"}`, "invalid 7", `notification {"jsonrpc":"2.0","method":"n"}`})
+
+	got = nil
+	single := frame.MustParse(`{"jsonrpc":"2.0","id":2,"result":{}}`)
+	for el := range single.Elements() {
+		got = append(got, el.String())
+	}
+	is.Equal(got, []string{single.String()}) // a single message is its own element
+
+	n := 0
+	for range frame.MustParse(`[1,2,3]`).Elements() {
+		n++
+		break
+	}
+	is.Equal(n, 1) // stopping early is fine
+}

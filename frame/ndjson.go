@@ -18,11 +18,15 @@ const DefaultMaxMessageSize = 64 << 20
 // ErrTooLarge means a message exceeded the configured size cap.
 var ErrTooLarge = errors.New("message too large")
 
+// ErrNotJSONRPC means a line or body is valid JSON but not a JSON-RPC
+// message (a message of Kind [Invalid]).
+var ErrNotJSONRPC = errors.New("not a JSON-RPC message")
+
 // LineError reports one bad line of newline-delimited JSON. The reader has
 // already skipped the line; the next Read continues with the line after it.
 type LineError struct {
 	Line int   // 1-based line number
-	Err  error // ErrSyntax or ErrTooLarge
+	Err  error // ErrSyntax or ErrTooLarge (from a Reader), or ErrNotJSONRPC
 	// ID is the line's top-level id when it could be recovered (an oversized
 	// request whose id precedes its bulk), else "". It lets the caller answer
 	// the request instead of leaving its sender waiting.
@@ -33,9 +37,10 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e
 func (e *LineError) Unwrap() error { return e.Err }
 
 // Code returns the JSON-RPC error code that answers the line:
-// [CodeParseError] for bad JSON, [CodeInvalidRequest] for an oversized line.
+// [CodeParseError] for bad JSON, [CodeInvalidRequest] for an oversized
+// line or one that is not a JSON-RPC message.
 func (e *LineError) Code() int {
-	if errors.Is(e.Err, ErrTooLarge) {
+	if errors.Is(e.Err, ErrTooLarge) || errors.Is(e.Err, ErrNotJSONRPC) {
 		return CodeInvalidRequest
 	}
 	return CodeParseError
@@ -106,6 +111,10 @@ func (r *Reader) Read() (Message, error) {
 		return m, nil
 	}
 }
+
+// Line returns the number of lines read so far, blank ones included: the
+// line number of the message Read returned last.
+func (r *Reader) Line() int { return r.line }
 
 // readLine returns the next line without its terminator, valid until the
 // next call. For an oversized line it returns only the first idProbe bytes

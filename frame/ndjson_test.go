@@ -150,3 +150,15 @@ func TestReaderLongLinesDoNotAlias(t *testing.T) {
 		is.True(got[3].String() == a)
 	}
 }
+
+func TestReaderLine(t *testing.T) {
+	is := is.New(t)
+	r := frame.NewReader(strings.NewReader("\n{\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n\n7\n"), 0)
+	_, err := r.Read()
+	is.NoErr(err)
+	is.Equal(r.Line(), 2) // blank lines count
+	m, err := r.Read()
+	is.NoErr(err)
+	is.Equal(m.Kind(), frame.Invalid)
+	is.Equal(r.Line(), 4)
+}

@@ -72,6 +72,9 @@ var (
 	ErrStreamEnded = errors.New("stream ended before the response")
 	// ErrClosed means the gateway is shutting down.
 	ErrClosed = errors.New("gateway closed")
+	// ErrCancelled means the client cancelled the request: it was not
+	// delivered, or its answer is no longer wanted. No answer is due.
+	ErrCancelled = errors.New("request cancelled by the client")
 )
 
 // Sent reports whether err leaves open that the request reached the peer.

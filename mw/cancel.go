@@ -50,11 +50,12 @@ type CancelOptions struct {
 //   - A request runs the inner chain under a child context registered as
 //     in flight for the request's raw id. When the client cancels that id
 //     the context is cancelled (the transport aborts the POST) and Handle
-//     returns nil whatever the inner chain returned: the client asked us to
-//     forget the request, so neither a response nor a gateway error goes
-//     out. A request whose id is already recorded as cancelled (the cancel
+//     returns [frame.ErrCancelled] whatever the inner chain returned: the
+//     client asked us to forget the request, so neither a response nor a
+//     gateway error is due (the edge answers nothing; see [ErrorFor]). A
+//     request whose id is already recorded as cancelled (the cancel
 //     overtook it, or the client reused a cancelled id, which MCP forbids)
-//     is not sent at all and Handle returns nil.
+//     is not sent at all, and Handle returns frame.ErrCancelled too.
 //   - A notifications/cancelled (method at the top level, params an object)
 //     records params.requestId — its raw token, a number or a string, so 1
 //     and "1" differ and 0 counts; null never counts — for the TTL, aborts
@@ -93,10 +94,6 @@ func newCancelFilter(o CancelOptions, next Duplex) *cancelFilter {
 		inflight: make(map[frame.ID][]*inflightRequest),
 	}
 }
-
-// errClientCancelled is the cancellation cause of a request the client
-// cancelled.
-var errClientCancelled = errors.New("mw: request cancelled by the client")
 
 type cancelFilter struct {
 	next Duplex
@@ -140,7 +137,7 @@ func (f *cancelFilter) toServer(ctx context.Context, m frame.Message) error {
 				running := f.record(id)
 				err := f.next.ToServer.Handle(ctx, m)
 				for _, r := range running {
-					r.cancel(errClientCancelled)
+					r.cancel(frame.ErrCancelled)
 				}
 				return err
 			}
@@ -161,7 +158,7 @@ func (f *cancelFilter) request(ctx context.Context, m frame.Message) error {
 		// The cancel overtook its request (they are handled concurrently),
 		// or the client reused an id it cancelled, which MCP forbids.
 		f.log.Debug("not sending a request the client already cancelled", "id", id.String())
-		return nil
+		return frame.ErrCancelled
 	}
 	f.inflight[id] = append(f.inflight[id], r)
 	f.mu.Unlock()
@@ -173,8 +170,8 @@ func (f *cancelFilter) request(ctx context.Context, m frame.Message) error {
 	}()
 
 	err := f.next.ToServer.Handle(ctx, m)
-	if errors.Is(context.Cause(ctx), errClientCancelled) {
-		return nil
+	if errors.Is(context.Cause(ctx), frame.ErrCancelled) {
+		return frame.ErrCancelled
 	}
 	return err
 }

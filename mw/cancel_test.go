@@ -234,7 +234,7 @@ func TestCancelFilterAbortsInFlightRequest(t *testing.T) {
 	}()
 	<-entered
 	is.NoErr(d.ToServer.Handle(ctx, cancelFor("0")))
-	is.NoErr(<-done)                                               // the cancelled request yields no error to answer
+	is.True(errors.Is(<-done, frame.ErrCancelled))                 // no answer is due for the cancelled request
 	is.True(errors.Is(observed, context.Canceled))                 // the inner chain saw its context cancelled
 	is.Equal(forwarded.lines(), []string{cancelFor("0").String()}) // and the cancel went upstream
 
@@ -264,7 +264,8 @@ func TestCancelFilterCancelBeforeRequest(t *testing.T) {
 	ctx := t.Context()
 	h := newCancelHarness()
 	is.NoErr(h.d.ToServer.Handle(ctx, cancelFor("4")))
-	is.NoErr(h.d.ToServer.Handle(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}`)))
+	err := h.d.ToServer.Handle(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}`))
+	is.True(errors.Is(err, frame.ErrCancelled))                   // no answer is due
 	is.Equal(h.server.lines(), []string{cancelFor("4").String()}) // the overtaken request is never sent
 }
 

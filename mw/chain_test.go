@@ -3,6 +3,7 @@ package mw
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -115,4 +116,5 @@ func TestErrorFor(t *testing.T) {
 	for _, c := range cases {
 		is.Equal(ErrorFor(req, c.err).String(), c.want)
 	}
+	is.Equal(ErrorFor(req, fmt.Errorf("x: %w", frame.ErrCancelled)).Len(), 0) // a cancelled request gets no answer
 }

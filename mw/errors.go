@@ -12,6 +12,8 @@ import (
 // delivering it failed with err. It is what the edge of a pipeline sends
 // when Handle returns an error, so that the client never waits forever:
 //
+//   - a request the client cancelled ([frame.ErrCancelled]) gets no answer:
+//     the zero Message;
 //   - a [frame.StatusError] whose body is the server's own JSON-RPC error for
 //     the request is passed on as the server wrote it;
 //   - any other status becomes -32000 "HTTP <code>";
@@ -22,6 +24,8 @@ func ErrorFor(req frame.Message, err error) frame.Message {
 	id := req.ID()
 	var st *frame.StatusError
 	switch {
+	case errors.Is(err, frame.ErrCancelled):
+		return frame.Message{}
 	case errors.As(err, &st):
 		if m, ok := st.Response(id); ok {
 			return m

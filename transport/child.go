@@ -80,7 +80,7 @@ type Child struct {
 	log      *slog.Logger
 	cmd      *exec.Cmd
 	stdin    *os.File
-	w        *frame.Writer
+	stdio    *Stdio // over the child's stdout and stdin
 	toClient Sink
 
 	ctx    context.Context // ends when the child has exited and been drained
@@ -165,13 +165,17 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 
 	c.cmd = cmd
 	c.stdin = stdinW
-	c.w = frame.NewWriter(stdinW)
+	c.stdio = NewStdio(stdoutR, stdinW, StdioConfig{
+		MaxMessageSize: cfg.MaxMessageSize,
+		BadLine:        c.badLine,
+		Logger:         c.log,
+	})
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.log.Debug("server process started", "pid", cmd.Process.Pid, "command", cfg.Command[0])
 
 	stdoutDone := make(chan struct{})
 	stderrDone := make(chan struct{})
-	go c.readStdout(stdoutR, stdoutDone)
+	go c.readStdout(stdoutDone)
 	go c.readStderr(stderrR, stderrDone)
 	go c.wait(stdoutR, stderrR, stdoutDone, stderrDone)
 	return c, nil
@@ -195,7 +199,7 @@ func (c *Child) Handle(ctx context.Context, m frame.Message) error {
 		return &frame.SendError{Sent: false, Err: ErrChildExited}
 	default:
 	}
-	if err := c.w.Write(m); err != nil {
+	if err := c.stdio.Handle(ctx, m); err != nil {
 		select {
 		case <-c.exited:
 			return &frame.SendError{Sent: true, Err: ErrChildExited}
@@ -293,32 +297,24 @@ func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct
 	close(c.done)
 }
 
-// readStdout hands each line of the child's stdout to toClient.
-func (c *Child) readStdout(stdout io.Reader, done chan struct{}) {
+// readStdout hands each message the child writes to toClient, in order.
+func (c *Child) readStdout(done chan struct{}) {
 	defer close(done)
-	r := frame.NewReader(stdout, c.cfg.MaxMessageSize)
-	for {
-		m, err := r.Read()
-		if err != nil {
-			var le *frame.LineError
-			if !errors.As(err, &le) {
-				if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
-					c.log.Debug("reading server stdout", "err", err)
-				}
-				return
-			}
-			c.log.Warn("server process wrote an unusable line to stdout", "line", le.Line, "err", le.Err)
-			if le.ID.IsZero() {
-				continue
-			}
-			// Most likely an oversized response: answer the request so its
-			// client does not wait forever. If the id was the server's own
-			// request instead, nobody waits for it and it is dropped.
-			m = frame.ErrorResponse(le.ID, frame.CodeInternalError, "the server's message exceeded the gateway's size limit")
-		}
-		if err := c.toClient.Handle(c.ctx, m); err != nil {
-			c.log.Debug("dropped a message from the server process", "err", err)
-		}
+	_ = c.stdio.Serve(c.ctx, c.toClient) // ends at EOF, or at the drain deadline
+}
+
+// badLine deals with a line of the child's stdout that is not a usable
+// message: most likely an oversized response, whose request is answered
+// with an error so its client does not wait forever. Without an id to
+// answer (or when the id was the server's own request, which nobody waits
+// for) the line is dropped.
+func (c *Child) badLine(ctx context.Context, le *frame.LineError) {
+	if le.ID.IsZero() || !errors.Is(le.Err, frame.ErrTooLarge) {
+		return
+	}
+	m := frame.ErrorResponse(le.ID, frame.CodeInternalError, "the server's message exceeded the gateway's size limit")
+	if err := c.toClient.Handle(ctx, m); err != nil {
+		c.log.Debug("dropped a message from the server process", "err", err)
 	}
 }
 

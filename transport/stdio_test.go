@@ -1,0 +1,205 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// lockedBuffer is the writer side of a Stdio under test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Split(strings.TrimSuffix(l.b.String(), "\n"), "\n")
+}
+
+// handled records what a Stdio hands over, in order.
+type handled struct {
+	mu   sync.Mutex
+	msgs []string
+	h    func(ctx context.Context, m frame.Message) error
+}
+
+func (r *handled) Handle(ctx context.Context, m frame.Message) error {
+	r.mu.Lock()
+	r.msgs = append(r.msgs, m.String())
+	r.mu.Unlock()
+	if r.h != nil {
+		return r.h(ctx, m)
+	}
+	return nil
+}
+
+func (r *handled) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.msgs...)
+}
+
+// Lines that are not usable messages are answered on the writer by
+// default, and reading goes on.
+func TestStdioAnswersBadLines(t *testing.T) {
+	is := is.New(t)
+	in := "\n" +
+		"not json\n" +
+		`{"hello":"world"}` + "\n" +
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"text":"` + strings.Repeat("x", 200) + `"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\r\n"
+	var out lockedBuffer
+	h := &handled{}
+	s := NewStdio(strings.NewReader(in), &out, StdioConfig{MaxMessageSize: 100, MaxInFlight: 4})
+	is.NoErr(s.Serve(t.Context(), h))
+	is.Equal(h.all(), []string{`{"jsonrpc":"2.0","id":1,"method":"ping"}`}) // only the usable message
+	is.Equal(out.lines(), []string{
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: invalid JSON"}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: not a JSON-RPC message"}}`,
+		`{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"message too large (limit 100 bytes)"}}`,
+	})
+}
+
+// A BadLine hook replaces the default answer; JSON that is not JSON-RPC
+// reaches it as frame.ErrNotJSONRPC.
+func TestStdioBadLineHook(t *testing.T) {
+	is := is.New(t)
+	var out lockedBuffer
+	var bad []string
+	s := NewStdio(strings.NewReader("[1\n7\n"), &out, StdioConfig{BadLine: func(_ context.Context, le *frame.LineError) {
+		bad = append(bad, le.Error())
+	}})
+	is.NoErr(s.Serve(t.Context(), &handled{}))
+	is.Equal(bad, []string{"line 1: invalid JSON", "line 2: not a JSON-RPC message"})
+	is.Equal(out.lines(), []string{""}) // nothing written
+}
+
+// A request whose handler fails is answered through Failed; a batch gets
+// one batch of answers; a zero answer means none; a failed notification is
+// not answered.
+func TestStdioAnswersFailedRequests(t *testing.T) {
+	is := is.New(t)
+	in := `{"jsonrpc":"2.0","id":1,"method":"a"}` + "\n" +
+		`{"jsonrpc":"2.0","method":"n"}` + "\n" +
+		`[{"jsonrpc":"2.0","id":2,"method":"b"},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":"x","method":"cancelled"}]` + "\n" +
+		`{"jsonrpc":"2.0","id":3,"method":"cancelled"}` + "\n"
+	boom := errors.New("boom")
+	var out lockedBuffer
+	s := NewStdio(strings.NewReader(in), &out, StdioConfig{
+		MaxInFlight: 1, // one at a time: the answers come in input order
+		Failed: func(req frame.Message, err error) frame.Message {
+			if req.Method() == "cancelled" {
+				return frame.Message{}
+			}
+			return frame.ErrorResponse(req.ID(), -1, err.Error())
+		},
+	})
+	is.NoErr(s.Serve(t.Context(), &handled{h: func(context.Context, frame.Message) error { return boom }}))
+	is.Equal(out.lines(), []string{
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"boom"}}`,
+		`[{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"boom"}}]`,
+	})
+}
+
+// Without MaxInFlight, every message is handed over in order, each once
+// the one before it was handled.
+func TestStdioOrdered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		in := `{"jsonrpc":"2.0","id":1,"method":"slow"}` + "\n" +
+			`{"jsonrpc":"2.0","method":"n"}` + "\n" +
+			`{"jsonrpc":"2.0","id":2,"result":{}}` + "\n"
+		h := &handled{h: func(_ context.Context, m frame.Message) error {
+			if m.Method() == "slow" {
+				time.Sleep(time.Second)
+			}
+			return nil
+		}}
+		s := NewStdio(strings.NewReader(in), &lockedBuffer{}, StdioConfig{})
+		is.NoErr(s.Serve(t.Context(), h))
+		is.Equal(len(h.all()), 3)
+		is.Equal(h.all()[1], `{"jsonrpc":"2.0","method":"n"}`) // after the slow request
+	})
+}
+
+// With MaxInFlight, requests run side by side, and each waits for the
+// notifications read before it.
+func TestStdioRequestsRunSideBySide(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		in := `{"jsonrpc":"2.0","method":"first"}` + "\n" +
+			`{"jsonrpc":"2.0","id":1,"method":"slow"}` + "\n" +
+			`{"jsonrpc":"2.0","id":2,"method":"quick"}` + "\n"
+		var mu sync.Mutex
+		var done []string
+		h := &handled{h: func(_ context.Context, m frame.Message) error {
+			switch m.Method() {
+			case "first":
+				time.Sleep(time.Second) // the requests wait for it
+			case "slow":
+				time.Sleep(time.Minute)
+			}
+			mu.Lock()
+			done = append(done, m.Method())
+			mu.Unlock()
+			return nil
+		}}
+		start := time.Now()
+		s := NewStdio(strings.NewReader(in), &lockedBuffer{}, StdioConfig{MaxInFlight: 8, DrainTimeout: time.Hour})
+		is.NoErr(s.Serve(t.Context(), h))
+		is.Equal(done, []string{"first", "quick", "slow"}) // quick did not wait for slow
+		is.Equal(time.Since(start), time.Minute+time.Second)
+	})
+}
+
+// Once the input ends, what is in flight gets DrainTimeout; then its
+// context is cancelled with frame.ErrClosed, and the request is answered
+// with that error.
+func TestStdioDrainTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		var out lockedBuffer
+		var cause error
+		h := &handled{h: func(ctx context.Context, _ frame.Message) error {
+			<-ctx.Done()
+			cause = context.Cause(ctx)
+			return ctx.Err()
+		}}
+		s := NewStdio(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"stuck"}`+"\n"), &out,
+			StdioConfig{MaxInFlight: 8, DrainTimeout: 5 * time.Second})
+		start := time.Now()
+		is.NoErr(s.Serve(t.Context(), h))
+		is.Equal(time.Since(start), 5*time.Second)
+		is.True(errors.Is(cause, frame.ErrClosed))
+		is.Equal(out.lines(), []string{`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"gateway closed"}}`})
+	})
+}
+
+// Handle writes one line per message.
+func TestStdioHandleWritesLines(t *testing.T) {
+	is := is.New(t)
+	var out lockedBuffer
+	s := NewStdio(nil, &out, StdioConfig{})
+	is.NoErr(s.Handle(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","method":"a"}`)))
+	is.NoErr(s.Handle(t.Context(), frame.MustParse("{\n\"jsonrpc\":\"2.0\",\"method\":\"b\"}")))
+	is.True(s.Handle(t.Context(), frame.Message{}) != nil) // no bytes: refused
+	is.Equal(out.lines(), []string{`{"jsonrpc":"2.0","method":"a"}`, `{"jsonrpc":"2.0","method":"b"}`})
+	is.NoErr(s.Serve(t.Context(), &handled{})) // no input: nothing to serve
+}
