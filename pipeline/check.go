@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"sync"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
-	"github.com/mcp-stdio/mcp-stdio/transport"
+	"github.com/mcp-stdio/mcp-stdio/mw"
 )
 
 // CheckResult is what a connectivity check learned from the server.
@@ -28,52 +27,38 @@ type CheckResult struct {
 // checkVersion is the protocol version the check asks for.
 const checkVersion = "2025-11-25"
 
-// Check sends one initialize to the server cfg names, over the transport cfg
-// chooses (auto falls back to HTTP+SSE as the relay does), reports what the
-// server said on w, and ends the session it opened. It never prints a
-// response body of a failed request: servers echo credentials in error
-// pages. It returns an error when the server could not be reached or did not
-// answer initialize with a result.
+// checkInitialize is the check's initialize request.
+var checkInitialize = frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + checkVersion +
+	`","capabilities":{},"clientInfo":{"name":"mcp-stdio","version":"check"}}}`)
+
+// Check sends one initialize to the server cfg names through the relay's
+// own chain and transport (auto falls back to HTTP+SSE as the relay does;
+// retry and re-authorisation apply as they would), reports what the server
+// said on w, and ends the session it opened. It never prints a response
+// body of a failed request: servers echo credentials in error pages. It
+// returns an error when the server could not be reached or did not answer
+// initialize with a result.
 func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, error) {
 	cfg.defaults()
 	var res CheckResult
-	var mu sync.Mutex
-	var answer frame.Message
-	var answerHdr http.Header
-	sink := transport.SinkFunc(func(_ context.Context, m frame.Message) error {
-		if m.ID() == "1" && m.Kind().IsResponse() {
-			mu.Lock()
-			answer, answerHdr = m, m.Header()
-			mu.Unlock()
-		}
-		return nil
-	})
-	if cfg.URL == "" {
-		return res, errors.New("check: no server URL")
-	}
-	wired, err := buildTransport(cfg, sink)
+	answer := &checkAnswer{}
+	r, err := newRelay(cfg, answer)
 	if err != nil {
 		return res, err
 	}
-	wire, runner := wired.wire, wired.runner
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	runErr := make(chan error, 1)
-	if runner != nil {
-		wg.Go(func() { runErr <- runner(runCtx) })
-	}
-	defer func() { stop(); wg.Wait() }()
-
-	init := frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + checkVersion +
-		`","capabilities":{},"clientInfo":{"name":"mcp-stdio","version":"check"}}}`)
-	sendErr := wire.Handle(runCtx, init)
+	ctx = mw.WithConn(ctx, r.conn)
+	sendCtx, stopSending := context.WithCancel(ctx)
+	defer stopSending()
+	r.start(ctx, stopSending)
+	sendErr := r.chain.ToServer.Handle(sendCtx, checkInitialize)
 	select {
-	case err := <-runErr:
-		if sendErr == nil && err != nil {
-			sendErr = err
+	case <-r.runDone: // the background work failed first (no HTTP+SSE endpoint)
+		if r.runErr != nil {
+			sendErr = r.runErr
 		}
 	default:
 	}
+	defer r.stop(ctx)
 	if sendErr != nil {
 		var st *frame.StatusError
 		if errors.As(sendErr, &st) {
@@ -83,9 +68,7 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 		fmt.Fprintf(w, "✗ %v\n", sendErr)
 		return res, sendErr
 	}
-	mu.Lock()
-	m, hdr := answer, answerHdr
-	mu.Unlock()
+	m := answer.get()
 	switch m.Kind() {
 	case frame.Result:
 	case frame.Error:
@@ -103,7 +86,7 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 		Tools:           m.Get("result.capabilities.tools").Exists(),
 		Resources:       m.Get("result.capabilities.resources").Exists(),
 		Prompts:         m.Get("result.capabilities.prompts").Exists(),
-		SessionID:       hdr.Get(frame.HeaderSessionID),
+		SessionID:       r.session.ID(),
 		Transport:       cfg.Transport,
 	}
 	yes := map[bool]string{true: "yes", false: "no"}
@@ -113,14 +96,30 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 	fmt.Fprintf(w, "  tools:     %s\n  resources: %s\n  prompts:   %s\n", yes[res.Tools], yes[res.Resources], yes[res.Prompts])
 	if res.SessionID != "" {
 		fmt.Fprintf(w, "  session:   %s\n", oneLineText(res.SessionID))
-		if wired.streams != nil {
-			h := http.Header{}
-			h.Set(frame.HeaderSessionID, res.SessionID)
-			h.Set(frame.HeaderProtocolVersion, res.ProtocolVersion)
-			_ = wired.streams.EndSession(ctx, h)
-		}
 	}
 	return res, nil
+}
+
+// checkAnswer is the client side of the check's chain: it keeps the
+// answer to the check's initialize and drops everything else.
+type checkAnswer struct {
+	mu sync.Mutex
+	m  frame.Message
+}
+
+func (a *checkAnswer) Handle(_ context.Context, m frame.Message) error {
+	if m.Kind().IsResponse() && m.ID() == checkInitialize.ID() {
+		a.mu.Lock()
+		a.m = m
+		a.mu.Unlock()
+	}
+	return nil
+}
+
+func (a *checkAnswer) get() frame.Message {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.m
 }
 
 // oneLineText makes a server-supplied string safe to print on one line of a

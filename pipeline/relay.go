@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
@@ -120,19 +119,26 @@ func (c *RelayConfig) defaults() {
 // goroutine of its own left. Any other in (an io.Pipe, a terminal) stays
 // blocked in Read until the caller closes it.
 func Relay(ctx context.Context, cfg RelayConfig, in io.Reader, out io.Writer) error {
-	r, err := newRelay(cfg, in, out)
+	cfg.defaults()
+	stdio := transport.NewStdio(in, out, transport.StdioConfig{
+		MaxMessageSize: cfg.MaxMessageSize,
+		MaxInFlight:    cfg.MaxInFlight,
+		DrainTimeout:   cfg.DrainTimeout,
+		Failed:         mw.ErrorFor,
+		Logger:         cfg.Logger,
+	})
+	r, err := newRelay(cfg, stdio)
 	if err != nil {
 		return err
 	}
-	return r.run(ctx)
+	return r.run(ctx, stdio)
 }
 
-// relay is one running relay pipeline: the client's stdio transport, the
-// chain of stages, the server's HTTP transport.
+// relay is one relay pipeline: the chain of stages in front of the
+// server's HTTP transport.
 type relay struct {
 	cfg     RelayConfig
 	log     *slog.Logger
-	stdio   *transport.Stdio
 	conn    *mw.Conn
 	session *mw.Session
 	chain   mw.Duplex
@@ -141,21 +147,20 @@ type relay struct {
 	runner func(context.Context) error
 	// built is the HTTP client the relay made for itself, or nil.
 	built *http.Client
+	// Set by start: stopRunner stops the background work, runDone is
+	// closed when it has ended, and runErr is what it failed with.
+	stopRunner context.CancelFunc
+	runDone    chan struct{}
+	runErr     error
 }
 
-func newRelay(cfg RelayConfig, in io.Reader, out io.Writer) (*relay, error) {
-	cfg.defaults()
+// newRelay builds the chain between client, where it delivers what the
+// server sends, and the server cfg names. cfg has its defaults.
+func newRelay(cfg RelayConfig, client mw.Handler) (*relay, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("relay: no server URL")
 	}
 	r := &relay{cfg: cfg, log: cfg.Logger, conn: mw.NewConn(mw.EraSession)}
-	r.stdio = transport.NewStdio(in, out, transport.StdioConfig{
-		MaxMessageSize: cfg.MaxMessageSize,
-		MaxInFlight:    cfg.MaxInFlight,
-		DrainTimeout:   cfg.DrainTimeout,
-		Failed:         mw.ErrorFor,
-		Logger:         cfg.Logger,
-	})
 
 	// The server's transport is built before the chain, so its client-bound
 	// exit is bound once the chain exists.
@@ -167,7 +172,7 @@ func newRelay(cfg RelayConfig, in io.Reader, out io.Writer) (*relay, error) {
 	r.runner, r.built = w.runner, w.built
 	r.session = mw.NewSession(mw.SessionOptions{Transport: w.streams, Conn: r.conn, Logger: cfg.Logger})
 	// Today every server is taken to speak the session era.
-	r.chain = mw.Chain(r.sessionEraStages()...)(mw.Duplex{ToServer: w.wire, ToClient: r.stdio})
+	r.chain = mw.Chain(r.sessionEraStages()...)(mw.Duplex{ToServer: w.wire, ToClient: client})
 	toClient.Bind(r.chain.ToClient)
 	return r, nil
 }
@@ -202,42 +207,52 @@ func (r *relay) sessionEraStages() []mw.Middleware {
 	)
 }
 
-// run carries the client's messages until stdin ends or ctx is done, then
-// drains and shuts down.
-func (r *relay) run(ctx context.Context) error {
+// run carries the client's messages from stdio until its input ends or
+// ctx is done, then drains and shuts down.
+func (r *relay) run(ctx context.Context, stdio *transport.Stdio) error {
 	ctx = mw.WithConn(ctx, r.conn)
-	// The transport's background work (the HTTP+SSE stream) carries the
-	// answers of requests in flight, so it runs until the drain is over.
-	runCtx, stopRunner := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopRunner()
 	serveCtx, stopServing := context.WithCancel(ctx)
 	defer stopServing()
-	var bg sync.WaitGroup
-	var fatal error
-	if r.runner != nil {
-		bg.Go(func() {
-			if err := r.runner(runCtx); err != nil {
-				fatal = err
-				stopServing()
-			}
-		})
+	r.start(ctx, stopServing)
+	_ = stdio.Serve(serveCtx, r.chain.ToServer) // a failed read is logged there
+	return r.stop(ctx)
+}
+
+// start starts the transport's background work (the HTTP+SSE stream),
+// which carries the answers of requests in flight and so runs until stop.
+// If it fails, failed is called.
+func (r *relay) start(ctx context.Context, failed func()) {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.stopRunner, r.runDone = cancel, make(chan struct{})
+	if r.runner == nil {
+		close(r.runDone)
+		return
 	}
+	go func() {
+		defer close(r.runDone)
+		if r.runErr = r.runner(runCtx); r.runErr != nil {
+			failed()
+		}
+	}()
+}
 
-	_ = r.stdio.Serve(serveCtx, r.chain.ToServer) // a failed read is logged there
-
+// stop ends the server session, stops the background work and lets the
+// idle connections go. It returns the error the background work failed
+// with, if it did.
+func (r *relay) stop(ctx context.Context) error {
 	endCtx, cancelEnd := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.DrainTimeout)
 	if err := r.session.Close(endCtx); err != nil {
 		r.log.Warn("could not end the server session", "err", err)
 	}
 	cancelEnd()
-	stopRunner()
-	bg.Wait()
+	r.stopRunner()
+	<-r.runDone
 	if r.built != nil {
 		// Nothing is in flight any more: let the kept-alive connections
 		// (and their goroutines) go now, not when the process exits.
 		r.built.CloseIdleConnections()
 	}
-	return fatal
+	return r.runErr
 }
 
 // wiring is the transport side of a relay.
