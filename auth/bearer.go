@@ -7,13 +7,11 @@ import (
 	"strings"
 )
 
-// BearerRealm is the realm of the challenge [BearerGate] sends.
-const BearerRealm = "mcp-stdio"
-
 // BearerGate admits HTTP requests that present one static bearer token
-// (`mcp-stdio serve --auth-token`, or MCP_STDIO_SERVE_TOKEN). Tokens are
-// compared in constant time — over their SHA-256 digests, so that not even
-// the token's length leaks through timing.
+// (`mcp-stdio serve --auth-token`, or MCP_STDIO_SERVE_TOKEN); serve's
+// bearer guard (mw.RequireBearer) asks it. Tokens are compared in constant
+// time — over their SHA-256 digests, so that not even the token's length
+// leaks through timing.
 type BearerGate struct {
 	digest [sha256.Size]byte
 }
@@ -44,29 +42,4 @@ func (g *BearerGate) Check(r *http.Request) (ok, presented bool) {
 	}
 	d := sha256.Sum256([]byte(token))
 	return subtle.ConstantTimeCompare(d[:], g.digest[:]) == 1, true
-}
-
-// Wrap returns a handler that passes requests presenting the token to next
-// and answers the others with 401 and a Bearer challenge
-// (`WWW-Authenticate: Bearer realm="mcp-stdio"`, with
-// `error="invalid_token"` when a wrong token was presented), without
-// reading their bodies.
-func (g *BearerGate) Wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ok, presented := g.Check(r)
-		if ok {
-			next.ServeHTTP(w, r)
-			return
-		}
-		challenge := `Bearer realm="` + BearerRealm + `"`
-		if presented {
-			challenge += `, error="invalid_token"`
-		}
-		h := w.Header()
-		h.Set("WWW-Authenticate", challenge)
-		h.Set("Content-Type", "application/json")
-		h.Set("Connection", "close")
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Unauthorized: a valid bearer token is required"}}`))
-	})
 }

@@ -75,6 +75,14 @@ var (
 	// ErrCancelled means the client cancelled the request: it was not
 	// delivered, or its answer is no longer wanted. No answer is due.
 	ErrCancelled = errors.New("request cancelled by the client")
+	// ErrExchangeOver means an HTTP exchange a server transport received
+	// takes no more messages: its answer is complete, or its client went
+	// away.
+	ErrExchangeOver = errors.New("the exchange is over")
+	// ErrBusy means an HTTP exchange cannot take a message now without
+	// making the sender wait for something that waits for the sender; the
+	// message should go elsewhere.
+	ErrBusy = errors.New("the exchange is busy")
 )
 
 // Sent reports whether err leaves open that the request reached the peer.

@@ -49,6 +49,8 @@ type Conn struct {
 	clientInit frame.Message
 	serverInit frame.Message
 	principal  string
+	closed     error // why the connection ended; nil while it lasts
+	onClose    []func(cause error)
 }
 
 // NewConn returns the state of a connection in era e.
@@ -117,6 +119,46 @@ func (c *Conn) SetPrincipal(p string) {
 	c.mu.Lock()
 	c.principal = p
 	c.mu.Unlock()
+}
+
+// OnClose has f run when the connection ends ([Conn.Close]), with the
+// cause; at once if it has ended already. A stage that keeps something per
+// connection (answers waiting, streams) lets it go there.
+func (c *Conn) OnClose(f func(cause error)) {
+	c.mu.Lock()
+	if c.closed == nil {
+		c.onClose = append(c.onClose, f)
+		c.mu.Unlock()
+		return
+	}
+	cause := c.closed
+	c.mu.Unlock()
+	f(cause)
+}
+
+// Close ends the connection with cause (which must not be nil) and runs
+// the OnClose functions, in the order they were registered, before it
+// returns. Later calls do nothing.
+func (c *Conn) Close(cause error) {
+	c.mu.Lock()
+	if c.closed != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = cause
+	fs := c.onClose
+	c.onClose = nil
+	c.mu.Unlock()
+	for _, f := range fs {
+		f(cause)
+	}
+}
+
+// Err returns why the connection ended, nil while it lasts.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 type connKey struct{}

@@ -1,15 +1,6 @@
 // The serve pipeline: remote HTTP clients to a local stdio MCP server, one
-// child process per session.
-//
-//	net/http → origin check → host check → CORS → bearer gate → body cap → era classifier → session handler
-//	session handler ⇄ your Middlewares → drop client capabilities → child process
-//
-// The guards run on headers alone, before anything reads the body, so a
-// refused request never reaches a child and never costs a read. The era
-// classifier is where the 2026-07-28 face of serve will branch off; until
-// then every request takes the session era (a sessionless server/discover
-// gets the sessionless 400, which makes a dual-era client fall back to
-// initialize).
+// child process per session. Its stages are drawn in package mw's
+// documentation.
 
 package pipeline
 
@@ -21,11 +12,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/auth"
 	"github.com/mcp-stdio/mcp-stdio/frame"
@@ -87,7 +77,7 @@ type ServeConfig struct {
 	Middlewares []mw.Middleware
 
 	// MaxSessions bounds the sessions (children) alive at once; 0 means
-	// transport.DefaultMaxSessions.
+	// mw.DefaultMaxSessions.
 	MaxSessions int
 	// SessionIdleTimeout ends a session without requests or open streams
 	// for this long; 0 means DefaultSessionIdleTimeout, negative never.
@@ -119,13 +109,14 @@ type ServeConfig struct {
 // Server is the serve pipeline: an http.Handler publishing a stdio MCP
 // server over Streamable HTTP, one child process per session.
 type Server struct {
-	cfg     ServeConfig
-	log     *slog.Logger
-	env     []string
-	stderr  io.Writer
-	chain   mw.Middleware
-	http    *transport.HTTPServer
-	handler http.Handler
+	cfg      ServeConfig
+	log      *slog.Logger
+	env      []string
+	stderr   io.Writer
+	dropCaps mw.Middleware
+	sessions *mw.Sessions
+	http     *transport.HTTPServer
+	handler  http.Handler
 
 	drainOnce sync.Once
 }
@@ -161,37 +152,71 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	s := &Server{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		env:   childEnv(cfg.Env),
-		chain: mw.Chain(append(append([]mw.Middleware(nil), cfg.Middlewares...), dropCaps)...),
-	}
+	s := &Server{cfg: cfg, log: cfg.Logger, env: childEnv(cfg.Env), dropCaps: dropCaps}
 	if cfg.ChildStderr != nil {
 		s.stderr = &lineWriter{w: cfg.ChildStderr}
 	}
-	s.http = transport.NewHTTPServer(transport.HTTPServerConfig{
-		Open:        s.open,
+	s.sessions = mw.NewSessions(mw.SessionsOptions{
+		Open:        s.startSession,
 		MaxSessions: cfg.MaxSessions,
 		IdleTimeout: cfg.SessionIdleTimeout,
 		AfterFunc:   cfg.AfterFunc,
+		Logger:      cfg.Logger,
+	})
+	eras := mw.ByEra(s.sessionEra(), nil, cfg.Logger) // no 2026-07-28 chain yet
+	s.http = transport.NewHTTPServer(transport.HTTPServerConfig{
+		Serve: func(ctx context.Context, m frame.Message, x *transport.Exchange) error {
+			return eras.Handle(mw.WithExchange(ctx, x), m)
+		},
 		MaxBodySize: cfg.MaxBodySize,
 		Logger:      cfg.Logger,
 	})
-
-	var h http.Handler = s.classifyEras(s.http)
-	h = transport.LimitBody(cfg.MaxBodySize, h)
-	if cfg.AuthToken != "" {
-		h = auth.NewBearerGate(cfg.AuthToken).Wrap(h)
-	}
-	h = transport.CORS(h) // behind the origin check, before authentication
-	h = onPath(cfg.Path, h)
-	if cfg.CheckHost {
-		h = transport.CheckHost(transport.HostPolicy{Allow: cfg.AllowHosts, PublicURL: cfg.PublicURL}, h)
-	}
-	h = transport.CheckOrigin(transport.OriginPolicy{Allow: cfg.AllowOrigins, PublicURL: cfg.PublicURL}, h)
-	s.handler = h
+	s.handler = mw.Guards(s.guards()...)(s.http)
 	return s, nil
+}
+
+// guards lists the HTTP guards, the first to see a request first. They
+// decide on headers alone, before anything reads the body.
+func (s *Server) guards() []mw.Guard {
+	cfg := s.cfg
+	var checkHost, bearer mw.Guard
+	if cfg.CheckHost {
+		checkHost = mw.CheckHost(mw.HostPolicy{Allow: cfg.AllowHosts, PublicURL: cfg.PublicURL})
+	}
+	if cfg.AuthToken != "" {
+		bearer = mw.RequireBearer(auth.NewBearerGate(cfg.AuthToken))
+	}
+	return []mw.Guard{
+		mw.CheckOrigin(mw.OriginPolicy{Allow: cfg.AllowOrigins, PublicURL: cfg.PublicURL}),
+		checkHost,
+		onPath(cfg.Path),
+		mw.CORS, // behind the origin check, before authentication
+		bearer,
+		mw.LimitBody(cfg.MaxBodySize),
+	}
+}
+
+// sessionEra is the chain of the session era, in front of the sessions:
+// the protocol version is judged before the session.
+func (s *Server) sessionEra() mw.Handler {
+	return mw.Chain(
+		mw.CheckVersionHeader(),
+	)(mw.Duplex{ToServer: s.sessions, ToClient: mw.Discard()}).ToServer
+}
+
+// sessionStages lists the stages of one session, nearest the client
+// first; the session's child is behind them.
+func (s *Server) sessionStages(conn *mw.Conn, log *slog.Logger) []mw.Middleware {
+	return slices.Concat(
+		[]mw.Middleware{
+			mw.Route(mw.RouteOptions{Conn: conn, Logger: log}),
+			mw.RefuseDuplicateIDs(mw.DuplicateIDsOptions{Logger: log}),
+			mw.Unbatch(),
+			mw.CancelFilter(mw.CancelOptions{Logger: log}),
+		},
+		s.cfg.Middlewares,
+		[]mw.Middleware{s.dropCaps},
+	)
 }
 
 // Handler returns the HTTP handler to serve (on every path; only the MCP
@@ -199,7 +224,7 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Sessions returns the number of live sessions.
-func (s *Server) Sessions() int { return s.http.Sessions() }
+func (s *Server) Sessions() int { return s.sessions.Len() }
 
 // Drain stops taking new sessions and requests (they get 503) and lets the
 // requests in flight finish, for at most DrainTimeout (within ctx).
@@ -222,14 +247,15 @@ func (s *Server) Drain(ctx context.Context) error {
 // once when ctx ends). It returns when all children are gone.
 func (s *Server) Close(ctx context.Context) error {
 	s.Drain(ctx)
-	return s.http.Close(ctx)
+	return s.sessions.Close(ctx)
 }
 
-// open starts a session's child behind the session's chain.
-func (s *Server) open(_ context.Context, sessionID string, toClient transport.Sink) (transport.Backend, error) {
-	short := transport.ShortSessionID(sessionID)
+// startSession starts a session's child behind the session's stages.
+func (s *Server) startSession(_ context.Context, id string, conn *mw.Conn) (mw.Backend, error) {
+	short := mw.ShortSessionID(id)
+	log := s.log.With("session", short)
 	toChild := &mw.Late{}
-	d := s.chain(mw.Duplex{ToServer: toChild, ToClient: toClient})
+	d := mw.Chain(s.sessionStages(conn, log)...)(mw.Duplex{ToServer: toChild, ToClient: mw.Discard()})
 	child, err := transport.StartChild(transport.ChildConfig{
 		Command:        s.cfg.Command,
 		Env:            s.env,
@@ -239,7 +265,8 @@ func (s *Server) open(_ context.Context, sessionID string, toClient transport.Si
 		MaxMessageSize: s.cfg.MaxMessageSize,
 		StdinGrace:     s.cfg.StdinGrace,
 		TermGrace:      s.cfg.TermGrace,
-		Logger:         s.log.With("session", short),
+		Context:        mw.WithConn(context.Background(), conn),
+		Logger:         log,
 	}, d.ToClient)
 	if err != nil {
 		return nil, err
@@ -248,8 +275,8 @@ func (s *Server) open(_ context.Context, sessionID string, toClient transport.Si
 	return &childBackend{entry: d.ToServer, child: child}, nil
 }
 
-// childBackend is a session's backend: the chain's server-bound entry in
-// front of the child.
+// childBackend is a session's backend: the session's stages in front of
+// its child.
 type childBackend struct {
 	entry mw.Handler
 	child *transport.Child
@@ -261,59 +288,18 @@ func (b *childBackend) Handle(ctx context.Context, m frame.Message) error {
 func (b *childBackend) Done() <-chan struct{}           { return b.child.Done() }
 func (b *childBackend) Close(ctx context.Context) error { return b.child.Close(ctx) }
 
-// serveEra is the protocol era a request belongs to.
-type serveEra uint8
-
-const (
-	eraLegacy serveEra = iota // 2025-03-26 … 2025-11-25: sessions, initialize
-	eraModern                 // 2026-07-28: no sessions, _meta on every request
-)
-
-// modernVersionKey is the _meta key that carries a modern request's
-// protocol version.
-const modernVersionKey = "io.modelcontextprotocol/protocolVersion"
-
-// classifyEra tells which era a POST body belongs to. A request is modern
-// only on positive evidence: params._meta carries the protocol version, or
-// the method is server/discover. Everything else — headers included, which
-// a legacy client may send too — is legacy.
-func classifyEra(_ *http.Request, body []byte) serveEra {
-	if gjson.GetBytes(body, "method").Str == "server/discover" ||
-		gjson.GetBytes(body, "params._meta."+gjson.Escape(modernVersionKey)).Exists() {
-		return eraModern
+// onPath is the guard that serves the endpoint's path only; other paths
+// get 404.
+func onPath(path string) mw.Guard {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != path {
+				http.NotFound(w, r)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
 	}
-	return eraLegacy
-}
-
-// classifyEras reads a POST's body (within the cap), finds its era and
-// hands it on. Both eras take the session era for now.
-func (s *Server) classifyEras(legacy http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			legacy.ServeHTTP(w, r)
-			return
-		}
-		body, err := transport.ReadBody(r, s.cfg.MaxBodySize)
-		if err != nil {
-			transport.WriteBodyError(w, err)
-			return
-		}
-		if classifyEra(r, body) == eraModern {
-			s.log.Debug("a 2026-07-28 request takes the session era (not served yet)")
-		}
-		legacy.ServeHTTP(w, transport.WithBody(r, body))
-	})
-}
-
-// onPath serves h on path only; other paths get 404.
-func onPath(path string, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != path {
-			http.NotFound(w, r)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 // childEnv returns the children's environment: env (or the gateway's

@@ -480,29 +480,6 @@ func TestServeCloseEndsEverySession(t *testing.T) {
 	}
 }
 
-func TestClassifyEra(t *testing.T) {
-	for _, tt := range []struct {
-		body string
-		want serveEra
-	}{
-		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, eraLegacy},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, eraLegacy},
-		{`{"jsonrpc":"2.0","id":1,"method":"server/discover"}`, eraModern},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, eraModern},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io":{"modelcontextprotocol/protocolVersion":"x"}}}}`, eraLegacy},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"protocolVersion":"2026-07-28"}}}`, eraLegacy},
-		{`[{"jsonrpc":"2.0","id":1,"method":"server/discover"}]`, eraLegacy},
-		{`not json`, eraLegacy},
-	} {
-		t.Run(tt.body, func(t *testing.T) {
-			is := is.New(t)
-			r := httptest.NewRequest("POST", "/mcp", nil)
-			r.Header.Set("MCP-Protocol-Version", "2026-07-28") // headers alone are no evidence
-			is.Equal(classifyEra(r, []byte(tt.body)), tt.want)
-		})
-	}
-}
-
 // ExampleNewServer publishes a stdio MCP server (here the test binary
 // acting as one) over Streamable HTTP, and opens a session with a plain
 // HTTP POST.

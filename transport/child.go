@@ -35,8 +35,8 @@ const childDrainGrace = time.Second
 const stderrLineMax = 16 << 10
 
 // ErrChildExited means the child process has exited, so a message could not
-// be written to it.
-var ErrChildExited = errors.New("server process exited")
+// be written to it. It matches frame.ErrUnavailable: the peer is gone.
+var ErrChildExited error = unavailableError("server process exited")
 
 // ChildConfig describes a stdio MCP server to run as a child process.
 type ChildConfig struct {
@@ -61,6 +61,10 @@ type ChildConfig struct {
 	// [DefaultStdinGrace] and [DefaultTermGrace].
 	StdinGrace time.Duration
 	TermGrace  time.Duration
+	// Context carries the values every message the child writes is handed
+	// to the Sink under (a connection's state, say); its cancellation is
+	// not looked at. nil means context.Background().
+	Context context.Context
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
@@ -93,9 +97,6 @@ type Child struct {
 	closeOnce sync.Once
 	closeErr  error
 }
-
-// A Child is a session's backend as it stands.
-var _ Backend = (*Child)(nil)
 
 // StartChild starts the child and begins handing its stdout messages to
 // toClient. Handle is called on the child's reading goroutine, one message
@@ -170,7 +171,11 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 		BadLine:        c.badLine,
 		Logger:         c.log,
 	})
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	base := cfg.Context
+	if base == nil {
+		base = context.Background()
+	}
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(base))
 	c.log.Debug("server process started", "pid", cmd.Process.Pid, "command", cfg.Command[0])
 
 	stdoutDone := make(chan struct{})

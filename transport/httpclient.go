@@ -151,10 +151,11 @@ func proxyFunc(getenv func(string) string) func(*http.Request) (*url.URL, error)
 	return func(req *http.Request) (*url.URL, error) { return pick(req.URL) }
 }
 
-// exchange is one HTTP request and the bookkeeping needed to report how it
-// ended: the caller's context, the request's own context (cancelled by an
-// idle timeout or when the exchange is closed) and how far the request got.
-type exchange struct {
+// outgoing is one HTTP request a client transport sends, with the
+// bookkeeping needed to report how it ended: the caller's context, the
+// request's own context (cancelled by an idle timeout or when the request
+// is closed) and how far the request got.
+type outgoing struct {
 	ctx    context.Context // the caller's
 	reqCtx context.Context
 	cancel context.CancelCauseFunc
@@ -164,10 +165,10 @@ type exchange struct {
 	gotConn atomic.Bool // net/http obtained one: the request may have left
 }
 
-// newExchange prepares a request with body (nil for none). Call close when
+// newOutgoing prepares a request with body (nil for none). Call close when
 // done with the response.
-func newExchange(ctx context.Context, method, target string, body []byte) (*exchange, error) {
-	x := &exchange{ctx: ctx}
+func newOutgoing(ctx context.Context, method, target string, body []byte) (*outgoing, error) {
+	x := &outgoing{ctx: ctx}
 	x.reqCtx, x.cancel = context.WithCancelCause(ctx)
 	trace := &httptrace.ClientTrace{
 		GetConn: func(string) { x.getConn.Store(true) },
@@ -188,7 +189,7 @@ func newExchange(ctx context.Context, method, target string, body []byte) (*exch
 
 // header layers hs onto the request's headers in order, later layers
 // replacing earlier ones name by name.
-func (x *exchange) header(hs ...http.Header) {
+func (x *outgoing) header(hs ...http.Header) {
 	for _, h := range hs {
 		for k, v := range h {
 			x.req.Header[textproto.CanonicalMIMEHeaderKey(k)] = v
@@ -197,7 +198,7 @@ func (x *exchange) header(hs ...http.Header) {
 }
 
 // do sends the request. A non-nil error is already the outcome to report.
-func (x *exchange) do(c *http.Client) (*http.Response, error) {
+func (x *outgoing) do(c *http.Client) (*http.Response, error) {
 	if c == nil {
 		c = http.DefaultClient
 	}
@@ -209,17 +210,17 @@ func (x *exchange) do(c *http.Client) (*http.Response, error) {
 }
 
 // body returns resp's body bounded by the idle timeout d (0 = none).
-func (x *exchange) body(resp *http.Response, d time.Duration) io.Reader {
+func (x *outgoing) body(resp *http.Response, d time.Duration) io.Reader {
 	return newIdleReader(resp.Body, d, func() { x.cancel(&IdleTimeoutError{Idle: d}) })
 }
 
-// close ends the exchange, aborting whatever is still being read.
-func (x *exchange) close() { x.cancel(nil) }
+// close ends the request, aborting whatever is still being read.
+func (x *outgoing) close() { x.cancel(nil) }
 
 // fail turns an error met while sending the request or reading its response
 // into the outcome to report: the caller's context error when its context
 // ended, else a *frame.SendError.
-func (x *exchange) fail(err error) error {
+func (x *outgoing) fail(err error) error {
 	if e := x.ctx.Err(); e != nil {
 		return e
 	}
@@ -238,7 +239,7 @@ func (x *exchange) fail(err error) error {
 // connection trace decides when net/http's transport ran: no connection
 // obtained means nothing was written. Otherwise (a RoundTripper that does not
 // trace) only errors that can only happen before sending count as unsent.
-func (x *exchange) sent(err error) bool {
+func (x *outgoing) sent(err error) bool {
 	if x.gotConn.Load() {
 		return true
 	}

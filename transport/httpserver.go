@@ -1,30 +1,22 @@
 package transport
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
-	"github.com/tidwall/gjson"
 )
 
 // Defaults for [HTTPServerConfig].
 const (
-	// DefaultMaxSessions bounds the sessions (children) alive at once.
-	DefaultMaxSessions = 100
-	// DefaultBacklog bounds, per session, the server-initiated messages
-	// kept while the client has no stream open to receive them.
-	DefaultBacklog = 256
 	// DefaultHeaderHold is how long an event-stream answer's header waits
 	// for the first message to go out with it.
 	DefaultHeaderHold = 10 * time.Millisecond
@@ -33,63 +25,26 @@ const (
 	DefaultKeepAlive = 15 * time.Second
 )
 
-// knownProtocolVersion reports whether v is an MCP-Protocol-Version value a
-// request may carry. Which of them a session speaks is between the client
-// and the server; an unknown value is refused with 400, as the transport
-// requires.
-func knownProtocolVersion(v string) bool {
-	switch v {
-	case "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28":
-		return true
-	}
-	return false
-}
-
-// Backend is the server side of one session as [HTTPServer] sees it: where
-// the client's messages go, and how long that lasts. A [*Child] is one; a
-// child behind a middleware chain is the usual one.
-type Backend interface {
-	// Handle delivers one client message toward the server. It returns once
-	// the message has been handed over (for a child: written to its stdin),
-	// not when it is answered; answers come back through the Sink the
-	// backend was opened with. An error means the message was not
-	// delivered.
-	Handle(ctx context.Context, m frame.Message) error
-	// Done is closed when the backend has ended on its own (the child
-	// exited) and everything it sent before has been handed to its Sink.
-	Done() <-chan struct{}
-	// Close ends the backend and returns once it is gone; when ctx ends it
-	// hurries (a child is killed at once).
-	Close(ctx context.Context) error
-}
-
-// OpenFunc starts the backend of a new session. sessionID is the session's
-// Mcp-Session-Id; toClient is where the backend delivers everything the
-// server sends, and is safe for concurrent use. ctx is the initialize
-// request's: it bounds the start, not the backend's life, which lasts
-// until Close.
-type OpenFunc func(ctx context.Context, sessionID string, toClient Sink) (Backend, error)
+// ServeFunc handles one request the [HTTPServer] received: m is the POST's
+// message (one message or a batch) with the request's headers as its side
+// channel, or, for a GET or DELETE, a message without bytes carrying only
+// the headers; x is the exchange, where the answer goes.
+//
+// A nil return means the request was taken: a POST carrying requests, and
+// a GET, are then answered with what is sent on x until x ends; a POST of
+// notifications and responses gets 202, a DELETE 204. An error is the
+// answer instead: a *frame.StatusError is written as it is (its status,
+// header fields and body; Content-Type application/json unless it names
+// another), anything else as 502 with a JSON-RPC error.
+type ServeFunc func(ctx context.Context, m frame.Message, x *Exchange) error
 
 // HTTPServerConfig configures an [HTTPServer].
 type HTTPServerConfig struct {
-	// Open starts a backend for every session; required.
-	Open OpenFunc
-	// MaxSessions bounds the sessions alive at once; an initialize beyond it
-	// gets 503. 0 means [DefaultMaxSessions].
-	MaxSessions int
-	// IdleTimeout ends a session that has had no request and no open stream
-	// for this long; 0 means sessions never idle out.
-	IdleTimeout time.Duration
-	// AfterFunc runs f after d unless the returned stop is called first; it
-	// times idle sessions. nil means time.AfterFunc. Tests inject a fake.
-	AfterFunc func(d time.Duration, f func()) (stop func() bool)
+	// Serve handles every request; required.
+	Serve ServeFunc
 	// MaxBodySize bounds a POST body; 0 means frame.DefaultMaxMessageSize.
-	// (Put [LimitBody] in front to answer 413 before a long body is read.)
+	// (Put a body cap in front to answer 413 before a long body is read.)
 	MaxBodySize int64
-	// Backlog bounds, per session, the server-initiated messages kept while
-	// no stream is open for them; the oldest is dropped (with a warning)
-	// when it is full. 0 means [DefaultBacklog].
-	Backlog int
 	// HeaderHold is how long the header of an event-stream answer to a
 	// POST waits for the first message to go out with it; 0 means
 	// [DefaultHeaderHold]. A quick answer then leaves in one write together
@@ -104,56 +59,44 @@ type HTTPServerConfig struct {
 	// (a long tool call, an idle session) alone. 0 means
 	// [DefaultKeepAlive]; a negative value turns it off.
 	KeepAlive time.Duration
-	// NewSessionID mints session ids; nil means 128 random bits as 26
-	// characters of base32. Ids must be visible ASCII.
-	NewSessionID func() string
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
 
-// HTTPServer is the server side of MCP's Streamable HTTP transport in its
-// session era (revisions 2025-03-26 to 2025-11-25): an http.Handler for the
-// one MCP endpoint, with one [Backend] per session.
+// HTTPServer is the server side of MCP's Streamable HTTP transport: an
+// http.Handler for the one MCP endpoint that moves bytes and nothing more.
+// It checks what HTTP itself requires — the method, a POST's Content-Type
+// and Accept, the body's size and that it is JSON-RPC — and hands each
+// request to its ServeFunc as a [frame.Message] with the request's headers
+// attached, together with the [Exchange] its answer is written from. What
+// the messages mean (sessions, protocol versions, which answer a message
+// the server sends belongs to) is for the stages behind the ServeFunc.
 //
-//   - POST initialize without Mcp-Session-Id opens a session: a fresh id and
-//     a backend of its own. The id comes back in Mcp-Session-Id.
-//   - Any other POST must name a live session: 400 without the header, 404
-//     for an unknown (ended, expired) one.
-//   - A POST of requests is answered on its own response: an event stream
-//     when the client accepts text/event-stream, else JSON. The stream
-//     carries, before the response, what the server sends in relation to
-//     it: progress for its progressToken, and the server's own requests and
-//     notifications while it is the oldest stream open.
-//   - A POST of notifications or responses gets 202.
-//   - GET opens the session's standalone stream for server-initiated
-//     messages (one at a time: a second gets 409); what arrived while no
-//     stream was open is sent first.
-//   - DELETE ends the session and its backend.
+//   - POST: the body is one JSON-RPC message or a batch. It is answered
+//     with an event stream when the client accepts text/event-stream, else
+//     with JSON; 415 for another Content-Type, 406 when neither answer is
+//     acceptable, 413 for a body over the cap, 400 for a body that is not
+//     JSON (-32700) or not JSON-RPC (-32600).
+//   - GET: an event stream (406 unless Accept allows one).
+//   - DELETE: 204 once the ServeFunc took it.
+//   - Any other method: 405.
 //
-// It has no policy about who may call it: wrap it in [CheckOrigin],
-// [CheckHost], an authentication gate and [LimitBody].
+// It has no policy about who may call it: put the guards in front (see
+// package mw).
 type HTTPServer struct {
 	cfg HTTPServerConfig
 	log *slog.Logger
 
 	mu       sync.Mutex
-	sessions map[string]*httpSession
-	starting int  // sessions whose backend is being opened
-	draining bool // no new sessions or requests
+	draining bool // no new requests
 	inflight int  // POSTs carrying requests, being answered
 	drained  chan struct{}
 }
 
 // NewHTTPServer returns a server for cfg.
 func NewHTTPServer(cfg HTTPServerConfig) *HTTPServer {
-	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = DefaultMaxSessions
-	}
 	if cfg.MaxBodySize <= 0 {
 		cfg.MaxBodySize = frame.DefaultMaxMessageSize
-	}
-	if cfg.Backlog <= 0 {
-		cfg.Backlog = DefaultBacklog
 	}
 	if cfg.HeaderHold <= 0 {
 		cfg.HeaderHold = DefaultHeaderHold
@@ -161,17 +104,10 @@ func NewHTTPServer(cfg HTTPServerConfig) *HTTPServer {
 	if cfg.KeepAlive == 0 {
 		cfg.KeepAlive = DefaultKeepAlive
 	}
-	if cfg.AfterFunc == nil {
-		cfg.AfterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
-	}
-	if cfg.NewSessionID == nil {
-		cfg.NewSessionID = rand.Text
-	}
 	return &HTTPServer{
-		cfg:      cfg,
-		log:      orDiscard(cfg.Logger),
-		sessions: make(map[string]*httpSession),
-		drained:  make(chan struct{}),
+		cfg:     cfg,
+		log:     orDiscard(cfg.Logger),
+		drained: make(chan struct{}),
 	}
 }
 
@@ -181,26 +117,23 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 		s.servePOST(w, r)
 	case http.MethodGet:
-		s.serveGET(w, r)
+		if !acceptsGET(r.Header.Values("Accept")) {
+			writeRPCError(w, http.StatusNotAcceptable, "", frame.CodeInvalidRequest, "Accept must include text/event-stream")
+			return
+		}
+		s.serveBodiless(w, r, true)
 	case http.MethodDelete:
-		s.serveDELETE(w, r)
+		s.serveBodiless(w, r, false)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	}
 }
 
-// Sessions returns the number of live sessions.
-func (s *HTTPServer) Sessions() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.sessions)
-}
-
-// Drain stops taking new sessions and new requests (they get 503) and waits
-// until the requests in flight have been answered, or ctx ends. Clients may
-// still POST notifications and responses meanwhile, so a request waiting
-// for the client (an elicitation) can finish.
+// Drain stops taking new requests (a POST carrying requests gets 503; a
+// POST of notifications and responses, a GET or a DELETE still passes, so
+// that a request waiting for its client can finish) and waits until the
+// requests in flight have been answered, or ctx ends.
 func (s *HTTPServer) Drain(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.draining {
@@ -218,33 +151,7 @@ func (s *HTTPServer) Drain(ctx context.Context) error {
 	}
 }
 
-// Close ends every session (requests still waiting are answered with an
-// error) and their backends, and refuses new ones. It returns when all are
-// gone or ctx ends; backends still running then are hurried (killed).
-// Close does not wait for requests to finish; call [HTTPServer.Drain]
-// first for that.
-func (s *HTTPServer) Close(ctx context.Context) error {
-	s.mu.Lock()
-	if !s.draining {
-		s.draining = true
-		if s.inflight == 0 {
-			close(s.drained)
-		}
-	}
-	sessions := make([]*httpSession, 0, len(s.sessions))
-	for _, ss := range s.sessions {
-		sessions = append(sessions, ss)
-	}
-	s.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, ss := range sessions {
-		wg.Go(func() { ss.close(ctx, "the gateway is shutting down") })
-	}
-	wg.Wait()
-	return ctx.Err()
-}
-
-// servePOST handles a POST: one message or (2025-03-26) a batch.
+// servePOST handles a POST: one message or a batch.
 func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		writeRPCError(w, http.StatusUnsupportedMediaType, "", frame.CodeInvalidRequest, "Content-Type must be application/json")
@@ -255,13 +162,9 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusNotAcceptable, "", frame.CodeInvalidRequest, "Accept must include application/json or text/event-stream")
 		return
 	}
-	if v := r.Header.Get(frame.HeaderProtocolVersion); v != "" && !knownProtocolVersion(v) {
-		writeRPCError(w, http.StatusBadRequest, "", frame.CodeInvalidRequest, "unsupported MCP-Protocol-Version "+quoteShort(v))
-		return
-	}
 	body, err := ReadBody(r, s.cfg.MaxBodySize)
 	if err != nil {
-		WriteBodyError(w, err)
+		writeBodyError(w, err)
 		return
 	}
 	m, err := frame.ParseOwned(body) // the body is ours: no copy
@@ -270,129 +173,78 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusBadRequest, "", frame.CodeParseError, "parse error: the body is not JSON")
 		return
 	}
-	msgs, err := unbatch(m)
-	if err != nil {
-		writeRPCError(w, http.StatusBadRequest, "", frame.CodeInvalidRequest, err.Error())
+	if m.Kind() == frame.Invalid {
+		writeRPCError(w, http.StatusBadRequest, "", frame.CodeInvalidRequest, "invalid request: not a JSON-RPC message")
 		return
 	}
-	isInit := m.Method() == "initialize"
-	sid := r.Header.Get(frame.HeaderSessionID)
-	var ss *httpSession
-	switch {
-	case isInit && m.Kind() != frame.Request:
-		writeRPCError(w, http.StatusBadRequest, "", frame.CodeInvalidRequest, "initialize must be a request")
-		return
-	case isInit && sid != "":
-		if s.lookup(sid) == nil {
-			writeRPCError(w, http.StatusNotFound, m.ID(), frame.CodeInvalidRequest, "session not found")
-		} else {
-			writeRPCError(w, http.StatusBadRequest, m.ID(), frame.CodeInvalidRequest, "the session is already initialized")
-		}
-		return
-	case isInit:
-		var status int
-		ss, status, err = s.open(r.Context())
-		if err != nil {
-			writeRPCError(w, status, m.ID(), frame.CodeGateway, err.Error())
+	firstID, hasRequest := firstRequest(m)
+	if hasRequest {
+		if !s.beginRequest() {
+			writeRPCError(w, http.StatusServiceUnavailable, firstID, frame.CodeGateway, "the gateway is shutting down")
 			return
 		}
-	case sid == "":
-		writeRPCError(w, http.StatusBadRequest, m.ID(), frame.CodeInvalidRequest, "Bad Request: missing Mcp-Session-Id (initialize first)")
+		defer s.endRequest()
+	}
+	x := newExchange(s, http.MethodPost, wantSSE)
+	defer x.finish()
+	if err := s.cfg.Serve(r.Context(), m.WithHeaders(r.Header), x); err != nil {
+		s.refuse(w, firstID, err)
 		return
-	default:
-		if ss = s.lookup(sid); ss == nil {
-			writeRPCError(w, http.StatusNotFound, m.ID(), frame.CodeInvalidRequest, "session not found")
-			return
-		}
 	}
-	ss.post(w, r, msgs, m.Kind() == frame.Batch, isInit, wantSSE)
-}
-
-// unbatch returns the messages a POST body carries: m itself, or the
-// elements of a batch. Anything that is not a JSON-RPC message, an empty
-// batch, or a batched initialize is refused.
-func unbatch(m frame.Message) ([]frame.Message, error) {
-	switch m.Kind() {
-	case frame.Invalid:
-		return nil, errors.New("invalid request: not a JSON-RPC message")
-	case frame.Batch:
-	default:
-		return []frame.Message{m}, nil
-	}
-	var msgs []frame.Message
-	var err error
-	m.Get("@this").ForEach(func(_, el gjson.Result) bool {
-		e, perr := frame.Parse([]byte(el.Raw))
-		switch {
-		case perr != nil || e.Kind() == frame.Invalid || e.Kind() == frame.Batch:
-			err = errors.New("invalid request: a batch element is not a JSON-RPC message")
-		case e.Method() == "initialize":
-			err = errors.New("invalid request: initialize must not be batched")
-		}
-		msgs = append(msgs, e)
-		return err == nil
-	})
-	if err == nil && len(msgs) == 0 {
-		err = errors.New("invalid request: empty batch")
-	}
-	return msgs, err
-}
-
-// open starts a new session for an initialize. On failure it returns the
-// HTTP status to answer with.
-func (s *HTTPServer) open(ctx context.Context) (*httpSession, int, error) {
-	s.mu.Lock()
 	switch {
-	case s.draining:
-		s.mu.Unlock()
-		return nil, http.StatusServiceUnavailable, errors.New("the gateway is shutting down")
-	case len(s.sessions)+s.starting >= s.cfg.MaxSessions:
-		s.mu.Unlock()
-		s.log.Warn("refused a session: too many sessions", "max", s.cfg.MaxSessions)
-		return nil, http.StatusServiceUnavailable, fmt.Errorf("too many sessions (at most %d)", s.cfg.MaxSessions)
+	case !hasRequest:
+		w.WriteHeader(http.StatusAccepted)
+	case wantSSE:
+		x.writeSSE(w, r)
+	default:
+		x.writeJSON(w, r, m.Kind() == frame.Batch)
 	}
-	s.starting++
-	s.mu.Unlock()
-
-	ss := newHTTPSession(s, s.cfg.NewSessionID())
-	backend, err := s.cfg.Open(ctx, ss.id, ss)
-	s.mu.Lock()
-	s.starting--
-	if err == nil && !s.draining {
-		ss.backend = backend
-		s.sessions[ss.id] = ss
-	}
-	draining := s.draining
-	s.mu.Unlock()
-	if err != nil {
-		ss.cancel()
-		s.log.Error("cannot start the server for a new session", "err", err)
-		return nil, http.StatusBadGateway, fmt.Errorf("cannot start the server: %v", err)
-	}
-	if draining {
-		ss.cancel()
-		_ = backend.Close(context.Background())
-		return nil, http.StatusServiceUnavailable, errors.New("the gateway is shutting down")
-	}
-	ss.log.Info("session opened")
-	go ss.watch()
-	return ss, 0, nil
 }
 
-// lookup returns the live session sid names, or nil.
-func (s *HTTPServer) lookup(sid string) *httpSession {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sessions[sid]
+// serveBodiless handles a GET (stream) or a DELETE.
+func (s *HTTPServer) serveBodiless(w http.ResponseWriter, r *http.Request, stream bool) {
+	x := newExchange(s, r.Method, stream)
+	defer x.finish()
+	if err := s.cfg.Serve(r.Context(), frame.Message{}.WithHeaders(r.Header), x); err != nil {
+		s.refuse(w, "", err)
+		return
+	}
+	if stream {
+		x.writeSSE(w, r)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
-// forget removes a session from the registry, so that its id gets 404.
-func (s *HTTPServer) forget(ss *httpSession) {
-	s.mu.Lock()
-	if s.sessions[ss.id] == ss {
-		delete(s.sessions, ss.id)
+// refuse answers a request the ServeFunc did not take.
+func (s *HTTPServer) refuse(w http.ResponseWriter, id frame.ID, err error) {
+	var st *frame.StatusError
+	if errors.As(err, &st) {
+		h := w.Header()
+		for k, v := range st.Header {
+			h[k] = v
+		}
+		if h.Get("Content-Type") == "" && len(st.Body) > 0 {
+			h.Set("Content-Type", "application/json") // a JSON-RPC error, as a rule
+		}
+		h.Set("Content-Length", strconv.Itoa(len(st.Body)))
+		w.WriteHeader(st.Code)
+		_, _ = w.Write(st.Body)
+		return
 	}
-	s.mu.Unlock()
+	s.log.Debug("could not deliver a client message", "err", err)
+	writeRPCError(w, http.StatusBadGateway, id, frame.CodeGateway, "the server could not take the message: "+err.Error())
+}
+
+// firstRequest returns the id of the first request m carries (m itself or
+// an element of a batch), and whether it carries one.
+func firstRequest(m frame.Message) (frame.ID, bool) {
+	for el := range m.Elements() {
+		if el.Kind() == frame.Request {
+			return el.ID(), true
+		}
+	}
+	return "", false
 }
 
 // beginRequest counts a POST carrying requests; it fails while draining.
@@ -416,49 +268,6 @@ func (s *HTTPServer) endRequest() {
 	s.mu.Unlock()
 }
 
-// serveGET opens the session's standalone stream.
-func (s *HTTPServer) serveGET(w http.ResponseWriter, r *http.Request) {
-	if !acceptsGET(r.Header.Values("Accept")) {
-		writeRPCError(w, http.StatusNotAcceptable, "", frame.CodeInvalidRequest, "Accept must include text/event-stream")
-		return
-	}
-	ss, ok := s.requireSession(w, r)
-	if !ok {
-		return
-	}
-	ss.listen(w, r)
-}
-
-// serveDELETE ends a session.
-func (s *HTTPServer) serveDELETE(w http.ResponseWriter, r *http.Request) {
-	ss, ok := s.requireSession(w, r)
-	if !ok {
-		return
-	}
-	ss.close(context.WithoutCancel(r.Context()), "the client ended it")
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// requireSession returns the session a GET or DELETE names, or answers 400
-// or 404.
-func (s *HTTPServer) requireSession(w http.ResponseWriter, r *http.Request) (*httpSession, bool) {
-	if v := r.Header.Get(frame.HeaderProtocolVersion); v != "" && !knownProtocolVersion(v) {
-		writeRPCError(w, http.StatusBadRequest, "", frame.CodeInvalidRequest, "unsupported MCP-Protocol-Version "+quoteShort(v))
-		return nil, false
-	}
-	sid := r.Header.Get(frame.HeaderSessionID)
-	if sid == "" {
-		writeRPCError(w, http.StatusBadRequest, "", frame.CodeInvalidRequest, "Bad Request: missing Mcp-Session-Id")
-		return nil, false
-	}
-	ss := s.lookup(sid)
-	if ss == nil {
-		writeRPCError(w, http.StatusNotFound, "", frame.CodeInvalidRequest, "session not found")
-		return nil, false
-	}
-	return ss, true
-}
-
 // isJSONContentType reports whether a Content-Type is application/json
 // (parameters such as charset aside).
 func isJSONContentType(ct string) bool {
@@ -474,17 +283,9 @@ func writeRPCError(w http.ResponseWriter, status int, id frame.ID, code int, msg
 	b := frame.ErrorResponse(id, code, msg).Bytes()
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", fmt.Sprint(len(b)))
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-}
-
-// quoteShort quotes s for an error message, cut to a sane length.
-func quoteShort(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "…"
-	}
-	return fmt.Sprintf("%q", s)
 }
 
 // bodyChunk is the most ReadBody allocates ahead of the bytes that have
@@ -492,13 +293,9 @@ func quoteShort(s string) string {
 const bodyChunk = 4 << 20
 
 // ReadBody reads r's body, at most limit bytes. A longer body fails with
-// *http.MaxBytesError, whatever the Content-Length claimed (and
-// [LimitBody]'s reader fails the same way). A body already read by a stage
-// in front ([WithBody]) is returned without reading or copying.
+// *http.MaxBytesError, whatever the Content-Length claimed (and an
+// http.MaxBytesReader put in front fails the same way).
 func ReadBody(r *http.Request, limit int64) ([]byte, error) {
-	if p, ok := r.Body.(*prereadBody); ok {
-		return p.b, nil
-	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -544,9 +341,9 @@ func ReadBody(r *http.Request, limit int64) ([]byte, error) {
 	}
 }
 
-// WriteBodyError answers a POST whose body [ReadBody] could not read: 413
+// writeBodyError answers a POST whose body [ReadBody] could not read: 413
 // for a body over the cap, 400 otherwise.
-func WriteBodyError(w http.ResponseWriter, err error) {
+func writeBodyError(w http.ResponseWriter, err error) {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		w.Header().Set("Connection", "close")
@@ -555,21 +352,3 @@ func WriteBodyError(w http.ResponseWriter, err error) {
 	}
 	writeRPCError(w, http.StatusBadRequest, "", frame.CodeInvalidRequest, "cannot read the request body")
 }
-
-// WithBody returns a shallow copy of r whose body is b, already read by a
-// stage that had to look at it; [ReadBody] hands b on without copying.
-func WithBody(r *http.Request, b []byte) *http.Request {
-	r2 := r.WithContext(r.Context())
-	r2.Body = &prereadBody{Reader: bytes.NewReader(b), b: b}
-	r2.ContentLength = int64(len(b))
-	return r2
-}
-
-// prereadBody is a request body that was read ahead.
-type prereadBody struct {
-	*bytes.Reader
-	b []byte
-}
-
-// Close does nothing.
-func (*prereadBody) Close() error { return nil }

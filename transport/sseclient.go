@@ -185,7 +185,7 @@ func (c *SSEClient) Run(ctx context.Context) error {
 // stream runs one GET until it ends and reports whether it published an
 // endpoint. A clean end of stream is reported as frame.ErrStreamEnded.
 func (c *SSEClient) stream(ctx context.Context, base *url.URL) (gotEndpoint bool, err error) {
-	x, err := newExchange(ctx, http.MethodGet, c.URL, nil)
+	x, err := newOutgoing(ctx, http.MethodGet, c.URL, nil)
 	if err != nil {
 		return false, err
 	}
@@ -476,7 +476,7 @@ func (c *SSEClient) unregister(id frame.ID, ch chan error) bool {
 // post sends m to ep and delivers any messages the answer's body carries,
 // reporting whether they include the response to m.
 func (c *SSEClient) post(ctx context.Context, ep string, m frame.Message) (answered bool, err error) {
-	x, err := newExchange(ctx, http.MethodPost, ep, m.Bytes())
+	x, err := newOutgoing(ctx, http.MethodPost, ep, m.Bytes())
 	if err != nil {
 		return false, err
 	}

@@ -78,7 +78,7 @@ func (c *StreamableClient) Handle(ctx context.Context, m frame.Message) error {
 
 // post is Handle, also returning the HTTP status (0 when none arrived).
 func (c *StreamableClient) post(ctx context.Context, m frame.Message) (int, error) {
-	x, err := newExchange(ctx, http.MethodPost, c.URL, m.Bytes())
+	x, err := newOutgoing(ctx, http.MethodPost, c.URL, m.Bytes())
 	if err != nil {
 		return 0, err
 	}
@@ -107,7 +107,7 @@ func (c *StreamableClient) post(ctx context.Context, m frame.Message) (int, erro
 
 // readEvents delivers the messages of a POST's event stream until the
 // response to want (when want is set) or the end of the stream.
-func (c *StreamableClient) readEvents(x *exchange, resp *http.Response, body io.Reader, want frame.ID) error {
+func (c *StreamableClient) readEvents(x *outgoing, resp *http.Response, body io.Reader, want frame.ID) error {
 	rd := frame.NewSSEReader(body, c.maxSize())
 	for {
 		ev, err := rd.Next()
@@ -144,7 +144,7 @@ const streamTailWait = 250 * time.Millisecond
 // and the end is usually already in the buffer). Anything else the server
 // sends meanwhile is still delivered; a server that keeps the stream open
 // is cut off after streamTailWait.
-func (c *StreamableClient) finishStream(x *exchange, resp *http.Response, rd *frame.SSEReader) {
+func (c *StreamableClient) finishStream(x *outgoing, resp *http.Response, rd *frame.SSEReader) {
 	t := time.AfterFunc(streamTailWait, func() { x.cancel(errStreamTail) })
 	defer t.Stop()
 	for {
@@ -164,7 +164,7 @@ func (c *StreamableClient) finishStream(x *exchange, resp *http.Response, rd *fr
 var errStreamTail = errors.New("event stream kept open after the response")
 
 // readJSON delivers a JSON body: one message or one batch.
-func (c *StreamableClient) readJSON(x *exchange, resp *http.Response, body io.Reader, ct string, want frame.ID) error {
+func (c *StreamableClient) readJSON(x *outgoing, resp *http.Response, body io.Reader, ct string, want frame.ID) error {
 	b, err := readBody(body, resp.ContentLength, c.maxSize())
 	if err != nil {
 		return c.readError(x, err)
@@ -190,7 +190,7 @@ func (c *StreamableClient) readJSON(x *exchange, resp *http.Response, body io.Re
 }
 
 // readError reports an error met while reading a response body.
-func (c *StreamableClient) readError(x *exchange, err error) error {
+func (c *StreamableClient) readError(x *outgoing, err error) error {
 	if errors.Is(err, frame.ErrTooLarge) && x.ctx.Err() == nil {
 		return &frame.SendError{Sent: true, Err: fmt.Errorf("response message over %d bytes: %w", c.maxSize(), frame.ErrTooLarge)}
 	}
@@ -210,7 +210,7 @@ func (c *StreamableClient) readError(x *exchange, err error) error {
 // a *frame.SendError when the stream broke or went idle.
 func (c *StreamableClient) Listen(ctx context.Context, h http.Header) (lastEventID string, err error) {
 	lastEventID = h.Get(frame.HeaderLastEventID)
-	x, err := newExchange(ctx, http.MethodGet, c.URL, nil)
+	x, err := newOutgoing(ctx, http.MethodGet, c.URL, nil)
 	if err != nil {
 		return lastEventID, err
 	}
@@ -256,7 +256,7 @@ func (c *StreamableClient) Listen(ctx context.Context, h http.Header) (lastEvent
 // session). A 2xx, a 404 (already gone) and a 405 (the server does not allow
 // it) are success; any other status is a *frame.StatusError.
 func (c *StreamableClient) EndSession(ctx context.Context, h http.Header) error {
-	x, err := newExchange(ctx, http.MethodDelete, c.URL, nil)
+	x, err := newOutgoing(ctx, http.MethodDelete, c.URL, nil)
 	if err != nil {
 		return err
 	}

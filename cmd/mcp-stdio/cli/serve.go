@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/mw"
 	"github.com/mcp-stdio/mcp-stdio/pipeline"
 	"github.com/mcp-stdio/mcp-stdio/transport"
 )
@@ -74,7 +75,7 @@ func newServeFlagSet(f *serveFlags, getenv func(string) string) *flag.FlagSet {
 	fs.StringVar(&f.publicURL, "public-url", "", "external `URL` of this server (behind a proxy or tunnel); its origin and host are allowed")
 	fs.Var(&f.dropCaps, "drop-client-capability", "remove client `capability` roots, sampling or elicitation from initialize before the server sees it (repeatable)")
 	fs.DurationVar(&f.idleTimeout, "session-idle-timeout", pipeline.DefaultSessionIdleTimeout, "end a session (and its process) idle this `long` (0 = never)")
-	fs.IntVar(&f.maxSessions, "max-sessions", transport.DefaultMaxSessions, "most sessions (processes) alive at `once`; more get 503")
+	fs.IntVar(&f.maxSessions, "max-sessions", mw.DefaultMaxSessions, "most sessions (processes) alive at `once`; more get 503")
 	fs.Var(&f.maxBody, "max-body", "largest request body in `bytes` (suffixes KiB, MiB, GiB); larger gets 413")
 	fs.Var(&f.maxMessage, "max-message-size", "largest message in `bytes` the server process may write (suffixes KiB, MiB, GiB)")
 	fs.DurationVar(&f.stdinGrace, "stdin-grace", transport.DefaultStdinGrace, "after closing a process's stdin, wait this `long` before SIGTERM")

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
-
-	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 func TestAccepts(t *testing.T) {
@@ -52,42 +50,6 @@ func FuzzAccept(f *testing.F) {
 		acceptsGET([]string{s})
 		if sse && !strings.Contains(strings.ToLower(s), "event-stream") {
 			t.Fatalf("SSE accepted from %q", s)
-		}
-	})
-}
-
-// FuzzUnbatch feeds arbitrary POST bodies to the parsing the server does
-// before routing: nothing may panic, and whatever passes is a list of
-// JSON-RPC messages.
-func FuzzUnbatch(f *testing.F) {
-	for _, s := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
-		`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"x"}]`,
-		`[]`, `[1]`, `[[]]`, `42`, `{"id":1}`, `[{"jsonrpc":"2.0","id":1,"method":"initialize"}]`,
-		`{"jsonrpc":"2.0","id":1,"result":{}}`, "[\n{\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n]",
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := frame.Parse(b)
-		if err != nil {
-			return
-		}
-		msgs, err := unbatch(m)
-		if err != nil {
-			return
-		}
-		if len(msgs) == 0 {
-			t.Fatal("no messages and no error")
-		}
-		for _, e := range msgs {
-			switch e.Kind() {
-			case frame.Invalid, frame.Batch:
-				t.Fatalf("passed %v in %q", e.Kind(), b)
-			}
-			if m.Kind() == frame.Batch && e.Method() == "initialize" {
-				t.Fatalf("passed a batched initialize in %q", b)
-			}
 		}
 	})
 }

@@ -1,0 +1,47 @@
+package mw
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// metaProtocolVersionKey is the _meta key that carries a 2026-07-28
+// request's protocol version.
+const metaProtocolVersionKey = "io.modelcontextprotocol/protocolVersion"
+
+// ClassifyEra tells which era a message a client sent belongs to, on
+// positive evidence only: 2026-07-28 when params._meta carries the
+// protocol version, or the method is server/discover. Everything else —
+// headers included, which a session-era client may send too, and a GET or
+// a DELETE — is of the session era.
+func ClassifyEra(m frame.Message) Era {
+	if m.Method() == "server/discover" ||
+		m.Get("params._meta."+gjson.Escape(metaProtocolVersionKey)).Exists() {
+		return EraStateless
+	}
+	return EraSession
+}
+
+// ByEra returns serve's era fork: every server-bound message goes to
+// stateless when [ClassifyEra] finds it of 2026-07-28 and stateless is not
+// nil, and to session otherwise. It is where the two chains of serve part
+// (see the package documentation). With no stateless chain, a 2026-07-28
+// request takes the session era's (a sessionless server/discover then gets
+// the session era's 400, which makes a dual-era client fall back to
+// initialize).
+func ByEra(session, stateless Handler, logger *slog.Logger) Handler {
+	log := loggerOrDiscard(logger)
+	return HandlerFunc(func(ctx context.Context, m frame.Message) error {
+		if ClassifyEra(m) == EraStateless {
+			if stateless != nil {
+				return stateless.Handle(ctx, m)
+			}
+			log.Debug("a 2026-07-28 request takes the session era (not served yet)", "method", m.Method())
+		}
+		return session.Handle(ctx, m)
+	})
+}

@@ -1,0 +1,64 @@
+package mw_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/mcp-stdio/mcp-stdio/mw"
+)
+
+// ExampleOriginPolicy shows which browser origins may call a local server.
+func ExampleOriginPolicy() {
+	p := mw.OriginPolicy{Allow: []string{"chrome-extension://abcdef"}}
+	for _, origin := range []string{"", "http://localhost:5173", "http://[::1]:8080", "chrome-extension://abcdef", "https://evil.example", "null"} {
+		fmt.Printf("%q %v\n", origin, p.Allowed(origin))
+	}
+	// Output:
+	// "" true
+	// "http://localhost:5173" true
+	// "http://[::1]:8080" true
+	// "chrome-extension://abcdef" true
+	// "https://evil.example" false
+	// "null" false
+}
+
+// ExampleCORS lets a page on an allowed origin call the endpoint: its
+// preflight is answered before any authentication, and its requests'
+// responses name its origin. A page on another origin is refused by
+// CheckOrigin first.
+func ExampleCORS() {
+	endpoint := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer t" { // stands for the real gate
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+	h := mw.Guards(mw.CheckOrigin(mw.OriginPolicy{}), mw.CORS)(endpoint)
+
+	for _, r := range []struct{ method, origin, auth string }{
+		{http.MethodOptions, "http://localhost:6274", ""}, // the preflight carries no token
+		{http.MethodPost, "http://localhost:6274", "Bearer t"},
+		{http.MethodOptions, "https://evil.example", ""},
+	} {
+		req := httptest.NewRequest(r.method, "/mcp", nil)
+		req.Header.Set("Origin", r.origin)
+		if r.method == http.MethodOptions {
+			req.Header.Set("Access-Control-Request-Method", "POST")
+			req.Header.Set("Access-Control-Request-Headers", "authorization, content-type")
+		}
+		if r.auth != "" {
+			req.Header.Set("Authorization", r.auth)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		line := fmt.Sprint(r.method, " ", r.origin, " ", w.Code, " ", w.Header().Get("Access-Control-Allow-Origin"), " ", w.Header().Get("Access-Control-Allow-Headers"))
+		fmt.Println(strings.TrimSpace(line))
+	}
+	// Output:
+	// OPTIONS http://localhost:6274 204 http://localhost:6274 authorization, content-type
+	// POST http://localhost:6274 202 http://localhost:6274
+	// OPTIONS https://evil.example 403
+}

@@ -1,0 +1,484 @@
+package mw
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// DefaultMaxSessions bounds the sessions [Sessions] keeps at once.
+const DefaultMaxSessions = 100
+
+// Backend is the server side of one session as [Sessions] sees it: the
+// session's own chain in front of its server (for serve, a child process).
+type Backend interface {
+	// Handle hands a message of the session's client to the session's
+	// chain; see [Handler]. A server that has ended makes it fail with an
+	// error matching frame.ErrUnavailable.
+	Handle(ctx context.Context, m frame.Message) error
+	// Done is closed when the server has ended on its own (the child
+	// exited) and everything it sent before has been handed on.
+	Done() <-chan struct{}
+	// Close ends the server and returns once it is gone; when ctx ends it
+	// hurries (a child is killed at once).
+	Close(ctx context.Context) error
+}
+
+// SessionsOptions configures [NewSessions].
+type SessionsOptions struct {
+	// Open starts the server side of a new session: id is its
+	// Mcp-Session-Id, conn the session's connection state, which the stage
+	// records the handshake in and closes when the session ends (the
+	// session's stages release what they hold there). ctx is the
+	// initialize request's: it bounds the start, not the session.
+	// Required.
+	Open func(ctx context.Context, id string, conn *Conn) (Backend, error)
+	// MaxSessions bounds the sessions alive at once; an initialize beyond
+	// it gets 503. 0 means [DefaultMaxSessions].
+	MaxSessions int
+	// IdleTimeout ends a session that has had no request and no open
+	// stream for this long; 0 means sessions never idle out.
+	IdleTimeout time.Duration
+	// AfterFunc runs f after d unless the returned stop is called first; it
+	// times idle sessions. nil means time.AfterFunc. Tests inject a fake.
+	AfterFunc func(d time.Duration, f func()) (stop func() bool)
+	// NewID mints session ids; nil means 128 random bits as 26 characters
+	// of base32. Ids must be visible ASCII.
+	NewID func() string
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Sessions is the session stage of serve's session era (see the package
+// documentation): it keeps the sessions of Streamable HTTP's session era
+// (revisions 2025-03-26 to 2025-11-25), each with a [Backend] of its own,
+// and hands every request of a session to that session's chain. Its
+// Handle takes the messages of serve's HTTP transport, each with its
+// [Exchange] in the context:
+//
+//   - POST initialize without Mcp-Session-Id opens a session: a fresh id, a
+//     [Conn] and a backend of their own. The id comes back in
+//     Mcp-Session-Id on the initialize's answer when it is a result; an
+//     initialize that fails, or whose answer never reaches its client,
+//     ends the session again.
+//   - Any other POST, a GET and a DELETE must name a live session: 400
+//     without the header, 404 for an unknown (ended, expired) one.
+//   - DELETE ends the session: its Conn is closed (its stages answer what
+//     still waits with an error) and its backend closed.
+//   - A batch is taken on sessions of 2025-03-26 (and 2024-11-05), whose
+//     clients may send them, and refused with 400 on later revisions; an
+//     empty batch, one holding something that is not a JSON-RPC message,
+//     and a batched initialize are refused on any.
+//   - A session ends when its backend ends on its own, when it has been
+//     idle for IdleTimeout, or at Close.
+//
+// A message its backend could not take is refused: 404 when the server
+// has ended, 502 otherwise; a stage's own refusal ([Refuse]) passes as it
+// is.
+type Sessions struct {
+	o   SessionsOptions
+	log *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	starting int  // sessions whose backend is being opened
+	closed   bool // no new sessions
+}
+
+// NewSessions returns the session stage for o.
+func NewSessions(o SessionsOptions) *Sessions {
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.AfterFunc == nil {
+		o.AfterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+	}
+	if o.NewID == nil {
+		o.NewID = rand.Text
+	}
+	return &Sessions{o: o, log: loggerOrDiscard(o.Logger), sessions: make(map[string]*session)}
+}
+
+// Len returns the number of live sessions.
+func (s *Sessions) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+// Close ends every session and refuses new ones (503). It returns when
+// all are gone or ctx ends; backends still running then are hurried.
+func (s *Sessions) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	all := make([]*session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, ss := range all {
+		wg.Go(func() { ss.close(ctx, "the gateway is shutting down") })
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+// Handle takes one message of serve's HTTP transport; see the type's
+// documentation.
+func (s *Sessions) Handle(ctx context.Context, m frame.Message) error {
+	x := ExchangeOf(ctx)
+	if x == nil {
+		return errors.New("mw: Sessions takes the messages of an HTTP server")
+	}
+	switch x.Method() {
+	case http.MethodPost:
+		return s.post(ctx, m, x)
+	case http.MethodDelete:
+		ss, err := s.require(m)
+		if err != nil {
+			return err
+		}
+		ss.close(context.WithoutCancel(ctx), "the client ended it")
+		return nil
+	}
+	ss, err := s.require(m)
+	if err != nil {
+		return err
+	}
+	return ss.forward(ctx, m, x, false)
+}
+
+// require returns the session a GET or DELETE names, or the refusal.
+func (s *Sessions) require(m frame.Message) (*session, error) {
+	sid := m.Header().Get(frame.HeaderSessionID)
+	if sid == "" {
+		return nil, Refuse(http.StatusBadRequest, "", frame.CodeInvalidRequest, "Bad Request: missing Mcp-Session-Id")
+	}
+	ss := s.lookup(sid)
+	if ss == nil {
+		return nil, Refuse(http.StatusNotFound, "", frame.CodeInvalidRequest, "session not found")
+	}
+	return ss, nil
+}
+
+// post takes a POST's message: one message or a batch.
+func (s *Sessions) post(ctx context.Context, m frame.Message, x Exchange) error {
+	if err := checkBatch(m); err != nil {
+		return Refuse(http.StatusBadRequest, "", frame.CodeInvalidRequest, err.Error())
+	}
+	isInit := m.Method() == "initialize"
+	sid := m.Header().Get(frame.HeaderSessionID)
+	var ss *session
+	switch {
+	case isInit && m.Kind() != frame.Request:
+		return Refuse(http.StatusBadRequest, "", frame.CodeInvalidRequest, "initialize must be a request")
+	case isInit && sid != "":
+		if s.lookup(sid) == nil {
+			return Refuse(http.StatusNotFound, m.ID(), frame.CodeInvalidRequest, "session not found")
+		}
+		return Refuse(http.StatusBadRequest, m.ID(), frame.CodeInvalidRequest, "the session is already initialized")
+	case isInit:
+		ss, err := s.open(ctx, m)
+		if err != nil {
+			return err
+		}
+		return ss.initialize(ctx, m, x)
+	case sid == "":
+		return Refuse(http.StatusBadRequest, m.ID(), frame.CodeInvalidRequest, "Bad Request: missing Mcp-Session-Id (initialize first)")
+	}
+	if ss = s.lookup(sid); ss == nil {
+		return Refuse(http.StatusNotFound, m.ID(), frame.CodeInvalidRequest, "session not found")
+	}
+	if v := ss.conn.ProtocolVersion(); m.Kind() == frame.Batch && !batchesAllowed(v) {
+		return Refuse(http.StatusBadRequest, "", frame.CodeInvalidRequest, "invalid request: batches are not part of MCP "+v)
+	}
+	return ss.forward(ctx, m, x, false)
+}
+
+// checkBatch refuses a batch MCP never allows: empty, holding something
+// that is not a JSON-RPC message, or holding an initialize.
+func checkBatch(m frame.Message) error {
+	if m.Kind() != frame.Batch {
+		return nil
+	}
+	n := 0
+	for el := range m.Elements() {
+		n++
+		switch {
+		case el.Kind() == frame.Invalid || el.Kind() == frame.Batch:
+			return errors.New("invalid request: a batch element is not a JSON-RPC message")
+		case el.Method() == "initialize":
+			return errors.New("invalid request: initialize must not be batched")
+		}
+	}
+	if n == 0 {
+		return errors.New("invalid request: empty batch")
+	}
+	return nil
+}
+
+// batchesAllowed reports whether clients of protocol version v may send
+// JSON-RPC batches.
+func batchesAllowed(v string) bool { return v == "2025-03-26" || v == "2024-11-05" }
+
+// open starts a new session for an initialize, or returns the refusal.
+func (s *Sessions) open(ctx context.Context, init frame.Message) (*session, error) {
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return nil, Refuse(http.StatusServiceUnavailable, init.ID(), frame.CodeGateway, "the gateway is shutting down")
+	case len(s.sessions)+s.starting >= s.o.MaxSessions:
+		s.mu.Unlock()
+		s.log.Warn("refused a session: too many sessions", "max", s.o.MaxSessions)
+		return nil, Refuse(http.StatusServiceUnavailable, init.ID(), frame.CodeGateway, fmt.Sprintf("too many sessions (at most %d)", s.o.MaxSessions))
+	}
+	s.starting++
+	s.mu.Unlock()
+
+	ss := &session{s: s, id: s.o.NewID(), conn: NewConn(EraSession), done: make(chan struct{})}
+	ss.log = s.log.With("session", ShortSessionID(ss.id))
+	backend, err := s.o.Open(ctx, ss.id, ss.conn)
+	s.mu.Lock()
+	s.starting--
+	closed := s.closed
+	if err == nil && !closed {
+		ss.backend = backend
+		s.sessions[ss.id] = ss
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.log.Error("cannot start the server for a new session", "err", err)
+		return nil, Refuse(http.StatusBadGateway, init.ID(), frame.CodeGateway, "cannot start the server: "+err.Error())
+	}
+	if closed {
+		_ = backend.Close(context.Background())
+		return nil, Refuse(http.StatusServiceUnavailable, init.ID(), frame.CodeGateway, "the gateway is shutting down")
+	}
+	ss.log.Info("session opened")
+	go ss.watch()
+	return ss, nil
+}
+
+// lookup returns the live session sid names, or nil.
+func (s *Sessions) lookup(sid string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[sid]
+}
+
+// forget removes a session, so that its id gets 404.
+func (s *Sessions) forget(ss *session) {
+	s.mu.Lock()
+	if s.sessions[ss.id] == ss {
+		delete(s.sessions, ss.id)
+	}
+	s.mu.Unlock()
+}
+
+// shortIDLen is how much of a session id names it in logs.
+const shortIDLen = 8
+
+// ShortSessionID returns the abbreviation of a session id used in logs
+// (and by serve in the prefix of a child's stderr lines).
+func ShortSessionID(id string) string {
+	if len(id) > shortIDLen {
+		return id[:shortIDLen]
+	}
+	return id
+}
+
+// session is one session of a [Sessions].
+type session struct {
+	s       *Sessions
+	id      string
+	log     *slog.Logger
+	conn    *Conn
+	backend Backend
+
+	mu       sync.Mutex
+	closed   bool
+	active   int // exchanges in progress
+	idleGen  uint64
+	idleStop func() bool
+
+	closeOnce sync.Once
+	done      chan struct{}
+}
+
+// initialize hands the client's initialize to the new session's chain.
+// The answer's header waits for the answer, which decides it: a result
+// carries Mcp-Session-Id and is recorded in the session's Conn; an error
+// does not, and the session ends once the exchange is over, as it does
+// when the result never reached the client.
+func (ss *session) initialize(ctx context.Context, m frame.Message, x Exchange) error {
+	x.HoldHeader()
+	ix := &initExchange{Exchange: x, ss: ss, req: m}
+	x.OnDone(func(unsent []frame.Message) {
+		if !ix.succeeded.Load() || answeredIn(unsent, m.ID()) {
+			ss.close(context.WithoutCancel(ctx), "initialize failed")
+		}
+	})
+	if err := ss.forward(WithExchange(ctx, ix), m, ix, true); err != nil {
+		ss.close(context.WithoutCancel(ctx), "its server could not be started")
+		return err
+	}
+	return nil
+}
+
+// answeredIn reports whether msgs hold the response to id.
+func answeredIn(msgs []frame.Message, id frame.ID) bool {
+	for _, m := range msgs {
+		if m.Kind().IsResponse() && m.ID() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// initExchange is the exchange of an initialize: every message on it but
+// the initialize's error carries the session id, and its result is
+// recorded in the session's Conn.
+type initExchange struct {
+	Exchange
+	ss        *session
+	req       frame.Message
+	succeeded atomic.Bool
+}
+
+func (ix *initExchange) Send(ctx context.Context, m frame.Message, eventID string) error {
+	answer := m.Kind().IsResponse() && m.ID() == ix.req.ID()
+	if !answer || m.Kind() == frame.Result {
+		m = m.WithHeader(frame.HeaderSessionID, ix.ss.id)
+	}
+	err := ix.Exchange.Send(ctx, m, eventID)
+	if answer && m.Kind() == frame.Result && err == nil {
+		ix.ss.conn.Initialized(ix.req, m)
+		ix.succeeded.Store(true)
+	}
+	return err
+}
+
+// forward hands m to the session's chain, its exchange counted as
+// activity until it is over.
+func (ss *session) forward(ctx context.Context, m frame.Message, x Exchange, isInit bool) error {
+	if !ss.begin() {
+		return Refuse(http.StatusNotFound, m.ID(), frame.CodeInvalidRequest, "session not found")
+	}
+	x.OnDone(func([]frame.Message) { ss.end() })
+	err := ss.backend.Handle(WithConn(ctx, ss.conn), m)
+	if err == nil {
+		return nil
+	}
+	var st *frame.StatusError
+	if errors.As(err, &st) {
+		return err // a stage's refusal
+	}
+	ss.log.Debug("could not deliver a client message", "err", err)
+	id, _ := firstRequestID(m)
+	if !isInit && (ss.isClosed() || errors.Is(err, frame.ErrUnavailable)) {
+		return Refuse(http.StatusNotFound, id, frame.CodeInvalidRequest, "session not found")
+	}
+	return Refuse(http.StatusBadGateway, id, frame.CodeGateway, "the server could not take the message: "+err.Error())
+}
+
+// firstRequestID returns the id of the first request m carries (m itself
+// or an element of a batch), and whether it carries one.
+func firstRequestID(m frame.Message) (frame.ID, bool) {
+	for el := range m.Elements() {
+		if el.Kind() == frame.Request {
+			return el.ID(), true
+		}
+	}
+	return "", false
+}
+
+func (ss *session) isClosed() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.closed
+}
+
+// begin counts an exchange with the session, which keeps it from idling
+// out; it fails once the session is closed.
+func (ss *session) begin() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closed {
+		return false
+	}
+	ss.active++
+	if ss.idleStop != nil {
+		ss.idleStop()
+		ss.idleStop = nil
+	}
+	return true
+}
+
+// end ends what begin began; the last one out starts the idle timer.
+func (ss *session) end() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.active--
+	if ss.active > 0 || ss.closed || ss.s.o.IdleTimeout <= 0 {
+		return
+	}
+	ss.idleGen++
+	gen := ss.idleGen
+	ss.idleStop = ss.s.o.AfterFunc(ss.s.o.IdleTimeout, func() { ss.idleFired(gen) })
+}
+
+// idleFired ends the session if nothing happened since the timer started.
+func (ss *session) idleFired(gen uint64) {
+	ss.mu.Lock()
+	idle := !ss.closed && ss.active == 0 && ss.idleGen == gen
+	ss.mu.Unlock()
+	if idle {
+		ss.close(context.Background(), "idle timeout")
+	}
+}
+
+// watch ends the session when its backend ends on its own.
+func (ss *session) watch() {
+	select {
+	case <-ss.backend.Done():
+		ss.close(context.Background(), "the server process exited")
+	case <-ss.done:
+	}
+}
+
+// close ends the session: its id is forgotten (404 from now on), its Conn
+// closed with the reason (its stages answer what still waits and end its
+// streams), and its backend closed. It returns when that is done or ctx
+// ends; the first caller's ctx bounds the backend's shutdown.
+func (ss *session) close(ctx context.Context, reason string) {
+	ss.closeOnce.Do(func() {
+		ss.s.forget(ss)
+		ss.mu.Lock()
+		ss.closed = true
+		if ss.idleStop != nil {
+			ss.idleStop()
+			ss.idleStop = nil
+		}
+		ss.mu.Unlock()
+		ss.conn.Close(errors.New(reason))
+		ss.log.Info("session closed", "reason", reason)
+		if err := ss.backend.Close(ctx); err != nil {
+			ss.log.Warn("closing the session's server", "err", err)
+		}
+		close(ss.done)
+	})
+	select {
+	case <-ss.done:
+	case <-ctx.Done():
+	}
+}

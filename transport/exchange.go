@@ -1,0 +1,479 @@
+package transport
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// Bounds of an [Exchange]'s queue.
+const (
+	// outboxCap is how many messages an answer being written holds before
+	// a sender of anything but a response waits for room: a server that
+	// outpaces its client is slowed to the client's pace. The writer takes
+	// the whole queue at once, so up to twice this many are in hand.
+	outboxCap = 16
+	// outboxMax bounds an answer's queue whatever is sent; beyond it Send
+	// fails with frame.ErrBusy.
+	outboxMax = 4096
+)
+
+// Exchange is one HTTP request the [HTTPServer] received and hands to its
+// handler, and the answer the server writes for it: a POST's answer (one
+// JSON body, or an event stream), a GET's event stream, or a DELETE's
+// status. The handler, and the stages it passes the exchange to, put the
+// answer's messages on it with [Exchange.Send] and say when it is complete
+// with [Exchange.End]; the server writes them as they come.
+//
+// Its methods are safe for concurrent use.
+type Exchange struct {
+	method string
+	sse    bool // the answer is an event stream
+	srv    *HTTPServer
+
+	mu      sync.Mutex
+	q       []outboxItem
+	spare   []outboxItem  // the other half of a double buffer
+	wake    chan struct{} // capacity 1: there is work for the writer
+	space   chan struct{} // closed (and replaced) when the writer makes room, if asked
+	wanted  bool          // a sender waits on space
+	over    chan struct{} // closed when the exchange is over
+	isOver  bool
+	pumping bool // the answer is being written
+	ended   bool
+	hold    bool // the header waits for the first message
+	number  func(frame.Message) string
+	onDone  []func(unsent []frame.Message)
+}
+
+// outboxItem is a message queued on an answer, with its event id.
+type outboxItem struct {
+	m  frame.Message
+	id string
+}
+
+func newExchange(srv *HTTPServer, method string, sse bool) *Exchange {
+	return &Exchange{
+		srv:    srv,
+		method: method,
+		sse:    sse,
+		wake:   make(chan struct{}, 1),
+		over:   make(chan struct{}),
+	}
+}
+
+// Method returns the HTTP method of the request: POST, GET or DELETE.
+func (x *Exchange) Method() string { return x.method }
+
+// EventStream reports whether the answer is an event stream, which can
+// carry any message; a JSON answer carries only the responses to the
+// POST's requests.
+func (x *Exchange) EventStream() bool { return x.sse }
+
+// Send queues m on the answer. eventID names m's event on an event stream
+// ("" for none, or for the name NumberEvents gives); a JSON answer ignores
+// it. The side channel of the first message the answer carries
+// ([frame.Message.Header]) becomes header fields of the HTTP response.
+//
+// A response is queued at once. Anything else waits for room while the
+// answer is being written and holds 16 messages, so that a server that
+// outpaces its client is slowed down; until the answer is being written
+// (the handler that was given the exchange has not returned) Send never
+// waits, and refuses anything but a response with frame.ErrBusy when a
+// POST's answer holds 16 messages already, since the handler may be
+// waiting for the very server that is sending. Any message is refused with
+// frame.ErrBusy beyond 4096 queued.
+//
+// Send fails with frame.ErrExchangeOver once the exchange is over or
+// ended, and with ctx's error when ctx ends while it waits; with ctx done
+// already it does not wait at all.
+func (x *Exchange) Send(ctx context.Context, m frame.Message, eventID string) error {
+	x.mu.Lock()
+	for {
+		switch {
+		case x.isOver || x.ended:
+			x.mu.Unlock()
+			return frame.ErrExchangeOver
+		case len(x.q) >= outboxMax:
+			x.mu.Unlock()
+			return frame.ErrBusy
+		case m.Kind().IsResponse() || len(x.q) < outboxCap:
+			x.push(m, eventID)
+			x.mu.Unlock()
+			return nil
+		case !x.pumping && x.method == http.MethodPost:
+			x.mu.Unlock()
+			return frame.ErrBusy
+		case !x.pumping:
+			x.push(m, eventID)
+			x.mu.Unlock()
+			return nil
+		}
+		if x.space == nil {
+			x.space = make(chan struct{})
+		}
+		x.wanted = true
+		room, over := x.space, x.over
+		x.mu.Unlock()
+		select {
+		case <-room:
+		case <-over:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		x.mu.Lock()
+	}
+}
+
+// push queues m and wakes the writer. The caller holds x.mu.
+func (x *Exchange) push(m frame.Message, id string) {
+	x.q = append(x.q, outboxItem{m: m, id: id})
+	x.notify()
+}
+
+// notify tells the writer there is work.
+func (x *Exchange) notify() {
+	select {
+	case x.wake <- struct{}{}:
+	default:
+	}
+}
+
+// End says that the answer is complete: the server writes what is queued
+// and finishes the HTTP response. A POST carrying requests stays open
+// until End (or until its client goes away); so does a GET's stream.
+// Calling End again does nothing.
+func (x *Exchange) End() {
+	x.mu.Lock()
+	x.ended = true
+	x.notify()
+	x.mu.Unlock()
+}
+
+// HoldHeader makes an event-stream answer's header wait for its first
+// message however long it takes (without it, the header goes out alone
+// after HTTPServerConfig.HeaderHold), so that the first message's side
+// channel decides the header.
+func (x *Exchange) HoldHeader() {
+	x.mu.Lock()
+	x.hold = true
+	x.mu.Unlock()
+}
+
+// NumberEvents has name give the event id of each message sent without
+// one, at the moment the server takes it for writing: a message that is
+// never taken (see OnDone) is never named. name is called without any lock
+// of the exchange held, one message at a time.
+func (x *Exchange) NumberEvents(name func(frame.Message) string) {
+	x.mu.Lock()
+	x.number = name
+	x.mu.Unlock()
+}
+
+// OnDone has f run once the exchange is over — its answer written, or its
+// client gone — with the messages that were queued and never taken for
+// writing. f runs on the server's goroutine for the request; if the
+// exchange is over already, f runs at once.
+func (x *Exchange) OnDone(f func(unsent []frame.Message)) {
+	x.mu.Lock()
+	if !x.isOver {
+		x.onDone = append(x.onDone, f)
+		x.mu.Unlock()
+		return
+	}
+	x.mu.Unlock()
+	f(nil)
+}
+
+// take hands the queued messages to the writer, makes room, and reports
+// whether the answer is complete. The slice is valid until the next take.
+func (x *Exchange) take() ([]outboxItem, bool, func(frame.Message) string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	items := x.q
+	x.q = x.spare[:0]
+	x.spare = items
+	if x.wanted {
+		close(x.space)
+		x.space, x.wanted = nil, false
+	}
+	return items, x.ended, x.number
+}
+
+// finish makes the exchange over and runs the OnDone functions.
+func (x *Exchange) finish() {
+	x.mu.Lock()
+	if x.isOver {
+		x.mu.Unlock()
+		return
+	}
+	x.isOver = true
+	close(x.over)
+	var unsent []frame.Message
+	for _, it := range x.q {
+		unsent = append(unsent, it.m)
+	}
+	x.q, x.spare = nil, nil
+	hooks := x.onDone
+	x.onDone = nil
+	x.mu.Unlock()
+	for _, f := range hooks {
+		f(unsent)
+	}
+}
+
+// writeSSE writes an event-stream answer until the exchange ends or its
+// client goes away, and reports whether it was written whole. A POST's
+// answer holds its header for the first message up to HeaderHold (or for
+// good, see HoldHeader); a GET's stream sends its header at once. Each
+// batch of messages is flushed but the last of a POST's answer, which
+// net/http sends with the end of the response. A stream that stays silent
+// gets a comment every KeepAlive.
+func (x *Exchange) writeSSE(w http.ResponseWriter, r *http.Request) bool {
+	x.mu.Lock()
+	x.pumping = true
+	hold := x.hold
+	x.mu.Unlock()
+	rc := http.NewResponseController(w)
+	headerSent := false
+	sendHeader := func(first frame.Message) bool {
+		writeHeader(w, first.Header(), "text/event-stream")
+		headerSent = true
+		return true
+	}
+	// tick fires when the header must go out alone, then every KeepAlive.
+	var tick <-chan time.Time
+	var timer *time.Timer
+	switch {
+	case x.method == http.MethodGet:
+		sendHeader(frame.Message{})
+		if rc.Flush() != nil {
+			return false
+		}
+		if ka := x.srv.cfg.KeepAlive; ka > 0 {
+			timer = time.NewTimer(ka)
+		}
+	case !hold:
+		timer = time.NewTimer(x.srv.cfg.HeaderHold)
+	}
+	if timer != nil {
+		defer timer.Stop()
+		tick = timer.C
+	}
+	wrote := false // since the last tick
+	for {
+		items, ended, number := x.take()
+		for i, it := range items {
+			if !headerSent {
+				sendHeader(it.m)
+			}
+			id := it.id
+			if id == "" && number != nil {
+				id = number(it.m)
+			}
+			if frame.WriteSSE(w, id, "message", it.m.Bytes()) != nil {
+				clear(items)
+				return false
+			}
+			wrote = true
+			items[i] = outboxItem{}
+		}
+		if ended {
+			break
+		}
+		if len(items) > 0 && rc.Flush() != nil {
+			return false
+		}
+		select {
+		case <-x.wake:
+		case <-tick:
+			switch {
+			case !headerSent:
+				sendHeader(frame.Message{})
+				if rc.Flush() != nil {
+					return false
+				}
+			case !wrote:
+				if writeKeepAlive(w, rc) != nil {
+					return false
+				}
+			}
+			wrote = false
+			if ka := x.srv.cfg.KeepAlive; ka > 0 {
+				timer.Reset(ka)
+			} else {
+				tick = nil
+			}
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	if !headerSent { // ended before any message: every request was cancelled
+		sendHeader(frame.Message{})
+	}
+	if x.method == http.MethodGet {
+		_ = rc.Flush()
+	}
+	return true
+}
+
+// writeJSON collects the answer's messages until the exchange ends and
+// writes them as one JSON body: the one response, or an array for a batch.
+// It reports whether the answer was written.
+func (x *Exchange) writeJSON(w http.ResponseWriter, r *http.Request, batch bool) bool {
+	x.mu.Lock()
+	x.pumping = true
+	x.mu.Unlock()
+	var collected []frame.Message
+	for {
+		items, ended, _ := x.take()
+		for i, it := range items {
+			collected = append(collected, it.m)
+			items[i] = outboxItem{}
+		}
+		if ended {
+			break
+		}
+		select {
+		case <-x.wake:
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	return writeJSONAnswer(w, collected, batch) == nil
+}
+
+// writeHeader writes the header of an answer: the fields of side (a
+// message's side channel), then Content-Type, and the status 200.
+func writeHeader(w http.ResponseWriter, side http.Header, contentType string) {
+	h := w.Header()
+	for k, v := range side {
+		h[k] = v
+	}
+	h.Set("Content-Type", contentType)
+	if contentType == "text/event-stream" {
+		h.Set("Cache-Control", "no-cache")
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// keepAliveComment is what a silent event stream gets every KeepAlive.
+const keepAliveComment = ": keepalive\n\n"
+
+// writeKeepAlive writes keepAliveComment and flushes it.
+func writeKeepAlive(w http.ResponseWriter, rc *http.ResponseController) error {
+	if _, err := io.WriteString(w, keepAliveComment); err != nil {
+		return err
+	}
+	return rc.Flush()
+}
+
+// writeJSONAnswer writes the JSON answer of a POST: the one response, or
+// the array of a batch's responses. The first message's side channel
+// gives header fields.
+func writeJSONAnswer(w http.ResponseWriter, msgs []frame.Message, batch bool) error {
+	var side http.Header
+	if len(msgs) > 0 {
+		side = msgs[0].Header()
+	}
+	h := w.Header()
+	if !batch && len(msgs) == 1 {
+		h.Set("Content-Length", strconv.Itoa(msgs[0].Len()))
+		writeHeader(w, side, "application/json")
+		_, err := w.Write(msgs[0].Bytes())
+		return err
+	}
+	n := 1 + len(msgs)
+	for _, m := range msgs {
+		n += m.Len()
+	}
+	if len(msgs) == 0 {
+		n++
+	}
+	h.Set("Content-Length", strconv.Itoa(n))
+	writeHeader(w, side, "application/json")
+	if _, err := w.Write([]byte{'['}); err != nil {
+		return err
+	}
+	for i, m := range msgs {
+		if i > 0 {
+			if _, err := w.Write([]byte{','}); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(m.Bytes()); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write([]byte{']'})
+	return err
+}
+
+// acceptsPOST reads a POST's Accept header: sse when text/event-stream is
+// named outright, json when application/json is acceptable (named, through
+// a wildcard, or with no Accept at all). A q of 0 excludes a type.
+func acceptsPOST(values []string) (sse, json bool) {
+	if len(values) == 0 {
+		return false, true
+	}
+	for typ, sub := range mediaRanges(values) {
+		switch {
+		case typ == "text" && sub == "event-stream":
+			sse = true
+		case typ == "application" && (sub == "json" || sub == "*"), typ == "*":
+			json = true
+		}
+	}
+	return sse, json
+}
+
+// acceptsGET reports whether a GET's Accept allows an event stream.
+func acceptsGET(values []string) bool {
+	if len(values) == 0 {
+		return true
+	}
+	for typ, sub := range mediaRanges(values) {
+		if typ == "*" || typ == "text" && (sub == "event-stream" || sub == "*") {
+			return true
+		}
+	}
+	return false
+}
+
+// mediaRanges yields the lower-cased type and subtype of every media range
+// in Accept header values whose q is not zero.
+func mediaRanges(values []string) func(yield func(typ, sub string) bool) {
+	return func(yield func(typ, sub string) bool) {
+		for _, v := range values {
+			for part := range strings.SplitSeq(v, ",") {
+				mr, params, _ := strings.Cut(part, ";")
+				if zeroQ(params) {
+					continue
+				}
+				typ, sub, _ := strings.Cut(strings.TrimSpace(mr), "/")
+				if !yield(strings.ToLower(strings.TrimSpace(typ)), strings.ToLower(strings.TrimSpace(sub))) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// zeroQ reports whether media-range parameters carry q=0.
+func zeroQ(params string) bool {
+	for p := range strings.SplitSeq(params, ";") {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(k), "q") {
+			continue
+		}
+		q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		return err == nil && q <= 0
+	}
+	return false
+}
