@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -35,6 +36,36 @@ func TestConformanceParsers(t *testing.T) {
 		is.Equal(len(got["client"]), 3)
 		is.Equal(got["client"][0].versions, []string{"2025-11-25", "2026-07-28"})
 		is.Equal(got["client"][2].versions, []string{"extension"})
+	})
+	t.Run("runs", func(t *testing.T) {
+		is := is.New(t)
+		out := "Client scenarios (test against a client):\n  - initialize [2025-06-18,2025-11-25]\n  - tools_call [2025-06-18,2025-11-25,2026-07-28]\n" +
+			"  - elicitation-sep1034-client-defaults [2025-11-25]\n  - sse-retry [2025-11-25]\n  - request-metadata [2026-07-28]\n" +
+			"  - auth/metadata-default [2025-11-25,2026-07-28]\n  - auth/iss-supported [2026-07-28]\n  - auth/dpop [extension]\n" +
+			"  - json-schema-2020-12-preservation [2025-11-25,2026-07-28]\n"
+		listed := confParseList([]byte(out))["client"]
+		runs, err := confRelayRuns(listed)
+		is.NoErr(err)
+		is.Equal(len(runs), len(confRelayScenarios))
+		for _, r := range runs {
+			is.Equal(r.spec, "2025-11-25")
+			is.Equal(r.required, r.name != "sse-retry") // sse-retry is the one not required
+			is.Equal(r.note != "", !r.required)         // and says why
+		}
+		_, err = confRelayRuns(listed[1:])
+		is.True(err != nil) // a relay scenario the suite does not list is an error
+		_, err = confRelayRuns(confParseList([]byte(strings.Replace(out, "sse-retry [2025-11-25]", "sse-retry [2026-07-28]", 1)))["client"])
+		is.True(err != nil) // so is one it does not list at 2025-11-25
+
+		runs, err = confAuthRuns(listed)
+		is.NoErr(err)
+		is.Equal(runs, []confClientRun{
+			{name: "auth/metadata-default", spec: "2025-11-25", required: true},
+			{name: "auth/iss-supported", spec: "2026-07-28", note: "2026-07-28 only"},
+			{name: "auth/iss-supported", spec: "2025-11-25", forced: true, note: "2026-07-28 only; forced at the 2025-11-25 wire"},
+		})
+		_, err = confAuthRuns(listed[:1])
+		is.True(err != nil) // no required auth scenario is an error
 	})
 	t.Run("unscored reasons", func(t *testing.T) {
 		is := is.New(t)
