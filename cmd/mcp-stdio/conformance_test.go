@@ -459,7 +459,8 @@ var confRelayScenarios = []struct{ name, note string }{
 	{name: "initialize"},
 	{name: "tools_call"},
 	{name: "elicitation-sep1034-client-defaults"},
-	{name: "sse-retry", note: "not required: the relay does not honour an event stream's `retry:` nor resume it with Last-Event-ID yet"},
+	{name: "sse-retry", note: "not required: the relay does not honour an event stream's `retry:` nor resume it with Last-Event-ID yet " +
+		"(the GET the scenario sees is the relay's standing stream, opened after initialize, not a reconnection)"},
 	{name: "json-schema-2020-12-preservation"},
 }
 
