@@ -42,11 +42,12 @@ const (
 	confEchoTool        = "json_schema_echo"                 // json-schema-2020-12-preservation
 )
 
-// confSSERetryCall bounds sse-retry's tool call: the server ends the
-// call's stream at once and answers on the stream the client reopens
-// after the retry interval it gave (half a second), so a relay that
-// resumes answers well within it, and one that does not fails fast.
-const confSSERetryCall = 10 * time.Second
+// confCallTimeout bounds a play's tool call. Each is answered well within
+// a second when the relay carries every message (sse-retry's server
+// answers after the half-second retry interval it gives); a call whose
+// answer depends on a message the relay lost fails at this bound rather
+// than at the client's deadline.
+const confCallTimeout = 10 * time.Second
 
 // confPlayInitialize checks the handshake the relay carried: the server
 // answered at the version the client asked for.
@@ -69,9 +70,9 @@ func confPlayToolsCall(ctx context.Context, c *confClient, cs *mcp.ClientSession
 	if err := confHasTools(ctx, cs, confAddTool); err != nil {
 		return err
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: confAddTool, Arguments: map[string]any{"a": 2, "b": 3}})
+	res, err := confCall(ctx, cs, confAddTool, map[string]any{"a": 2, "b": 3})
 	if err != nil {
-		return fmt.Errorf("tools/call %s: %w", confAddTool, err)
+		return err
 	}
 	if text := confToolText(res); res.IsError || !strings.Contains(text, "5") {
 		return fmt.Errorf("tools/call %s(2, 3): error %v, text %q; want the sum 5", confAddTool, res.IsError, text)
@@ -86,9 +87,9 @@ func confPlayElicitationDefaults(ctx context.Context, c *confClient, cs *mcp.Cli
 	if err := confHasTools(ctx, cs, confElicitationTool); err != nil {
 		return err
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: confElicitationTool, Arguments: map[string]any{}})
+	res, err := confCall(ctx, cs, confElicitationTool, map[string]any{})
 	if err != nil {
-		return fmt.Errorf("tools/call %s: %w", confElicitationTool, err)
+		return fmt.Errorf("%w (elicitations that reached the client: %d)", err, c.elicited.Load())
 	}
 	fmt.Fprintf(c.stderr, "conformance client: %s answered %q\n", confElicitationTool, confToolText(res))
 	if n := c.elicited.Load(); n != 1 || res.IsError {
@@ -98,16 +99,14 @@ func confPlayElicitationDefaults(ctx context.Context, c *confClient, cs *mcp.Cli
 }
 
 // confPlaySSERetry calls the tool whose answer only comes on a
-// reconnected stream, within confSSERetryCall.
+// reconnected stream.
 func confPlaySSERetry(ctx context.Context, c *confClient, cs *mcp.ClientSession) error {
 	if err := confHasTools(ctx, cs, confReconnectTool); err != nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, confSSERetryCall)
-	defer cancel()
-	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: confReconnectTool, Arguments: map[string]any{}})
+	res, err := confCall(ctx, cs, confReconnectTool, map[string]any{})
 	if err != nil {
-		return fmt.Errorf("tools/call %s: %w", confReconnectTool, err)
+		return err
 	}
 	if res.IsError {
 		return fmt.Errorf("tools/call %s: error result %q", confReconnectTool, confToolText(res))
@@ -127,9 +126,8 @@ func confPlaySchemaPreservation(ctx context.Context, c *confClient, cs *mcp.Clie
 	if err != nil {
 		return fmt.Errorf("through the relay: %w", err)
 	}
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: confEchoTool, Arguments: map[string]any{"schema": json.RawMessage(relayed)}})
-	if err != nil {
-		return fmt.Errorf("tools/call %s: %w", confEchoTool, err)
+	if _, err := confCall(ctx, cs, confEchoTool, map[string]any{"schema": json.RawMessage(relayed)}); err != nil {
+		return err
 	}
 	direct, err := confDirectResult(ctx, c.url, c.version, "tools/list")
 	if err != nil {
@@ -175,6 +173,17 @@ func confHasTools(ctx context.Context, cs *mcp.ClientSession, names ...string) e
 		}
 	}
 	return nil
+}
+
+// confCall calls a tool, within confCallTimeout.
+func confCall(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, confCallTimeout)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return nil, fmt.Errorf("tools/call %s: %w", name, err)
+	}
+	return res, nil
 }
 
 // confToolText joins the text content of a tool result.
