@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -24,7 +25,8 @@ import (
 //
 //	<test binary> mcp-stdio-conformance-client RELAY URL
 //	    the MCP client the suite runs in client mode (it appends URL): it
-//	    spawns RELAY --oauth … URL and talks MCP to it over stdio;
+//	    spawns RELAY … URL (with --oauth for the auth/* scenarios) and
+//	    talks MCP to it over stdio, playing the scenario (confPlays);
 //	<test binary> mcp-stdio-conformance-browser URL
 //	    the user's browser ($BROWSER of that relay): it follows the
 //	    authorization redirect to the relay's callback.
@@ -87,8 +89,15 @@ type confScenarioContext struct {
 	ClientSecret string `json:"client_secret"`
 }
 
+// confAuthScenario reports whether a scenario is an authorization one: the
+// relay runs with --oauth for those, and without for the others.
+func confAuthScenario(scenario string) bool { return strings.HasPrefix(scenario, "auth/") }
+
 // confRelayArgs returns the relay's arguments for a scenario.
 func confRelayArgs(scenario string, sc confScenarioContext, url string) []string {
+	if !confAuthScenario(scenario) {
+		return []string{"--log-level", "debug", url}
+	}
 	args := []string{"--oauth", "--log-level", "debug", "--oauth-timeout", "30"}
 	if sc.ClientID != "" {
 		args = append(args, "--client-id", sc.ClientID)
@@ -134,14 +143,30 @@ func confClientMain(args []string, getenv func(string) string, stderr io.Writer)
 	}
 	defer os.RemoveAll(home)
 
+	play, ok := confPlays[scenario]
+	switch {
+	case ok:
+	case confAuthScenario(scenario):
+		play = confPlayAuth
+	default:
+		fmt.Fprintf(stderr, "conformance client: no play for scenario %q\n", scenario)
+		return 2
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), confClientDeadline)
 	defer cancel()
 	c := &confClient{
 		relay:   relay,
+		url:     url,
 		args:    confRelayArgs(scenario, sc, url),
 		env:     append(os.Environ(), "XDG_CONFIG_HOME="+home, "BROWSER="+self+" "+confBrowserArg),
 		version: version,
 		stderr:  stderr,
+		play:    play,
+		wire:    &confWire{},
+	}
+	if !confAuthScenario(scenario) {
+		c.opts = &mcp.ClientOptions{ElicitationHandler: c.acceptDefaults}
 	}
 	fmt.Fprintf(stderr, "conformance client: scenario %s at %s: %s %s\n", scenario, version, relay, strings.Join(c.args, " "))
 	if err := c.run(ctx); err != nil {
@@ -154,13 +179,24 @@ func confClientMain(args []string, getenv func(string) string, stderr io.Writer)
 // confClient drives one relay process with the go-sdk client.
 type confClient struct {
 	relay   string
+	url     string // the scenario server, which the relay is given
 	args    []string
 	env     []string
 	version string // protocol version the go-sdk client asks for
 	stderr  io.Writer
+	opts    *mcp.ClientOptions // the go-sdk client's options; nil for none
+	play    confPlay
+	// wire keeps the raw results the relay printed.
+	wire *confWire
+	// elicited counts the elicitation requests answered.
+	elicited atomic.Int32
 }
 
-// run connects through the relay, lists the tools and calls the test tool.
+// confPlay is what the client does in a scenario once the session through
+// the relay is up.
+type confPlay func(ctx context.Context, c *confClient, cs *mcp.ClientSession) error
+
+// run connects through the relay and plays the scenario.
 func (c *confClient) run(ctx context.Context) error {
 	cs, err := c.connect(ctx)
 	if err != nil {
@@ -171,6 +207,12 @@ func (c *confClient) run(ctx context.Context) error {
 			fmt.Fprintf(c.stderr, "conformance client: relay exit: %v\n", err)
 		}
 	}()
+	return c.play(ctx, c, cs)
+}
+
+// confPlayAuth is the play of the authorization scenarios: list the tools
+// and call the test tool, retrying while a sign-in is under way.
+func confPlayAuth(ctx context.Context, c *confClient, cs *mcp.ClientSession) error {
 	var tools *mcp.ListToolsResult
 	if err := confRetry(ctx, c.stderr, "tools/list", func() (err error) {
 		tools, err = cs.ListTools(ctx, nil)
@@ -192,15 +234,15 @@ func (c *confClient) run(ctx context.Context) error {
 // was closed with the failed session, and the token store carries the
 // sign-in over.
 func (c *confClient) connect(ctx context.Context) (*mcp.ClientSession, error) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcp-stdio-conformance-client", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcp-stdio-conformance-client", Version: "1"}, c.opts)
 	var cs *mcp.ClientSession
 	err := confRetry(ctx, c.stderr, "connect", func() error {
 		cmd := exec.Command(c.relay, c.args...)
 		cmd.Env = c.env
 		cmd.Stderr = c.stderr
 		var err error
-		cs, err = client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: confRelayExit},
-			&mcp.ClientSessionOptions{ProtocolVersion: c.version})
+		t := &mcp.CommandTransport{Command: cmd, TerminateDuration: confRelayExit}
+		cs, err = client.Connect(ctx, c.wire.wrap(t), &mcp.ClientSessionOptions{ProtocolVersion: c.version})
 		return err
 	})
 	return cs, err

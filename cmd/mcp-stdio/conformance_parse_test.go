@@ -1,11 +1,21 @@
 package main_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/matryer/is"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/internal/conformancereport"
 )
@@ -26,6 +36,40 @@ func TestConformanceParsers(t *testing.T) {
 		is.Equal(len(got["client"]), 3)
 		is.Equal(got["client"][0].versions, []string{"2025-11-25", "2026-07-28"})
 		is.Equal(got["client"][2].versions, []string{"extension"})
+	})
+	t.Run("runs", func(t *testing.T) {
+		is := is.New(t)
+		out := "Client scenarios (test against a client):\n  - initialize [2025-06-18,2025-11-25]\n  - tools_call [2025-06-18,2025-11-25,2026-07-28]\n" +
+			"  - elicitation-sep1034-client-defaults [2025-11-25]\n  - sse-retry [2025-11-25]\n  - request-metadata [2026-07-28]\n" +
+			"  - auth/metadata-default [2025-11-25,2026-07-28]\n  - auth/iss-supported [2026-07-28]\n  - auth/dpop [extension]\n" +
+			"  - json-schema-2020-12-preservation [2025-11-25,2026-07-28]\n"
+		listed := confParseList([]byte(out))["client"]
+		runs, err := confRelayRuns(listed)
+		is.NoErr(err)
+		is.Equal(len(runs), len(confRelayScenarios))
+		var required []string
+		for _, r := range runs {
+			is.Equal(r.spec, "2025-11-25")
+			is.Equal(r.note != "", !r.required) // one not required says why
+			if r.required {
+				required = append(required, r.name)
+			}
+		}
+		is.Equal(required, []string{"initialize", "tools_call", "json-schema-2020-12-preservation"})
+		_, err = confRelayRuns(listed[1:])
+		is.True(err != nil) // a relay scenario the suite does not list is an error
+		_, err = confRelayRuns(confParseList([]byte(strings.Replace(out, "sse-retry [2025-11-25]", "sse-retry [2026-07-28]", 1)))["client"])
+		is.True(err != nil) // so is one it does not list at 2025-11-25
+
+		runs, err = confAuthRuns(listed)
+		is.NoErr(err)
+		is.Equal(runs, []confClientRun{
+			{name: "auth/metadata-default", spec: "2025-11-25", required: true},
+			{name: "auth/iss-supported", spec: "2026-07-28", note: "2026-07-28 only"},
+			{name: "auth/iss-supported", spec: "2025-11-25", forced: true, note: "2026-07-28 only; forced at the 2025-11-25 wire"},
+		})
+		_, err = confAuthRuns(listed[:1])
+		is.True(err != nil) // no required auth scenario is an error
 	})
 	t.Run("unscored reasons", func(t *testing.T) {
 		is := is.New(t)
@@ -57,5 +101,77 @@ func TestConformanceParsers(t *testing.T) {
 		write("broken-2026-11-30T19-43-30-091Z", `{`)
 		_, err = confReadResults(dir, "")
 		is.True(err != nil) // a broken checks.json is reported
+	})
+}
+
+// TestConformanceClientHelpers checks the helpers of the client program's
+// plays (conformance_plays_test.go) on local peers.
+func TestConformanceClientHelpers(t *testing.T) {
+	t.Run("direct result", func(t *testing.T) {
+		is := is.New(t)
+		const result = `{"tools":[{"name":"other","inputSchema":{}},{"name":"t","inputSchema":{"b":1, "a":[2.50],"$defs":{}}}]}`
+		var calls atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			is.Equal(r.Header.Get("MCP-Protocol-Version"), "2025-11-25")
+			is.Equal(r.Header.Get("Accept"), "application/json, text/event-stream")
+			body, _ := io.ReadAll(r.Body)
+			is.Equal(gjson.GetBytes(body, "method").String(), "tools/list")
+			msg := `{"jsonrpc":"2.0","id":1,"result":` + result + `}`
+			if calls.Add(1) == 1 { // an event stream: priming event, a notification, the answer
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, "id: 1\nretry: 500\ndata: \n\n", `data: {"jsonrpc":"2.0","method":"notifications/message","params":{}}`+"\n\n", "data: "+msg+"\n\n")
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, msg)
+		}))
+		defer srv.Close()
+		for range 2 {
+			got, err := confDirectResult(context.Background(), srv.URL, "2025-11-25", "tools/list")
+			is.NoErr(err)
+			is.Equal(string(got), result) // the result's bytes, as served
+			schema, err := confInputSchema(got, "t")
+			is.NoErr(err)
+			is.Equal(string(schema), `{"b":1, "a":[2.50],"$defs":{}}`) // byte for byte
+		}
+		_, err := confInputSchema([]byte(result), "missing")
+		is.True(err != nil) // an unlisted tool is an error
+	})
+	t.Run("accept defaults", func(t *testing.T) {
+		is := is.New(t)
+		var c confClient
+		res, err := c.acceptDefaults(context.Background(), &mcp.ElicitRequest{Params: &mcp.ElicitParams{
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+				"name": map[string]any{"type": "string", "default": "Ann"},
+				"n":    map[string]any{"type": "integer", "default": 3.0},
+				"free": map[string]any{"type": "string"},
+			}},
+		}})
+		is.NoErr(err)
+		is.Equal(res.Action, "accept")
+		is.Equal(res.Content, map[string]any{"name": "Ann", "n": 3.0}) // the defaults, and nothing for a field without one
+		is.Equal(c.elicited.Load(), int32(1))
+	})
+	t.Run("wire", func(t *testing.T) {
+		is := is.New(t)
+		ctx := context.Background()
+		server := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+		server.AddTool(&mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := server.Connect(ctx, st, nil)
+		is.NoErr(err)
+		defer ss.Close()
+		var w confWire
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, w.wrap(ct), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		is.NoErr(err)
+		defer cs.Close()
+		is.Equal(w.result("tools/list"), nil) // nothing before the call
+		_, err = cs.ListTools(ctx, nil)
+		is.NoErr(err)
+		is.Equal(gjson.GetBytes(w.result("tools/list"), "tools.0.name").String(), "t")             // the raw result is kept
+		is.Equal(gjson.GetBytes(w.result("initialize"), "protocolVersion").String(), "2025-11-25") // per method
 	})
 }

@@ -43,6 +43,9 @@ type Summary struct {
 	// Client is the relay (mcp-stdio --oauth) under the suite's client
 	// authorization scenarios.
 	Client Mode `json:"client"`
+	// Relay is the relay without OAuth (mcp-stdio URL) under the suite's
+	// other client scenarios that apply to a relay.
+	Relay Mode `json:"relay"`
 }
 
 // Mode is the result of one side of mcp-stdio under the suite.
@@ -142,11 +145,13 @@ func Render(w io.Writer, s *Summary) error {
 	sp, st := s.Server.Tally(true)
 	cp, ct := s.Client.Tally(true)
 	ip, it := s.Client.Tally(false)
+	rp, rt := s.Relay.Tally(true)
 	p("| | |\n|---|---|\n")
 	p("| Run on | %s (%s, %s, %.0f s for the whole test) |\n", s.Date, s.Platform, s.Go, s.Seconds)
 	p("| Suite | `%s` on Node.js %s |\n", s.Suite, s.Node)
 	p("| Server fixture | `%s` (the stdio child behind `mcp-stdio serve`) |\n", s.Fixture)
 	p("| **Server mode** (`mcp-stdio serve`) | **%d/%d** scored scenarios pass at 2025-11-25 |\n", sp, st)
+	p("| **Client mode** (relay, `mcp-stdio URL`) | **%d/%d** required scenarios pass at 2025-11-25%s |\n", rp, rt, notRequired(s.Relay))
 	p("| **Client mode** (relay, `mcp-stdio --oauth`) | **%d/%d** authorization scenarios pass (2025-11-25, 2025-03-26) |\n", cp, ct)
 	fp, ft := 0, 0
 	for _, sc := range s.Client.Scenarios {
@@ -159,8 +164,8 @@ func Render(w io.Writer, s *Summary) error {
 	}
 	p("| 2026-07-28-only authorization scenarios | %d/%d pass through the relay already; %d/%d forced at the 2025-11-25 wire (not required yet) |\n\n", fp, ft, ip-fp, it-ft)
 
-	p("The test fails unless every scored server scenario and every required authorization scenario\n")
-	p("passes. Re-run and regenerate this file with:\n\n```sh\n.ci/conformance\n```\n\n")
+	p("The test fails unless every scored server scenario and every required client scenario passes.\n")
+	p("Re-run and regenerate this file with:\n\n```sh\n.ci/conformance\n```\n\n")
 	p("Install (cached under the user cache directory, `mcp-stdio/conformance-<version>`):\n\n```sh\n")
 	for _, c := range s.Install {
 		p("%s\n", c)
@@ -172,6 +177,21 @@ func Render(w io.Writer, s *Summary) error {
 	p("its stdio child (one child per session). After the run the test opens one more session, stops\n")
 	p("serve with SIGTERM and checks that it exits 0 and leaves no child process behind.\n\n")
 	renderMode(p, s.Server, "Scored", "Not scored (run and reported by the suite)")
+
+	p("## Client mode: the relay (`mcp-stdio URL`)\n\n")
+	p("For each client scenario that applies to a relay the suite starts its own MCP server and runs the\n")
+	p("test binary as the MCP client: a go-sdk client that spawns `mcp-stdio <url>` and talks MCP to it\n")
+	p("over stdio, at the 2025-11-25 wire, doing what the scenario's server waits for:\n\n")
+	p("- `initialize`: the handshake; the client checks that the answer has the version it asked for;\n")
+	p("- `tools_call`: lists the tools and calls `add_numbers`, checking the sum in the answer;\n")
+	p("- `elicitation-sep1034-client-defaults`: calls the tool whose server elicits a form during the call,\n")
+	p("  and accepts the form with its defaults (SEP-1034) through the relay while the call is open;\n")
+	p("- `sse-retry`: calls the tool whose server ends the call's event stream with a `retry:` interval\n")
+	p("  and answers only on the stream the client opens again after it (SEP-1699);\n")
+	p("- `json-schema-2020-12-preservation`: lists the tools and sends one tool's JSON Schema 2020-12\n")
+	p("  `inputSchema` back through an echo tool as the exact bytes the relay printed, and checks them\n")
+	p("  against the server's own `tools/list` answer fetched without the relay (byte for byte).\n\n")
+	renderMode(p, s.Relay, "Required (2025-11-25)", "Not required (informational)")
 
 	p("## Client mode: the relay's OAuth (`mcp-stdio --oauth`)\n\n")
 	p("For each authorization scenario the suite starts its own authorization server and MCP server and\n")
@@ -199,6 +219,22 @@ func Render(w io.Writer, s *Summary) error {
 
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// notRequired names a mode's unscored scenarios with how many pass, as
+// "; not required: 0/1 (`sse-retry`)", or "" when it has none.
+func notRequired(m Mode) string {
+	passed, total := m.Tally(false)
+	if total == 0 {
+		return ""
+	}
+	var names []string
+	for _, s := range m.Scenarios {
+		if !s.Scored {
+			names = append(names, "`"+s.Name+"`")
+		}
+	}
+	return fmt.Sprintf("; not required: %d/%d pass (%s)", passed, total, strings.Join(names, ", "))
 }
 
 // renderMode writes a mode's commands and one table per group.

@@ -35,6 +35,14 @@ func sample() *conformancereport.Summary {
 				{Name: "auth/iss-supported", Spec: "2025-11-25", Forced: true, Passed: true, Success: 14},
 			},
 		},
+		Relay: conformancereport.Mode{
+			Commands: []string{"mcp-stdio --log-level debug URL"},
+			Scenarios: []conformancereport.Scenario{
+				{Name: "initialize", Spec: "2025-11-25", Scored: true, Passed: true, Success: 1},
+				{Name: "tools_call", Spec: "2025-11-25", Scored: true, Passed: false, Failure: 1},
+				{Name: "sse-retry", Spec: "2025-11-25", Passed: false, Success: 1, Failure: 1, Warning: 1, Notes: "not required: no resumption"},
+			},
+		},
 	}
 }
 
@@ -46,6 +54,12 @@ func TestRender(t *testing.T) {
 	for _, want := range []string{
 		"**1/2** scored scenarios pass at 2025-11-25",
 		"**1/1** authorization scenarios pass",
+		"| **Client mode** (relay, `mcp-stdio URL`) | **1/2** required scenarios pass at 2025-11-25; not required: 0/1 pass (`sse-retry`) |",
+		"### Required (2025-11-25): 1/2 pass",
+		"| `tools_call` | 2025-11-25 | **FAIL** | 0/1/0 |  |",
+		"### Not required (informational): 0/1 pass",
+		"| `sse-retry` | 2025-11-25 | **FAIL** | 1/1/1 | not required: no resumption |",
+		"mcp-stdio --log-level debug URL\n",
 		"| 2026-07-28-only authorization scenarios | 0/1 pass through the relay already; 1/1 forced at the 2025-11-25 wire",
 		"| `auth/iss-supported` | 2025-11-25 (forced) | pass | 14/0/0 |  |",
 		"### Scored: 1/2 pass",
