@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcp-stdio/mcp-stdio/auth/authtest"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // The test binary doubles as two helper programs, chosen before any test
@@ -39,30 +39,12 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // harness is a Client wired to a test server, with its outputs captured.
 type harness struct {
 	c      *Client
 	srv    *authtest.Server
-	log    *syncBuffer
-	stderr *syncBuffer
+	log    *transporttest.SyncBuffer
+	stderr *transporttest.SyncBuffer
 	store  string
 	clock  *fakeClock
 	opened chan string // URLs the client asked to open (buffered)
@@ -85,8 +67,8 @@ func newHarness(t *testing.T, srv *authtest.Server, mod func(o *Options)) *harne
 	t.Helper()
 	h := &harness{
 		srv:    srv,
-		log:    &syncBuffer{},
-		stderr: &syncBuffer{},
+		log:    &transporttest.SyncBuffer{},
+		stderr: &transporttest.SyncBuffer{},
 		store:  filepath.Join(t.TempDir(), "mcp-stdio", "tokens.json"),
 		clock:  newFakeClock(),
 		opened: make(chan string, 16),

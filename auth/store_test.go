@@ -22,6 +22,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/mcp-stdio/mcp-stdio/auth/authtest"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 func newTestStore(t *testing.T) *tokenStore {
@@ -125,7 +126,7 @@ func TestStoreKeepsUnknownAndOtherEntries(t *testing.T) {
 func TestStoreCorruptFileIsKept(t *testing.T) {
 	is := is.New(t)
 	s := newTestStore(t)
-	var logs syncBuffer
+	var logs transporttest.SyncBuffer
 	s.log = slog.New(slog.NewTextHandler(&logs, nil))
 	is.NoErr(os.MkdirAll(filepath.Dir(s.path), 0o700))
 	garbage := []byte(`{"https://a.example/mcp": {"access_token": "A"` + "\x00 truncated")

@@ -3,7 +3,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +21,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
+
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // The test binary doubles as the stdio server the serve tests publish: run
@@ -125,30 +126,13 @@ type serveHarness struct {
 	ts     *httptest.Server
 	url    string
 	client *http.Client
-	stderr *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	stderr *transporttest.SyncBuffer
 }
 
 func newServeHarness(t *testing.T, configure func(*ServeConfig)) *serveHarness {
 	t.Helper()
 	cmd, env := sdkServerCommand(t)
-	h := &serveHarness{stderr: &lockedBuffer{}}
+	h := &serveHarness{stderr: &transporttest.SyncBuffer{}}
 	cfg := ServeConfig{
 		Command:     cmd,
 		Env:         env,

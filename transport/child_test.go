@@ -3,12 +3,10 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // testWait bounds every wait in these tests; reaching it is a failure.
@@ -39,24 +38,6 @@ func (q messageQueue) next(t testing.TB) frame.Message {
 		t.Fatal("no message from the child")
 		return frame.Message{}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startTestChild(t *testing.T, cfg ChildConfig, sink Sink) *Child {
@@ -103,7 +84,7 @@ func TestChildRoundTrip(t *testing.T) {
 
 func TestChildStderrIsPrefixedLineByLine(t *testing.T) {
 	is := is.New(t)
-	var out syncBuffer
+	var out transporttest.SyncBuffer
 	cfg := testChildCommand(t, "stderr")
 	cfg.Stderr = &out
 	cfg.StderrPrefix = "[abc] "

@@ -18,6 +18,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // testGateway is an HTTPServer on loopback whose sessions run the scripted
@@ -26,14 +27,14 @@ type testGateway struct {
 	srv    *HTTPServer
 	ts     *httptest.Server
 	client *http.Client
-	logs   *syncBuffer
-	stderr *syncBuffer
+	logs   *transporttest.SyncBuffer
+	stderr *transporttest.SyncBuffer
 	served chan string // the method of every request the server is done with
 }
 
 func newTestGateway(t *testing.T, configure func(*HTTPServerConfig)) *testGateway {
 	t.Helper()
-	g := &testGateway{logs: &syncBuffer{}, stderr: &syncBuffer{}, served: make(chan string, 256)}
+	g := &testGateway{logs: &transporttest.SyncBuffer{}, stderr: &transporttest.SyncBuffer{}, served: make(chan string, 256)}
 	cfg := HTTPServerConfig{
 		Open: func(_ context.Context, id string, toClient Sink) (Backend, error) {
 			cc := testChildCommand(t, "server")

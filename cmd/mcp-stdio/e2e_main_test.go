@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
+
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // TestMain fails the run when a test leaves goroutines behind: go-sdk
@@ -216,7 +217,7 @@ func (f *flushSignal) Unwrap() http.ResponseWriter { return f.ResponseWriter }
 type relayClient struct {
 	cs       *mcp.ClientSession
 	cmd      *exec.Cmd
-	stderr   *syncBuffer
+	stderr   *transporttest.SyncBuffer
 	progress chan float64
 	// toolsChanged receives each notifications/tools/list_changed.
 	toolsChanged chan struct{}
@@ -228,7 +229,7 @@ type relayClient struct {
 func startRelay(t testing.TB, ctx context.Context, url string, args ...string) *relayClient {
 	t.Helper()
 	bin := relayBinary(t)
-	rc := &relayClient{stderr: &syncBuffer{}, progress: make(chan float64, 16), toolsChanged: make(chan struct{}, 16)}
+	rc := &relayClient{stderr: &transporttest.SyncBuffer{}, progress: make(chan float64, 16), toolsChanged: make(chan struct{}, 16)}
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-client", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada, asked " + req.Params.Message}}, nil
@@ -289,22 +290,4 @@ func (rc *relayClient) close(t testing.TB) {
 	if st := rc.cmd.ProcessState; st == nil || st.ExitCode() != 0 {
 		t.Errorf("relay exit state %v, want exit status 0", st)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,0 +1,10 @@
+// Package transporttest provides the plumbing that tests of the gateway
+// share, in the spirit of net/http/httptest: they run real processes and
+// read what those write while it is being written.
+//
+//   - [SyncBuffer] collects output written concurrently (a logger, a child's
+//     stderr).
+//
+// It imports only the standard library and golang.org/x/sys, so that any
+// package's tests, a leaf's included, can use it.
+package transporttest
