@@ -20,7 +20,6 @@ import (
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
-	"golang.org/x/sys/unix"
 
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
@@ -196,31 +195,6 @@ func callText(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name str
 	return res.Content[0].(*mcp.TextContent).Text
 }
 
-// processGone waits up to d for pid to have exited.
-func processGone(t testing.TB, pid int, d time.Duration) bool {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return true
-	}
-	if err != nil {
-		t.Fatalf("pidfd_open %d: %v", pid, err)
-	}
-	defer unix.Close(fd)
-	deadline := time.Now().Add(d)
-	for {
-		ms := max(int(time.Until(deadline).Milliseconds()), 0)
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("poll: %v", err)
-		}
-		return n > 0
-	}
-}
-
 func TestServeEndToEndWithTheGoSDK(t *testing.T) {
 	checkServeLeaks(t)
 	is := is.New(t)
@@ -281,7 +255,7 @@ func TestServeEndToEndWithTheGoSDK(t *testing.T) {
 	// Closing the client session deletes the session and ends the child.
 	is.NoErr(cs.Close())
 	is.Equal(h.srv.Sessions(), 0)
-	is.True(processGone(t, pid, serveTestWait))
+	is.True(transporttest.ProcessGone(t, pid, serveTestWait))
 }
 
 func TestServeDualEraClientFallsBackToInitialize(t *testing.T) {
@@ -457,7 +431,7 @@ func TestServeCloseEndsEverySession(t *testing.T) {
 	is.NoErr(h.srv.Close(ctx))
 	is.Equal(h.srv.Sessions(), 0)
 	for _, pid := range pids {
-		is.True(processGone(t, pid, 0))
+		is.True(transporttest.ProcessGone(t, pid, 0))
 	}
 	for _, cs := range sessions {
 		cs.Close()

@@ -113,7 +113,7 @@ func TestChildCloseEscalatesToSIGKILL(t *testing.T) {
 	ws := ee.Sys().(syscall.WaitStatus)
 	is.True(ws.Signaled())
 	is.Equal(ws.Signal(), syscall.SIGKILL) // survived stdin's end and SIGTERM
-	is.True(processGone(t, c.PID(), testWait))
+	is.True(transporttest.ProcessGone(t, c.PID(), testWait))
 }
 
 func TestChildCloseWithEndedContextKillsAtOnce(t *testing.T) {
@@ -140,10 +140,10 @@ func TestChildGroupIsKilledWithIt(t *testing.T) {
 	is.Equal(first.Method(), "grandchild")
 	grandchild := int(first.Get("params.pid").Int())
 	is.True(grandchild > 0)
-	is.True(!processGone(t, grandchild, 0)) // running
+	is.True(!transporttest.ProcessGone(t, grandchild, 0)) // running
 
 	is.NoErr(c.Close(context.Background()))
-	is.True(processGone(t, grandchild, testWait)) // killed through the process group
+	is.True(transporttest.ProcessGone(t, grandchild, testWait)) // killed through the process group
 }
 
 func TestChildDeathIsDetected(t *testing.T) {

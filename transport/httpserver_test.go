@@ -397,12 +397,12 @@ func TestServerDeleteEndsTheSessionAndItsChild(t *testing.T) {
 	g := newTestGateway(t, nil)
 	sid := g.initialize(t)
 	pid := g.childPID(t, sid)
-	is.True(!processGone(t, pid, 0))
+	is.True(!transporttest.ProcessGone(t, pid, 0))
 
 	resp := g.do(t, context.Background(), http.MethodDelete, sid, "", "")
 	resp.Body.Close()
 	is.Equal(resp.StatusCode, http.StatusNoContent)
-	is.True(processGone(t, pid, 0)) // gone when DELETE returns
+	is.True(transporttest.ProcessGone(t, pid, 0)) // gone when DELETE returns
 	is.Equal(g.srv.Sessions(), 0)
 
 	resp = g.post(t, sid, acceptBoth, `{"jsonrpc":"2.0","id":1,"method":"echo"}`)
@@ -525,7 +525,7 @@ func TestServerChildCrashEndsTheSession(t *testing.T) {
 	is.Equal(code, frame.CodeGateway)
 	is.Equal(msgs[0].ID(), frame.ID(`"boom"`))
 	is.True(strings.Contains(msgs[0].Get("error.message").String(), "exited"))
-	is.True(processGone(t, pid, 0))
+	is.True(transporttest.ProcessGone(t, pid, 0))
 
 	resp = g.post(t, sid, acceptBoth, `{"jsonrpc":"2.0","id":1,"method":"echo"}`)
 	resp.Body.Close()
@@ -762,7 +762,7 @@ func TestServerIdleSessionsEnd(t *testing.T) {
 	timers.awaitArmed(t)
 	is.Equal(timers.fire(), 1)
 	is.Equal(g.srv.Sessions(), 0)
-	is.True(processGone(t, pid, 0))
+	is.True(transporttest.ProcessGone(t, pid, 0))
 	resp := g.post(t, sid, acceptBoth, `{"jsonrpc":"2.0","id":1,"method":"echo"}`)
 	resp.Body.Close()
 	is.Equal(resp.StatusCode, http.StatusNotFound)
@@ -832,7 +832,7 @@ func TestServerDrainAndClose(t *testing.T) {
 	}
 	is.NoErr(g.srv.Close(context.Background()))
 	is.Equal(g.srv.Sessions(), 0)
-	is.True(processGone(t, pid, 0))
+	is.True(transporttest.ProcessGone(t, pid, 0))
 }
 
 func TestServerStderrIsPrefixedWithTheSession(t *testing.T) {
@@ -893,7 +893,7 @@ func TestServerThousandSessions(t *testing.T) {
 		default:
 			t.Fatalf("child %d still running", c.PID())
 		}
-		is.True(processGone(t, c.PID(), 0))
+		is.True(transporttest.ProcessGone(t, c.PID(), 0))
 	}
 }
 

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
@@ -201,35 +199,5 @@ func testServer() int {
 		default:
 			w.Write(frame.ErrorResponse(id, frame.CodeMethodNotFound, "method not found"))
 		}
-	}
-}
-
-// processGone waits up to d for the process pid to have exited (a zombie
-// counts as exited) and reports whether it did. It polls a pidfd, which
-// becomes readable when the process ends, so it needs no sleeping.
-func processGone(t testing.TB, pid int, d time.Duration) bool {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return true
-	}
-	if err != nil {
-		t.Fatalf("pidfd_open %d: %v", pid, err)
-	}
-	defer unix.Close(fd)
-	deadline := time.Now().Add(d)
-	for {
-		ms := int(time.Until(deadline).Milliseconds())
-		if ms <= 0 {
-			return false
-		}
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("poll pidfd: %v", err)
-		}
-		return n > 0
 	}
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // The official Go SDK client at 2025-11-25, through serve, to the bundled
@@ -119,7 +121,7 @@ func TestServeExampleServerEndToEnd(t *testing.T) {
 	is.NoErr(ada.Close())
 	is.NoErr(bob.Close())
 	for _, pid := range pids {
-		is.True(processGone(t, pid, cmdTestWait))
+		is.True(transporttest.ProcessGone(t, pid, cmdTestWait))
 	}
 	cancel()
 	select {

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -21,9 +20,9 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sys/unix"
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // The test binary doubles as the mcp-stdio binary: run with testAsMainEnv
@@ -154,7 +153,7 @@ func TestServePublishesTheExampleServer(t *testing.T) {
 	case <-time.After(cmdTestWait):
 		t.Fatal("serve did not stop")
 	}
-	is.True(processGone(t, pid, cmdTestWait))
+	is.True(transporttest.ProcessGone(t, pid, cmdTestWait))
 	cs.Close()
 }
 
@@ -226,11 +225,11 @@ func TestServeGatewayKilledLeavesNoChild(t *testing.T) {
 	is.True(openSession(t, url) != "")
 	pid, _ := strconv.Atoi(stderr.await(t, childPIDLine))
 	is.True(pid > 0)
-	is.True(!processGone(t, pid, 0))
+	is.True(!transporttest.ProcessGone(t, pid, 0))
 
 	is.NoErr(gw.Process.Signal(syscall.SIGKILL)) // no chance to clean up
 	gw.Wait()
-	is.True(processGone(t, pid, cmdTestWait)) // the kernel killed the child (Pdeathsig)
+	is.True(transporttest.ProcessGone(t, pid, cmdTestWait)) // the kernel killed the child (Pdeathsig)
 }
 
 func TestServeSIGTERMDrainsAndExitsZero(t *testing.T) {
@@ -244,8 +243,8 @@ func TestServeSIGTERMDrainsAndExitsZero(t *testing.T) {
 	is.NoErr(gw.Process.Signal(syscall.SIGTERM))
 	err := gw.Wait()
 	is.NoErr(err) // exit status 0
-	is.True(processGone(t, first, 0))
-	is.True(processGone(t, second, 0))
+	is.True(transporttest.ProcessGone(t, first, 0))
+	is.True(transporttest.ProcessGone(t, second, 0))
 	is.True(strings.Contains(stderr.String(), "session closed"))
 }
 
@@ -254,31 +253,6 @@ func TestServeWarnsWithoutAuthBeyondLoopback(t *testing.T) {
 	_, stderr, url := startGateway(t, "--listen", "0.0.0.0:0")
 	is.True(strings.HasPrefix(url, "http://127.0.0.1:"))
 	is.True(strings.Contains(stderr.String(), "without authentication"))
-}
-
-// processGone waits up to d for pid to have exited (a zombie counts).
-func processGone(t testing.TB, pid int, d time.Duration) bool {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return true
-	}
-	if err != nil {
-		t.Fatalf("pidfd_open %d: %v", pid, err)
-	}
-	defer unix.Close(fd)
-	deadline := time.Now().Add(d)
-	for {
-		ms := max(int(time.Until(deadline).Milliseconds()), 0)
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("poll: %v", err)
-		}
-		return n > 0
-	}
 }
 
 // TestServeTunesItsProcess checks that serve, run as its own process, runs

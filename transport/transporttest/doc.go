@@ -4,6 +4,7 @@
 //
 //   - [SyncBuffer] collects output written concurrently (a logger, a child's
 //     stderr).
+//   - [ProcessGone] waits for a process to end (Linux).
 //
 // It imports only the standard library and golang.org/x/sys, so that any
 // package's tests, a leaf's included, can use it.
