@@ -245,9 +245,8 @@ func TestTwoProcessesShareOneRefresh(t *testing.T) {
 	}
 	var children []child
 	for i := 0; i < 2; i++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(),
-			"MCP_STDIO_AUTH_CHILD=refresh",
+		cmd := transporttest.Command("refresh")
+		cmd.Env = append(cmd.Env,
 			"MCP_STDIO_AUTH_STORE="+h.store,
 			"MCP_STDIO_AUTH_SERVER="+srv.MCPURL(),
 			"MCP_STDIO_AUTH_CHALLENGE="+srv.Challenge(),

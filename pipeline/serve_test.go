@@ -25,14 +25,13 @@ import (
 )
 
 // The test binary doubles as the stdio server the serve tests publish: run
-// with serveTestChildEnv set it serves MCP with the official Go SDK on its
-// stdin and stdout instead of running tests.
-const serveTestChildEnv = "MCP_STDIO_PIPELINE_TEST_SERVER"
-
+// as the program "sdk-server" (see transporttest.RunProgram) it serves MCP
+// with the official Go SDK on its stdin and stdout instead of running
+// tests.
 func init() {
-	if os.Getenv(serveTestChildEnv) != "" {
-		os.Exit(runSDKServer())
-	}
+	transporttest.RunProgram(map[string]func(args []string) int{
+		"sdk-server": func([]string) int { return runSDKServer() },
+	})
 }
 
 // runSDKServer is the child: a go-sdk server over stdio with the tools
@@ -101,16 +100,6 @@ func checkServeLeaks(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }
 
-// sdkServerCommand runs the test binary as the go-sdk child.
-func sdkServerCommand(t testing.TB) ([]string, []string) {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []string{exe}, append(os.Environ(), serveTestChildEnv+"=1", "GORACE=atexit_sleep_ms=0")
-}
-
 // serveTestWait bounds every wait; reaching it is a failure.
 const serveTestWait = 30 * time.Second
 
@@ -130,11 +119,11 @@ type serveHarness struct {
 
 func newServeHarness(t *testing.T, configure func(*ServeConfig)) *serveHarness {
 	t.Helper()
-	cmd, env := sdkServerCommand(t)
+	child := transporttest.Command("sdk-server")
 	h := &serveHarness{stderr: &transporttest.SyncBuffer{}}
 	cfg := ServeConfig{
-		Command:     cmd,
-		Env:         env,
+		Command:     child.Args,
+		Env:         child.Env,
 		CheckHost:   true,
 		ChildStderr: h.stderr,
 		Logger:      slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -465,10 +454,10 @@ func TestClassifyEra(t *testing.T) {
 // acting as one) over Streamable HTTP, and opens a session with a plain
 // HTTP POST.
 func ExampleNewServer() {
-	exe, _ := os.Executable()
+	child := transporttest.Command("sdk-server")
 	srv, err := NewServer(ServeConfig{
-		Command:   []string{exe},
-		Env:       append(os.Environ(), serveTestChildEnv+"=1", "GORACE=atexit_sleep_ms=0"),
+		Command:   child.Args,
+		Env:       child.Env,
 		CheckHost: true, // the listener is loopback: refuse DNS-rebinding Host names
 	})
 	if err != nil {

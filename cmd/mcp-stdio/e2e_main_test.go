@@ -17,16 +17,27 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/mcp-stdio/mcp-stdio/auth/authtest"
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
+
+// The test binary doubles as the programs these tests start or hand to
+// others (see transporttest.RunProgram): the fixture server in a process
+// of its own (serverProcess, see e2e_serverproc_test.go), and the
+// conformance suite's client and browser (confClientArg and
+// confBrowserArg, see conformance_client_test.go).
+func init() {
+	transporttest.RunProgram(map[string]func(args []string) int{
+		serverProcess:  func([]string) int { return runServerProcess() },
+		confClientArg:  func(args []string) int { return confClientMain(args, os.Getenv, os.Stderr) },
+		confBrowserArg: authtest.Browser,
+	})
+}
 
 // TestMain fails the run when a test leaves goroutines behind: go-sdk
 // servers, httptest servers, pipes to relay processes. No ignores are
 // needed: every test closes what it started.
 func TestMain(m *testing.M) {
-	if os.Getenv(serverProcessEnv) != "" {
-		os.Exit(runServerProcess())
-	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		_ = os.RemoveAll(binaryDir())
 		os.Exit(code)

@@ -25,16 +25,14 @@ import (
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
-// The test binary doubles as the mcp-stdio binary: run with testAsMainEnv
-// set, it runs main. The children serve starts inherit the variable, so
-// `serve` without a command publishes the bundled example server as the
-// real binary would.
-const testAsMainEnv = "MCP_STDIO_TEST_AS_MAIN"
-
+// The test binary doubles as the mcp-stdio binary: run as the program
+// "main" (see transporttest.RunProgram), it runs main. The children serve
+// starts inherit the selection, so `serve` without a command publishes the
+// bundled example server as the real binary would.
 func init() {
-	if os.Getenv(testAsMainEnv) == "1" {
-		main()
-	}
+	transporttest.RunProgram(map[string]func(args []string) int{
+		"main": func([]string) int { main(); return 0 },
+	})
 }
 
 // cmdTestWait bounds every wait; reaching it is a failure.
@@ -158,11 +156,11 @@ func TestServePublishesTheExampleServer(t *testing.T) {
 }
 
 // serveInProcess runs `mcp-stdio serve` on a free loopback port in this
-// process until ctx ends, its children being this binary (testAsMainEnv),
+// process until ctx ends, its children being this binary (as "main"),
 // and returns its URL, its stderr lines and the channel of run's result.
 func serveInProcess(t *testing.T, ctx context.Context) (url string, stderr *lineReader, done <-chan error) {
 	t.Helper()
-	t.Setenv(testAsMainEnv, "1")
+	transporttest.SetProgramEnv(t, "main")
 	pr, pw := io.Pipe()
 	stderr = readLines(pr)
 	result := make(chan error, 1)
@@ -177,12 +175,7 @@ func serveInProcess(t *testing.T, ctx context.Context) (url string, stderr *line
 // with its stderr lines and its URL.
 func startGateway(t *testing.T, args ...string) (*exec.Cmd, *lineReader, string) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, append([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
-	cmd.Env = append(os.Environ(), testAsMainEnv+"=1", "GORACE=atexit_sleep_ms=0")
+	cmd := transporttest.Command("main", append([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

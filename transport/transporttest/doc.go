@@ -4,6 +4,8 @@
 //
 //   - [SyncBuffer] collects output written concurrently (a logger, a child's
 //     stderr).
+//   - [RunProgram] lets a test binary double as the child programs its
+//     tests start; [Command] and [SetProgramEnv] start it as one of them.
 //   - [ProcessGone] waits for a process to end (Linux).
 //
 // It imports only the standard library and golang.org/x/sys, so that any
