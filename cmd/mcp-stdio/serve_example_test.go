@@ -55,8 +55,9 @@ func TestServeExampleServerEndToEnd(t *testing.T) {
 	}
 	ada, bob := connect("ada"), connect("bob")
 	pids := []int{}
+	pidLines := stderr.Watch(childPIDLine)
 	for range 2 {
-		pid, _ := strconv.Atoi(stderr.await(t, childPIDLine))
+		pid, _ := strconv.Atoi(pidLines.Next(t, cmdTestWait)[1])
 		pids = append(pids, pid)
 	}
 

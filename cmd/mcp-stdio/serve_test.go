@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -63,59 +61,6 @@ func TestServeUsage(t *testing.T) {
 	}
 }
 
-// lineReader hands over the lines written to it, for watching a program's
-// stderr.
-type lineReader struct {
-	lines chan string
-	mu    sync.Mutex
-	all   strings.Builder
-}
-
-func readLines(r io.Reader) *lineReader {
-	l := &lineReader{lines: make(chan string, 1024)}
-	go func() {
-		defer close(l.lines)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			l.mu.Lock()
-			l.all.WriteString(sc.Text() + "\n")
-			l.mu.Unlock()
-			select {
-			case l.lines <- sc.Text():
-			default: // nobody is waiting for this one
-			}
-		}
-	}()
-	return l
-}
-
-// await returns the first submatch of re in the next lines, failing the
-// test after cmdTestWait.
-func (l *lineReader) await(t *testing.T, re *regexp.Regexp) string {
-	t.Helper()
-	timeout := time.After(cmdTestWait)
-	for {
-		select {
-		case line, ok := <-l.lines:
-			if !ok {
-				t.Fatalf("output ended without %v:\n%s", re, l.String())
-			}
-			if m := re.FindStringSubmatch(line); m != nil {
-				return m[1]
-			}
-		case <-timeout:
-			t.Fatalf("no line matching %v:\n%s", re, l.String())
-		}
-	}
-}
-
-func (l *lineReader) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.all.String()
-}
-
 var (
 	servingLine  = regexp.MustCompile(`serving .* at (http://\S+)`)
 	childPIDLine = regexp.MustCompile(`server process started.*pid=(\d+)`)
@@ -136,7 +81,7 @@ func TestServePublishesTheExampleServer(t *testing.T) {
 	defer httpClient.CloseIdleConnections()
 	cs, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: httpClient}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	is.NoErr(err)
-	pid, _ := strconv.Atoi(stderr.await(t, childPIDLine))
+	pid, _ := strconv.Atoi(stderr.Watch(childPIDLine).Next(t, cmdTestWait)[1])
 	tools, err := cs.ListTools(cctx, nil)
 	is.NoErr(err)
 	is.True(len(tools.Tools) > 0)
@@ -157,26 +102,25 @@ func TestServePublishesTheExampleServer(t *testing.T) {
 
 // serveInProcess runs `mcp-stdio serve` on a free loopback port in this
 // process until ctx ends, its children being this binary (as "main"),
-// and returns its URL, its stderr lines and the channel of run's result.
-func serveInProcess(t *testing.T, ctx context.Context) (url string, stderr *lineReader, done <-chan error) {
+// and returns its URL, its stderr and the channel of run's result.
+func serveInProcess(t *testing.T, ctx context.Context) (url string, stderr *transporttest.SyncBuffer, done <-chan error) {
 	t.Helper()
 	transporttest.SetProgramEnv(t, "main")
-	pr, pw := io.Pipe()
-	stderr = readLines(pr)
+	stderr = &transporttest.SyncBuffer{}
 	result := make(chan error, 1)
 	go func() {
-		result <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, os.Getenv, nil, io.Discard, pw)
-		pw.Close()
+		result <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, os.Getenv, nil, io.Discard, stderr)
+		stderr.Close()
 	}()
-	return stderr.await(t, servingLine), stderr, result
+	return stderr.Watch(servingLine).Next(t, cmdTestWait)[1], stderr, result
 }
 
 // startGateway runs the test binary as `mcp-stdio serve` and returns it
-// with its stderr lines and its URL.
-func startGateway(t *testing.T, args ...string) (*exec.Cmd, *lineReader, string) {
+// with its stderr and its URL.
+func startGateway(t *testing.T, args ...string) (*exec.Cmd, *transporttest.SyncBuffer, string) {
 	t.Helper()
 	cmd := transporttest.Command("main", append([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
-	stderr, err := cmd.StderrPipe()
+	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +131,12 @@ func startGateway(t *testing.T, args ...string) (*exec.Cmd, *lineReader, string)
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	lines := readLines(stderr)
-	return cmd, lines, lines.await(t, servingLine)
+	stderr := &transporttest.SyncBuffer{}
+	go func() {
+		io.Copy(stderr, pipe)
+		stderr.Close()
+	}()
+	return cmd, stderr, stderr.Watch(servingLine).Next(t, cmdTestWait)[1]
 }
 
 // openSession POSTs an initialize and returns the session id.
@@ -216,7 +164,7 @@ func TestServeGatewayKilledLeavesNoChild(t *testing.T) {
 	is := is.New(t)
 	gw, stderr, url := startGateway(t)
 	is.True(openSession(t, url) != "")
-	pid, _ := strconv.Atoi(stderr.await(t, childPIDLine))
+	pid, _ := strconv.Atoi(stderr.Watch(childPIDLine).Next(t, cmdTestWait)[1])
 	is.True(pid > 0)
 	is.True(!transporttest.ProcessGone(t, pid, 0))
 
@@ -230,8 +178,9 @@ func TestServeSIGTERMDrainsAndExitsZero(t *testing.T) {
 	gw, stderr, url := startGateway(t)
 	openSession(t, url)
 	openSession(t, url)
-	first, _ := strconv.Atoi(stderr.await(t, childPIDLine))
-	second, _ := strconv.Atoi(stderr.await(t, childPIDLine))
+	pids := stderr.Watch(childPIDLine)
+	first, _ := strconv.Atoi(pids.Next(t, cmdTestWait)[1])
+	second, _ := strconv.Atoi(pids.Next(t, cmdTestWait)[1])
 
 	is.NoErr(gw.Process.Signal(syscall.SIGTERM))
 	err := gw.Wait()
@@ -252,7 +201,7 @@ func TestServeWarnsWithoutAuthBeyondLoopback(t *testing.T) {
 // Go code on one thread unless GOMAXPROCS is set.
 func TestServeTunesItsProcess(t *testing.T) {
 	tuned := regexp.MustCompile(`msg="process tuned" .*gomaxprocs=(\d+)`)
-	gomaxprocs := func(lines *lineReader) string {
+	gomaxprocs := func(lines *transporttest.SyncBuffer) string {
 		// Logged before the serving line, which startGateway awaited.
 		if m := tuned.FindStringSubmatch(lines.String()); m != nil {
 			return m[1]

@@ -3,7 +3,8 @@
 // read what those write while it is being written.
 //
 //   - [SyncBuffer] collects output written concurrently (a logger, a child's
-//     stderr).
+//     stderr) and lets a test wait for a line of it with a [LineWatch],
+//     without sleeping.
 //   - [RunProgram] lets a test binary double as the child programs its
 //     tests start; [Command] and [SetProgramEnv] start it as one of them.
 //   - [ProcessGone] waits for a process to end (Linux).

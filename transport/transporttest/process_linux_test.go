@@ -4,7 +4,6 @@ package transporttest_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/matryer/is"
 
@@ -20,8 +19,8 @@ func TestProcessGone(t *testing.T) {
 	pid := cmd.Process.Pid
 	is.True(!transporttest.ProcessGone(t, pid, 0)) // running
 
-	stdin.Close()                                              // cat exits
-	is.True(transporttest.ProcessGone(t, pid, 20*time.Second)) // a zombie: not waited for yet
+	stdin.Close()                                        // cat exits
+	is.True(transporttest.ProcessGone(t, pid, testWait)) // a zombie: not waited for yet
 	is.NoErr(cmd.Wait())
 	is.True(transporttest.ProcessGone(t, pid, 0)) // reaped
 }
