@@ -13,17 +13,18 @@ import (
 const programEnv = "MCP_STDIO_TEST_PROGRAM"
 
 // raceEnv keeps a child built with -race from sleeping a second at exit;
-// a race it reports still fails it, through its exit status.
+// a race it reports still fails it, through its exit status (66).
 const raceEnv = "GORACE=atexit_sleep_ms=0"
 
 // registered holds the names of the programs passed to RunProgram in this
 // process, so that Command and SetProgramEnv refuse a name no call knows.
 var registered sync.Map // name → struct{}
 
-// RunProgram lets the test binary double as the programs its tests start:
-// the test binary is run again, as the program of a given name instead of
-// as the tests. Call it from an init function of the test package, so that
-// it runs before TestMain and before any test flag is parsed:
+// RunProgram lets the test binary double as the child programs its tests
+// start, each known by a name: run as one of them, the binary runs that
+// program instead of the tests. Call it from an init function of the test
+// package, so that it runs before TestMain and before any test flag is
+// parsed:
 //
 //	func init() {
 //		transporttest.RunProgram(map[string]func(args []string) int{
@@ -49,7 +50,8 @@ var registered sync.Map // name → struct{}
 // status it returns (a program may also end the process itself).
 // Otherwise it returns, and the tests run. Several calls in one test binary
 // (its package's tests and its external _test package's) each run only
-// the programs they are given, so a name must be unique within a binary.
+// the programs they are given, so a name must be unique within a binary;
+// Command and SetProgramEnv refuse a name that no call was given.
 func RunProgram(programs map[string]func(args []string) int) {
 	for name := range programs {
 		registered.Store(name, struct{}{})
@@ -76,7 +78,9 @@ func RunProgram(programs map[string]func(args []string) int) {
 // It panics if no call to RunProgram in this process was given name, or
 // if the test binary's path cannot be found.
 func Command(name string, args ...string) *exec.Cmd {
-	mustBeRegistered(name)
+	if !known(name) {
+		panic(fmt.Sprintf("transporttest: no program %q was given to RunProgram", name))
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		panic(fmt.Sprintf("transporttest: the test binary: %v", err))
@@ -88,23 +92,23 @@ func Command(name string, args ...string) *exec.Cmd {
 
 // SetProgramEnv makes the processes that code under test starts as the
 // test binary during t, with this process's environment, run as the
-// program name (see RunProgram) — for code that starts
-// os.Executable() itself, such as serve without a command. It sets the
-// environment with t.Setenv, so t and its ancestors must not be parallel
-// tests.
+// program name (see RunProgram) — for code that starts os.Executable()
+// itself, such as serve without a command. Like Command, it adds
+// GORACE=atexit_sleep_ms=0 for them. It sets the environment with
+// t.Setenv, so t and its ancestors must not be parallel tests.
 //
 // It fails t if no call to RunProgram in this process was given name.
 func SetProgramEnv(t testing.TB, name string) {
 	t.Helper()
-	if _, ok := registered.Load(name); !ok {
+	if !known(name) {
 		t.Fatalf("transporttest: no program %q was given to RunProgram", name)
 	}
 	t.Setenv(programEnv, name)
 	t.Setenv("GORACE", "atexit_sleep_ms=0")
 }
 
-func mustBeRegistered(name string) {
-	if _, ok := registered.Load(name); !ok {
-		panic(fmt.Sprintf("transporttest: no program %q was given to RunProgram", name))
-	}
+// known reports whether a call to RunProgram was given name.
+func known(name string) bool {
+	_, ok := registered.Load(name)
+	return ok
 }
