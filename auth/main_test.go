@@ -1,12 +1,9 @@
 package auth
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -16,53 +13,33 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcp-stdio/mcp-stdio/auth/authtest"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
-// The test binary doubles as two helper programs, chosen before any test
-// runs:
+// The test binary doubles as two helper programs (see
+// transporttest.RunProgram):
 //
 //   - "<binary> browser-helper <url>": what $BROWSER runs in tests; it
 //     plays the user's browser with authtest.Visit.
-//   - MCP_STDIO_AUTH_CHILD=refresh: a relay process racing a sibling for
-//     the token store (see TestTwoProcessesShareOneRefresh).
+//   - "refresh": a relay process racing a sibling for the token store
+//     (see TestTwoProcessesShareOneRefresh).
+func init() {
+	transporttest.RunProgram(map[string]func(args []string) int{
+		"browser-helper": authtest.Browser,
+		"refresh":        func([]string) int { return refreshChild() },
+	})
+}
+
 func TestMain(m *testing.M) {
-	if len(os.Args) == 3 && os.Args[1] == "browser-helper" {
-		if err := authtest.Visit(os.Args[2]); err != nil {
-			fmt.Fprintln(os.Stderr, "browser-helper:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	if os.Getenv("MCP_STDIO_AUTH_CHILD") == "refresh" {
-		os.Exit(refreshChild())
-	}
 	goleak.VerifyTestMain(m)
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // harness is a Client wired to a test server, with its outputs captured.
 type harness struct {
 	c      *Client
 	srv    *authtest.Server
-	log    *syncBuffer
-	stderr *syncBuffer
+	log    *transporttest.SyncBuffer
+	stderr *transporttest.SyncBuffer
 	store  string
 	clock  *fakeClock
 	opened chan string // URLs the client asked to open (buffered)
@@ -85,8 +62,8 @@ func newHarness(t *testing.T, srv *authtest.Server, mod func(o *Options)) *harne
 	t.Helper()
 	h := &harness{
 		srv:    srv,
-		log:    &syncBuffer{},
-		stderr: &syncBuffer{},
+		log:    &transporttest.SyncBuffer{},
+		stderr: &transporttest.SyncBuffer{},
 		store:  filepath.Join(t.TempDir(), "mcp-stdio", "tokens.json"),
 		clock:  newFakeClock(),
 		opened: make(chan string, 16),
@@ -108,7 +85,13 @@ func newHarness(t *testing.T, srv *authtest.Server, mod func(o *Options)) *harne
 		t.Fatal(err)
 	}
 	h.c = c
-	t.Cleanup(func() { c.http.CloseIdleConnections() })
+	t.Cleanup(func() {
+		// A browser launcher ($BROWSER) the client started is reaped
+		// before the test ends, as Run would, so goleak never sees its
+		// reaping goroutine.
+		c.waitLaunchers(launcherReapWait)
+		c.http.CloseIdleConnections()
+	})
 	return h
 }
 

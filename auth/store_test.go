@@ -22,6 +22,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/mcp-stdio/mcp-stdio/auth/authtest"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 func newTestStore(t *testing.T) *tokenStore {
@@ -125,7 +126,7 @@ func TestStoreKeepsUnknownAndOtherEntries(t *testing.T) {
 func TestStoreCorruptFileIsKept(t *testing.T) {
 	is := is.New(t)
 	s := newTestStore(t)
-	var logs syncBuffer
+	var logs transporttest.SyncBuffer
 	s.log = slog.New(slog.NewTextHandler(&logs, nil))
 	is.NoErr(os.MkdirAll(filepath.Dir(s.path), 0o700))
 	garbage := []byte(`{"https://a.example/mcp": {"access_token": "A"` + "\x00 truncated")
@@ -244,9 +245,8 @@ func TestTwoProcessesShareOneRefresh(t *testing.T) {
 	}
 	var children []child
 	for i := 0; i < 2; i++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(),
-			"MCP_STDIO_AUTH_CHILD=refresh",
+		cmd := transporttest.Command("refresh")
+		cmd.Env = append(cmd.Env,
 			"MCP_STDIO_AUTH_STORE="+h.store,
 			"MCP_STDIO_AUTH_SERVER="+srv.MCPURL(),
 			"MCP_STDIO_AUTH_CHALLENGE="+srv.Challenge(),

@@ -1,7 +1,6 @@
 package golden
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // update rewrites the want/* sections of the transcripts from what the relay
@@ -273,24 +272,6 @@ func splitWords(line string) ([]string, error) {
 	return words, nil
 }
 
-// lockedBuffer is a bytes.Buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // runRelay runs cli.Relay on one transcript inside the caller's synctest
 // bubble. stdin is fed one line at a time, the bubble settling after each,
 // so everything a line causes has happened (without fake time passing)
@@ -301,8 +282,8 @@ func (l *lockedBuffer) String() string {
 func runRelay(t *testing.T, c relayCase) outcome {
 	fake := newFakeServer(t, c.script, c.target)
 	stdinR, stdinW := io.Pipe()
-	var stdout lockedBuffer
-	var stderr lockedBuffer
+	var stdout transporttest.SyncBuffer
+	var stderr transporttest.SyncBuffer
 	getenv := func(k string) string { return c.env[k] }
 	done := make(chan struct{})
 	var err error

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // serveVersion is the version the serve transcripts run under: the
@@ -15,21 +16,26 @@ import (
 const serveVersion = "golden"
 
 // The test binary doubles as the mcp-stdio binary's hidden example-server
-// subcommand. `mcp-stdio serve` without a command starts
-// `<its own executable> example-server`; in these tests its own executable
-// is the test binary, so a serve transcript publishes the bundled example
-// server exactly as the real binary does, each session in a real child
-// process.
+// subcommand (see transporttest.RunProgram). `mcp-stdio serve` without a
+// command starts `<its own executable> example-server`; in these tests its
+// own executable is the test binary, so a serve transcript publishes the
+// bundled example server exactly as the real binary does, each session in
+// a real child process.
+func init() {
+	transporttest.RunProgram(map[string]func(args []string) int{
+		cli.ExampleServerCommand: exampleServer,
+	})
+}
+
+// exampleServer runs the example server with args.
 //
-// The child leaves through syscall.Exit, which skips the race detector's
+// It leaves through syscall.Exit, which skips the race detector's
 // exit-time sleep (a second per child under -race) and nothing else: the
 // example server has written and flushed everything by the time it
 // returns.
-func init() {
-	if len(os.Args) < 2 || os.Args[1] != cli.ExampleServerCommand {
-		return
-	}
-	err := cli.ExampleServer(context.Background(), os.Args[2:], os.Getenv, os.Stdin, os.Stdout, os.Stderr,
+func exampleServer(args []string) int {
+	err := cli.ExampleServer(context.Background(), args, os.Getenv, os.Stdin, os.Stdout, os.Stderr,
 		cli.Options{Version: serveVersion})
 	syscall.Exit(cli.ExitCode(err))
+	panic("not reached")
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // Section names of a serve transcript (args, env, want/exit and
@@ -245,38 +246,10 @@ func parseRequestLine(line string) (*serveRequest, error) {
 }
 
 // servingLine is the line cli.Serve prints once it listens.
-var servingLine = regexp.MustCompile(`mcp-stdio: serving .* at (http://\S+)\n`)
+var servingLine = regexp.MustCompile(`mcp-stdio: serving .* at (http://\S+)$`)
 
 // childStartedLine is the debug log line naming a session's child.
 var childStartedLine = regexp.MustCompile(`server process started.* pid=(\d+)`)
-
-// serveStderr collects cli.Serve's stderr (its logs and its children's
-// stderr) and hands over the URL from the serving line.
-type serveStderr struct {
-	mu    sync.Mutex
-	b     bytes.Buffer
-	sent  bool
-	ready chan string // capacity 1
-}
-
-func (s *serveStderr) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.Write(p)
-	if !s.sent {
-		if m := servingLine.FindSubmatch(s.b.Bytes()); m != nil {
-			s.sent = true
-			s.ready <- string(m[1])
-		}
-	}
-	return len(p), nil
-}
-
-func (s *serveStderr) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // serveRun is one run of serve: the exchanges sent so far and what came
 // back.
@@ -335,7 +308,8 @@ func runServe(c serveCase) serveOutcome {
 	var out serveOutcome
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	stderr := &serveStderr{ready: make(chan string, 1)}
+	stderr := &transporttest.SyncBuffer{} // its logs and its children's stderr
+	ready := stderr.Watch(servingLine)
 	getenv := func(k string) string { return c.env[k] }
 	args := append(slices.Clone(serveDefaultArgs), c.args...)
 	var serveErr error
@@ -352,7 +326,8 @@ func runServe(c serveCase) serveOutcome {
 	deadline := deadlineCtx.Done()
 	var endpoint string
 	select {
-	case endpoint = <-stderr.ready:
+	case m := <-ready.C:
+		endpoint = m[1]
 	case <-served:
 		// serve refused to start: only its exit code and stderr count.
 		out.exit, out.stderr = cli.ExitCode(serveErr), stderr.String()

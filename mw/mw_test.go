@@ -1,7 +1,6 @@
 package mw
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"sync"
@@ -10,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // TestMain fails the package's tests if any goroutine outlives them.
@@ -83,27 +83,9 @@ func answerWith(m frame.Message, raw string) frame.Message {
 	return frame.ResultResponse(m.ID(), []byte(raw))
 }
 
-// logBuffer is a concurrency-safe buffer for a test logger.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // testLogger returns a logger writing text lines, debug included, to a
 // buffer.
-func testLogger() (*slog.Logger, *logBuffer) {
-	b := &logBuffer{}
+func testLogger() (*slog.Logger, *transporttest.SyncBuffer) {
+	b := &transporttest.SyncBuffer{}
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
 }

@@ -3,7 +3,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,18 +20,18 @@ import (
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
-	"golang.org/x/sys/unix"
+
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // The test binary doubles as the stdio server the serve tests publish: run
-// with serveTestChildEnv set it serves MCP with the official Go SDK on its
-// stdin and stdout instead of running tests.
-const serveTestChildEnv = "MCP_STDIO_PIPELINE_TEST_SERVER"
-
+// as the program "sdk-server" (see transporttest.RunProgram) it serves MCP
+// with the official Go SDK on its stdin and stdout instead of running
+// tests.
 func init() {
-	if os.Getenv(serveTestChildEnv) != "" {
-		os.Exit(runSDKServer())
-	}
+	transporttest.RunProgram(map[string]func(args []string) int{
+		"sdk-server": func([]string) int { return runSDKServer() },
+	})
 }
 
 // runSDKServer is the child: a go-sdk server over stdio with the tools
@@ -101,16 +100,6 @@ func checkServeLeaks(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }
 
-// sdkServerCommand runs the test binary as the go-sdk child.
-func sdkServerCommand(t testing.TB) ([]string, []string) {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []string{exe}, append(os.Environ(), serveTestChildEnv+"=1", "GORACE=atexit_sleep_ms=0")
-}
-
 // serveTestWait bounds every wait; reaching it is a failure.
 const serveTestWait = 30 * time.Second
 
@@ -125,33 +114,16 @@ type serveHarness struct {
 	ts     *httptest.Server
 	url    string
 	client *http.Client
-	stderr *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	stderr *transporttest.SyncBuffer
 }
 
 func newServeHarness(t *testing.T, configure func(*ServeConfig)) *serveHarness {
 	t.Helper()
-	cmd, env := sdkServerCommand(t)
-	h := &serveHarness{stderr: &lockedBuffer{}}
+	child := transporttest.Command("sdk-server")
+	h := &serveHarness{stderr: &transporttest.SyncBuffer{}}
 	cfg := ServeConfig{
-		Command:     cmd,
-		Env:         env,
+		Command:     child.Args,
+		Env:         child.Env,
 		CheckHost:   true,
 		ChildStderr: h.stderr,
 		Logger:      slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -210,31 +182,6 @@ func callText(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name str
 		t.Fatalf("%s: %+v", name, res)
 	}
 	return res.Content[0].(*mcp.TextContent).Text
-}
-
-// processGone waits up to d for pid to have exited.
-func processGone(t testing.TB, pid int, d time.Duration) bool {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return true
-	}
-	if err != nil {
-		t.Fatalf("pidfd_open %d: %v", pid, err)
-	}
-	defer unix.Close(fd)
-	deadline := time.Now().Add(d)
-	for {
-		ms := max(int(time.Until(deadline).Milliseconds()), 0)
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("poll: %v", err)
-		}
-		return n > 0
-	}
 }
 
 func TestServeEndToEndWithTheGoSDK(t *testing.T) {
@@ -297,7 +244,7 @@ func TestServeEndToEndWithTheGoSDK(t *testing.T) {
 	// Closing the client session deletes the session and ends the child.
 	is.NoErr(cs.Close())
 	is.Equal(h.srv.Sessions(), 0)
-	is.True(processGone(t, pid, serveTestWait))
+	is.True(transporttest.ProcessGone(t, pid, serveTestWait))
 }
 
 func TestServeDualEraClientFallsBackToInitialize(t *testing.T) {
@@ -473,7 +420,7 @@ func TestServeCloseEndsEverySession(t *testing.T) {
 	is.NoErr(h.srv.Close(ctx))
 	is.Equal(h.srv.Sessions(), 0)
 	for _, pid := range pids {
-		is.True(processGone(t, pid, 0))
+		is.True(transporttest.ProcessGone(t, pid, 0))
 	}
 	for _, cs := range sessions {
 		cs.Close()
@@ -484,10 +431,10 @@ func TestServeCloseEndsEverySession(t *testing.T) {
 // acting as one) over Streamable HTTP, and opens a session with a plain
 // HTTP POST.
 func ExampleNewServer() {
-	exe, _ := os.Executable()
+	child := transporttest.Command("sdk-server")
 	srv, err := NewServer(ServeConfig{
-		Command:   []string{exe},
-		Env:       append(os.Environ(), serveTestChildEnv+"=1", "GORACE=atexit_sleep_ms=0"),
+		Command:   child.Args,
+		Env:       child.Env,
 		CheckHost: true, // the listener is loopback: refuse DNS-rebinding Host names
 	})
 	if err != nil {

@@ -14,18 +14,19 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // newAuto returns an Auto whose both transports use url and deliver to one
 // sink, with Run running until the test ends.
-func newAuto(t testing.TB, url string, client *http.Client) (*Auto, *collector, *logBuffer) {
+func newAuto(t testing.TB, url string, client *http.Client) (*Auto, *collector, *transporttest.SyncBuffer) {
 	sink := newCollector()
-	logs := &logBuffer{}
+	logs := &transporttest.SyncBuffer{}
 	a := &Auto{
 		Streamable: &StreamableClient{URL: url, Client: client, ToClient: sink},
 		SSE:        &SSEClient{URL: url, Client: client, ToClient: sink, ReconnectDelay: func(int) time.Duration { return 0 }},
-		Logger:     logs.logger(),
+		Logger:     debugLogger(logs),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

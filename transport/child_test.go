@@ -3,12 +3,10 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // testWait bounds every wait in these tests; reaching it is a failure.
@@ -39,24 +38,6 @@ func (q messageQueue) next(t testing.TB) frame.Message {
 		t.Fatal("no message from the child")
 		return frame.Message{}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startTestChild(t *testing.T, cfg ChildConfig, sink Sink) *Child {
@@ -103,7 +84,7 @@ func TestChildRoundTrip(t *testing.T) {
 
 func TestChildStderrIsPrefixedLineByLine(t *testing.T) {
 	is := is.New(t)
-	var out syncBuffer
+	var out transporttest.SyncBuffer
 	cfg := testChildCommand(t, "stderr")
 	cfg.Stderr = &out
 	cfg.StderrPrefix = "[abc] "
@@ -132,7 +113,7 @@ func TestChildCloseEscalatesToSIGKILL(t *testing.T) {
 	ws := ee.Sys().(syscall.WaitStatus)
 	is.True(ws.Signaled())
 	is.Equal(ws.Signal(), syscall.SIGKILL) // survived stdin's end and SIGTERM
-	is.True(processGone(t, c.PID(), testWait))
+	is.True(transporttest.ProcessGone(t, c.PID(), testWait))
 }
 
 func TestChildCloseWithEndedContextKillsAtOnce(t *testing.T) {
@@ -159,10 +140,10 @@ func TestChildGroupIsKilledWithIt(t *testing.T) {
 	is.Equal(first.Method(), "grandchild")
 	grandchild := int(first.Get("params.pid").Int())
 	is.True(grandchild > 0)
-	is.True(!processGone(t, grandchild, 0)) // running
+	is.True(!transporttest.ProcessGone(t, grandchild, 0)) // running
 
 	is.NoErr(c.Close(context.Background()))
-	is.True(processGone(t, grandchild, testWait)) // killed through the process group
+	is.True(transporttest.ProcessGone(t, grandchild, testWait)) // killed through the process group
 }
 
 func TestChildDeathIsDetected(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -236,8 +237,8 @@ func TestSSEClientReconnectNeedsFreshEndpoint(t *testing.T) {
 		mu.Unlock()
 		return 0
 	}
-	logs := &logBuffer{}
-	c.Logger = logs.logger()
+	logs := &transporttest.SyncBuffer{}
+	c.Logger = debugLogger(logs)
 	runSSE(t, c)
 	note := `{"jsonrpc":"2.0","method":"notifications/x"}`
 
@@ -351,9 +352,9 @@ func TestSSEClientFirstEndpointTimeout(t *testing.T) {
 			gets.Add(1)
 			http.Error(w, "down", http.StatusInternalServerError)
 		}))
-		logs := &logBuffer{}
+		logs := &transporttest.SyncBuffer{}
 		c := &SSEClient{
-			URL: srv.URL + "/sse", Client: client, Logger: logs.logger(),
+			URL: srv.URL + "/sse", Client: client, Logger: debugLogger(logs),
 			FirstEndpointTimeout: 50 * time.Millisecond,
 			ReconnectDelay:       func(int) time.Duration { return 5 * time.Millisecond },
 		}
@@ -390,8 +391,8 @@ func TestSSEClientIdleReconnect(t *testing.T) {
 	ls := newLegacyServer(t)
 	c, _ := ls.newClient()
 	c.IdleTimeout = 50 * time.Millisecond // the behaviour under test
-	logs := &logBuffer{}
-	c.Logger = logs.logger()
+	logs := &transporttest.SyncBuffer{}
+	c.Logger = debugLogger(logs)
 	runSSE(t, c)
 	conn1 := ls.conn(t)
 	conn1.endpoint("/post")

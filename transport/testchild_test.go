@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"sync"
@@ -15,39 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // The test binary doubles as the child process of the child and server
-// tests: run with testChildEnv set, it becomes the program that variable
-// names instead of running tests.
-const testChildEnv = "MCP_STDIO_TRANSPORT_TEST_CHILD"
-
-func init() {
-	if mode := os.Getenv(testChildEnv); mode != "" {
-		os.Exit(runTestChild(mode))
-	}
-}
-
-// testChildCommand returns a ChildConfig that runs the test binary as the
-// child program mode.
-func testChildCommand(t testing.TB, mode string) ChildConfig {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ChildConfig{
-		Command:    []string{exe},
-		Env:        append(os.Environ(), testChildEnv+"="+mode, "GORACE=atexit_sleep_ms=0"),
-		StdinGrace: 5 * time.Second,
-		TermGrace:  5 * time.Second,
-	}
-}
-
-// runTestChild is the child program:
+// tests (see transporttest.RunProgram), as one of these programs:
 //
 //   - "server": a scripted MCP server (see testServer);
 //   - "stubborn": ignores SIGTERM and stdin's end, and runs until killed;
@@ -56,39 +28,61 @@ func testChildCommand(t testing.TB, mode string) ChildConfig {
 //     serves like "server";
 //   - "sleeper": sleeps until killed;
 //   - "stderr": writes lines to stderr (one of them long) and exits.
-func runTestChild(mode string) int {
-	switch mode {
-	case "server":
-		return testServer()
-	case "stubborn":
-		signal.Ignore(syscall.SIGTERM)
-		frame.NewWriter(os.Stdout).Write(frame.MustParse(`{"jsonrpc":"2.0","method":"ready"}`))
-		for {
-			time.Sleep(time.Hour)
-		}
-	case "parent":
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), testChildEnv+"=sleeper", "GORACE=atexit_sleep_ms=0")
-		if err := cmd.Start(); err != nil {
-			return 1
-		}
-		frame.NewWriter(os.Stdout).Write(frame.MustParse(fmt.Sprintf(`{"jsonrpc":"2.0","method":"grandchild","params":{"pid":%d}}`, cmd.Process.Pid)))
-		return testServer()
-	case "sleeper":
-		for {
-			time.Sleep(time.Hour)
-		}
-	case "stderr":
-		fmt.Fprint(os.Stderr, "first line\nsecond line\n")
-		long := make([]byte, stderrLineMax+10)
-		for i := range long {
-			long[i] = 'x'
-		}
-		os.Stderr.Write(long)
-		fmt.Fprint(os.Stderr, "\nno newline at the end")
-		return 0
+func init() {
+	transporttest.RunProgram(map[string]func(args []string) int{
+		"server":   func([]string) int { return testServer() },
+		"stubborn": stubbornChild,
+		"parent":   parentChild,
+		"sleeper":  sleeperChild,
+		"stderr":   stderrChild,
+	})
+}
+
+// testChildCommand returns a ChildConfig that runs the test binary as the
+// child program mode.
+func testChildCommand(t testing.TB, mode string) ChildConfig {
+	t.Helper()
+	cmd := transporttest.Command(mode)
+	return ChildConfig{
+		Command:    cmd.Args,
+		Env:        cmd.Env,
+		StdinGrace: 5 * time.Second,
+		TermGrace:  5 * time.Second,
 	}
-	return 2
+}
+
+func stubbornChild([]string) int {
+	signal.Ignore(syscall.SIGTERM)
+	frame.NewWriter(os.Stdout).Write(frame.MustParse(`{"jsonrpc":"2.0","method":"ready"}`))
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+func parentChild([]string) int {
+	cmd := transporttest.Command("sleeper")
+	if err := cmd.Start(); err != nil {
+		return 1
+	}
+	frame.NewWriter(os.Stdout).Write(frame.MustParse(fmt.Sprintf(`{"jsonrpc":"2.0","method":"grandchild","params":{"pid":%d}}`, cmd.Process.Pid)))
+	return testServer()
+}
+
+func sleeperChild([]string) int {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+func stderrChild([]string) int {
+	fmt.Fprint(os.Stderr, "first line\nsecond line\n")
+	long := make([]byte, stderrLineMax+10)
+	for i := range long {
+		long[i] = 'x'
+	}
+	os.Stderr.Write(long)
+	fmt.Fprint(os.Stderr, "\nno newline at the end")
+	return 0
 }
 
 // testServer is a small scripted MCP server on stdin and stdout. Methods:
@@ -201,35 +195,5 @@ func testServer() int {
 		default:
 			w.Write(frame.ErrorResponse(id, frame.CodeMethodNotFound, "method not found"))
 		}
-	}
-}
-
-// processGone waits up to d for the process pid to have exited (a zombie
-// counts as exited) and reports whether it did. It polls a pidfd, which
-// becomes readable when the process ends, so it needs no sleeping.
-func processGone(t testing.TB, pid int, d time.Duration) bool {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return true
-	}
-	if err != nil {
-		t.Fatalf("pidfd_open %d: %v", pid, err)
-	}
-	defer unix.Close(fd)
-	deadline := time.Now().Add(d)
-	for {
-		ms := int(time.Until(deadline).Milliseconds())
-		if ms <= 0 {
-			return false
-		}
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("poll pidfd: %v", err)
-		}
-		return n > 0
 	}
 }

@@ -20,6 +20,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
+
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // The relay's benchmarks. Figures and how to reproduce them are in
@@ -383,7 +385,7 @@ type rawRelayClient struct {
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
 	line   []byte // reused for each answer
-	stderr *syncBuffer
+	stderr *transporttest.SyncBuffer
 }
 
 // startRawRelay runs the relay against url with room for 64 MiB messages
@@ -400,7 +402,7 @@ func startRawRelay(tb testing.TB, url string) *rawRelayClient {
 // at the end of the test (stdin closed, exit 0 checked).
 func startRaw(tb testing.TB, what string, cmd *exec.Cmd) *rawRelayClient {
 	tb.Helper()
-	rc := &rawRelayClient{cmd: cmd, stderr: &syncBuffer{}}
+	rc := &rawRelayClient{cmd: cmd, stderr: &transporttest.SyncBuffer{}}
 	rc.cmd.Stderr = rc.stderr
 	var err error
 	if rc.stdin, err = rc.cmd.StdinPipe(); err != nil {

@@ -120,19 +120,12 @@ func benchPeers(tb testing.TB) (dir, node string, ok bool) {
 func startBenchGateway(tb testing.TB, name, bin, peers, node string, extra ...string) *gatewayProc {
 	tb.Helper()
 	g := &gatewayProc{name: name, exited: make(chan struct{})}
-	urls := make(chan string, 1)
 	g.log = &confLog{}
+	var urls <-chan []string // serve's URL, from its startup line
 	var addr string
 	switch name {
 	case gwServe:
-		g.log.onLine = func(line string) {
-			if m := confServeURL.FindStringSubmatch(line); m != nil {
-				select {
-				case urls <- m[1]:
-				default:
-				}
-			}
-		}
+		urls = g.log.Watch(confServeURL).C
 		args := append([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", benchLogLevel}, extra...)
 		g.cmd = exec.Command(bin, append(append(args, "--"), exampleServerArgs(bin)...)...)
 	case gwSupergateway:
@@ -167,7 +160,8 @@ func startBenchGateway(tb testing.TB, name, bin, peers, node string, extra ...st
 	deadline := time.After(gatewayStartWait)
 	if addr == "" {
 		select {
-		case g.url = <-urls:
+		case m := <-urls:
+			g.url = m[1]
 		case <-g.exited:
 			tb.Fatalf("%s exited before listening:\n%s", name, g.log.tail(30))
 		case <-deadline:

@@ -16,12 +16,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-stdio/mcp-stdio/auth/authtest"
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // The test binary doubles as two programs the conformance test hands to
-// others, chosen by its first argument:
+// others, chosen by its first argument (see the init function in
+// e2e_main_test.go):
 //
 //	<test binary> mcp-stdio-conformance-client RELAY URL
 //	    the MCP client the suite runs in client mode (it appends URL): it
@@ -30,33 +30,10 @@ import (
 //	<test binary> mcp-stdio-conformance-browser URL
 //	    the user's browser ($BROWSER of that relay): it follows the
 //	    authorization redirect to the relay's callback.
-//
-// The dispatch runs in init, before TestMain, so these runs never reach
-// the test framework.
 const (
 	confClientArg  = "mcp-stdio-conformance-client"
 	confBrowserArg = "mcp-stdio-conformance-browser"
 )
-
-func init() {
-	if len(os.Args) < 2 {
-		return
-	}
-	switch os.Args[1] {
-	case confClientArg:
-		os.Exit(confClientMain(os.Args[2:], os.Getenv, os.Stderr))
-	case confBrowserArg:
-		if len(os.Args) != 3 {
-			fmt.Fprintln(os.Stderr, "usage: browser URL")
-			os.Exit(2)
-		}
-		if err := authtest.Visit(os.Args[2]); err != nil {
-			fmt.Fprintln(os.Stderr, "conformance browser:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-}
 
 // Client program settings.
 const (

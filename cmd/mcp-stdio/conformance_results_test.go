@@ -11,9 +11,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/internal/conformancereport"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // confCheck is one check of a scenario, as the suite writes it to
@@ -133,39 +133,9 @@ func confParseList(out []byte) map[string][]confListed {
 	return sections
 }
 
-// confLog is an io.Writer safe for concurrent use that keeps what is
-// written and, for each complete line, calls onLine if set.
-type confLog struct {
-	mu     sync.Mutex
-	b      bytes.Buffer
-	line   []byte
-	onLine func(string)
-}
-
-func (l *confLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b.Write(p)
-	if l.onLine == nil {
-		return len(p), nil
-	}
-	l.line = append(l.line, p...)
-	for {
-		i := bytes.IndexByte(l.line, '\n')
-		if i < 0 {
-			break
-		}
-		l.onLine(string(l.line[:i]))
-		l.line = l.line[i+1:]
-	}
-	return len(p), nil
-}
-
-func (l *confLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// confLog is the output of a process the conformance test or a benchmark
+// runs, kept to be quoted when something fails.
+type confLog struct{ transporttest.SyncBuffer }
 
 // tail returns the last n lines written.
 func (l *confLog) tail(n int) string {

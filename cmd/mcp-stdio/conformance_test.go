@@ -170,15 +170,8 @@ var confServeURL = regexp.MustCompile(`^mcp-stdio: serving .* at (http://\S+)$`)
 // confServerMode runs the server scenarios against mcp-stdio serve.
 func confServerMode(t *testing.T, ctx context.Context, suite *confSuite, bins *confBins, m *conformancereport.Mode) {
 	is := is.New(t)
-	urls := make(chan string, 1)
-	serveLog := &confLog{onLine: func(line string) {
-		if sm := confServeURL.FindStringSubmatch(line); sm != nil {
-			select {
-			case urls <- sm[1]:
-			default:
-			}
-		}
-	}}
+	serveLog := &confLog{}
+	urls := serveLog.Watch(confServeURL)
 	serve := exec.Command(bins.relay, "serve", "--listen", "127.0.0.1:0", "--", bins.fixture)
 	serve.Stderr = serveLog
 	serve.WaitDelay = 5 * time.Second
@@ -198,7 +191,8 @@ func confServerMode(t *testing.T, ctx context.Context, suite *confSuite, bins *c
 
 	var url string
 	select {
-	case url = <-urls:
+	case m := <-urls.C:
+		url = m[1]
 	case err := <-exited:
 		stopped = true
 		t.Fatalf("serve exited before listening: %v", err)

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // TestRelayInProcess drives cli.Relay, the code the binary runs, in this
@@ -48,7 +49,7 @@ func relayInProcess(t *testing.T) (*testServer, goleak.Option) {
 
 	stdinR, stdinW := io.Pipe()
 	stdoutR, stdoutW := io.Pipe()
-	var stderr syncBuffer
+	var stderr transporttest.SyncBuffer
 	defer func() {
 		if t.Failed() {
 			t.Logf("relay stderr:\n%s", &stderr)

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -17,15 +16,28 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
+
+	"github.com/mcp-stdio/mcp-stdio/auth/authtest"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
+
+// The test binary doubles as the programs these tests start or hand to
+// others (see transporttest.RunProgram): the fixture server in a process
+// of its own (serverProcess, see e2e_serverproc_test.go), and the
+// conformance suite's client and browser (confClientArg and
+// confBrowserArg, see conformance_client_test.go).
+func init() {
+	transporttest.RunProgram(map[string]func(args []string) int{
+		serverProcess:  func([]string) int { return runServerProcess() },
+		confClientArg:  func(args []string) int { return confClientMain(args, os.Getenv, os.Stderr) },
+		confBrowserArg: authtest.Browser,
+	})
+}
 
 // TestMain fails the run when a test leaves goroutines behind: go-sdk
 // servers, httptest servers, pipes to relay processes. No ignores are
 // needed: every test closes what it started.
 func TestMain(m *testing.M) {
-	if os.Getenv(serverProcessEnv) != "" {
-		os.Exit(runServerProcess())
-	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		_ = os.RemoveAll(binaryDir())
 		os.Exit(code)
@@ -216,7 +228,7 @@ func (f *flushSignal) Unwrap() http.ResponseWriter { return f.ResponseWriter }
 type relayClient struct {
 	cs       *mcp.ClientSession
 	cmd      *exec.Cmd
-	stderr   *syncBuffer
+	stderr   *transporttest.SyncBuffer
 	progress chan float64
 	// toolsChanged receives each notifications/tools/list_changed.
 	toolsChanged chan struct{}
@@ -228,7 +240,7 @@ type relayClient struct {
 func startRelay(t testing.TB, ctx context.Context, url string, args ...string) *relayClient {
 	t.Helper()
 	bin := relayBinary(t)
-	rc := &relayClient{stderr: &syncBuffer{}, progress: make(chan float64, 16), toolsChanged: make(chan struct{}, 16)}
+	rc := &relayClient{stderr: &transporttest.SyncBuffer{}, progress: make(chan float64, 16), toolsChanged: make(chan struct{}, 16)}
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-client", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada, asked " + req.Params.Message}}, nil
@@ -289,22 +301,4 @@ func (rc *relayClient) close(t testing.TB) {
 	if st := rc.cmd.ProcessState; st == nil || st.ExitCode() != 0 {
 		t.Errorf("relay exit state %v, want exit status 0", st)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

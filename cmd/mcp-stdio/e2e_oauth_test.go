@@ -2,11 +2,11 @@ package main_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-stdio/mcp-stdio/auth/authtest"
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // oauthRelay is the built relay run with --oauth against a loopback
@@ -25,7 +26,7 @@ type oauthRelay struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
-	stderr *watchedLines
+	stderr *transporttest.SyncBuffer
 	done   chan error
 }
 
@@ -54,7 +55,7 @@ func startOAuthRelay(t *testing.T, srv *authtest.Server, store string, extra ...
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &oauthRelay{cmd: cmd, stdin: stdin, stdout: bufio.NewReader(stdout), stderr: newWatchedLines(), done: make(chan error, 1)}
+	r := &oauthRelay{cmd: cmd, stdin: stdin, stdout: bufio.NewReader(stdout), stderr: &transporttest.SyncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = r.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -139,7 +140,8 @@ func TestRelayOAuthRevokedGrantReauthorisesInBackground(t *testing.T) {
 	srv := authtest.NewServer(t, authtest.Options{})
 	r := startOAuthRelay(t, srv, t.TempDir())
 	is.Equal(r.call(t, 1, "tools/list").Kind(), frame.Result)
-	signedIn := r.stderr.count("oauth: signed in")
+	signIns := r.stderr.Watch(regexp.MustCompile(`oauth: signed in`))
+	signIns.Next(t, testTimeout) // the first sign-in
 
 	srv.RevokeAccessTokens()
 	srv.RevokeRefreshTokens()
@@ -148,7 +150,7 @@ func TestRelayOAuthRevokedGrantReauthorisesInBackground(t *testing.T) {
 	is.Equal(code, frame.CodeReauthorizing) // answered at once: retry later
 	is.Equal(m.ID(), frame.ID("2"))
 
-	r.stderr.await(t, "oauth: signed in", signedIn+1)
+	signIns.Next(t, testTimeout) // signed in again, in the background
 	is.Equal(r.call(t, 3, "tools/call").String(), `{"jsonrpc":"2.0","id":3,"result":{}}`)
 	is.Equal(srv.Count("/authorize", ""), 2)
 }
@@ -161,55 +163,7 @@ func TestRelayOAuthDeviceGrant(t *testing.T) {
 	srv := authtest.NewServer(t, authtest.Options{Device: true, DevicePending: 1, DeviceInterval: 1})
 	r := startOAuthRelay(t, srv, t.TempDir(), "--oauth-device")
 	is.Equal(r.call(t, 1, "tools/list").String(), `{"jsonrpc":"2.0","id":1,"result":{}}`)
-	is.True(r.stderr.count("and enter the code") == 1)
+	is.True(strings.Count(r.stderr.String(), "and enter the code") == 1)
 	is.Equal(srv.Count("/authorize", ""), 0)
 	is.Equal(srv.Count("/token", "urn:ietf:params:oauth:grant-type:device_code"), 2) // pending, then granted
-}
-
-// watchedLines collects a process's stderr and lets a test wait for a line
-// to appear (without sleeping).
-type watchedLines struct {
-	mu      sync.Mutex
-	buf     strings.Builder
-	changed chan struct{}
-}
-
-func newWatchedLines() *watchedLines { return &watchedLines{changed: make(chan struct{})} }
-
-func (w *watchedLines) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(p)
-	close(w.changed)
-	w.changed = make(chan struct{})
-	return len(p), nil
-}
-
-func (w *watchedLines) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
-
-// count returns how many times s appears so far.
-func (w *watchedLines) count(s string) int { return strings.Count(w.String(), s) }
-
-// await waits until s has appeared n times.
-func (w *watchedLines) await(t *testing.T, s string, n int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	for {
-		w.mu.Lock()
-		got, changed := strings.Count(w.buf.String(), s), w.changed
-		w.mu.Unlock()
-		if got >= n {
-			return
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			t.Fatalf("stderr never showed %q %d times:\n%s", s, n, w.String())
-		}
-	}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
+
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // The end-to-end tests run the built mcp-stdio binary as a relay between
@@ -153,7 +155,7 @@ func TestRelayClientThatDoesNotWaitForInitialize(t *testing.T) {
 	is := is.New(t)
 	serve := startBenchGateway(t, gwServe, relayBinary(t), "", "")
 	relay := exec.Command(relayBinary(t), "--log-level", "warn", serve.url)
-	stderr := &syncBuffer{}
+	stderr := &transporttest.SyncBuffer{}
 	relay.Stderr = stderr
 	stdin, err := relay.StdinPipe()
 	is.NoErr(err)

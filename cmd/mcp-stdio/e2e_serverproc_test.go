@@ -7,19 +7,20 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
-// serverProcessEnv, set in the environment of this test binary, makes it
-// run the go-sdk fixture server (stateful Streamable HTTP) instead of the
-// tests: it prints the endpoint URL on stdout and serves until its stdin
-// ends. The benchmarks use it to put the server in a process of its own.
-const serverProcessEnv = "MCP_STDIO_E2E_SERVER_PROCESS"
+// serverProcess is the program of this test binary that runs the go-sdk
+// fixture server (stateful Streamable HTTP) instead of the tests: it
+// prints the endpoint URL on stdout and serves until its stdin ends. The
+// benchmarks use it to put the server in a process of its own.
+const serverProcess = "server-process"
 
-// runServerProcess is the test binary run with serverProcessEnv set.
+// runServerProcess is the test binary run as serverProcess.
 func runServerProcess() int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -37,8 +38,7 @@ func runServerProcess() int {
 // returns its endpoint URL; the process ends with the test.
 func startServerProcess(tb testing.TB) (url string, pid int) {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serverProcessEnv+"=1")
+	cmd := transporttest.Command(serverProcess)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // The official Go SDK client at 2025-11-25, through serve, to the bundled
@@ -53,8 +55,9 @@ func TestServeExampleServerEndToEnd(t *testing.T) {
 	}
 	ada, bob := connect("ada"), connect("bob")
 	pids := []int{}
+	pidLines := stderr.Watch(childPIDLine)
 	for range 2 {
-		pid, _ := strconv.Atoi(stderr.await(t, childPIDLine))
+		pid, _ := strconv.Atoi(pidLines.Next(t, cmdTestWait)[1])
 		pids = append(pids, pid)
 	}
 
@@ -119,7 +122,7 @@ func TestServeExampleServerEndToEnd(t *testing.T) {
 	is.NoErr(ada.Close())
 	is.NoErr(bob.Close())
 	for _, pid := range pids {
-		is.True(processGone(t, pid, cmdTestWait))
+		is.True(transporttest.ProcessGone(t, pid, cmdTestWait))
 	}
 	cancel()
 	select {

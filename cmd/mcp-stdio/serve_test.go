@@ -3,10 +3,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -14,28 +12,25 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sys/unix"
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
-// The test binary doubles as the mcp-stdio binary: run with testAsMainEnv
-// set, it runs main. The children serve starts inherit the variable, so
-// `serve` without a command publishes the bundled example server as the
-// real binary would.
-const testAsMainEnv = "MCP_STDIO_TEST_AS_MAIN"
-
+// The test binary doubles as the mcp-stdio binary: run as the program
+// "main" (see transporttest.RunProgram), it runs main. The children serve
+// starts inherit the selection, so `serve` without a command publishes the
+// bundled example server as the real binary would.
 func init() {
-	if os.Getenv(testAsMainEnv) == "1" {
-		main()
-	}
+	transporttest.RunProgram(map[string]func(args []string) int{
+		"main": func([]string) int { main(); return 0 },
+	})
 }
 
 // cmdTestWait bounds every wait; reaching it is a failure.
@@ -66,59 +61,6 @@ func TestServeUsage(t *testing.T) {
 	}
 }
 
-// lineReader hands over the lines written to it, for watching a program's
-// stderr.
-type lineReader struct {
-	lines chan string
-	mu    sync.Mutex
-	all   strings.Builder
-}
-
-func readLines(r io.Reader) *lineReader {
-	l := &lineReader{lines: make(chan string, 1024)}
-	go func() {
-		defer close(l.lines)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			l.mu.Lock()
-			l.all.WriteString(sc.Text() + "\n")
-			l.mu.Unlock()
-			select {
-			case l.lines <- sc.Text():
-			default: // nobody is waiting for this one
-			}
-		}
-	}()
-	return l
-}
-
-// await returns the first submatch of re in the next lines, failing the
-// test after cmdTestWait.
-func (l *lineReader) await(t *testing.T, re *regexp.Regexp) string {
-	t.Helper()
-	timeout := time.After(cmdTestWait)
-	for {
-		select {
-		case line, ok := <-l.lines:
-			if !ok {
-				t.Fatalf("output ended without %v:\n%s", re, l.String())
-			}
-			if m := re.FindStringSubmatch(line); m != nil {
-				return m[1]
-			}
-		case <-timeout:
-			t.Fatalf("no line matching %v:\n%s", re, l.String())
-		}
-	}
-}
-
-func (l *lineReader) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.all.String()
-}
-
 var (
 	servingLine  = regexp.MustCompile(`serving .* at (http://\S+)`)
 	childPIDLine = regexp.MustCompile(`server process started.*pid=(\d+)`)
@@ -139,7 +81,7 @@ func TestServePublishesTheExampleServer(t *testing.T) {
 	defer httpClient.CloseIdleConnections()
 	cs, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: httpClient}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	is.NoErr(err)
-	pid, _ := strconv.Atoi(stderr.await(t, childPIDLine))
+	pid, _ := strconv.Atoi(stderr.Watch(childPIDLine).Next(t, cmdTestWait)[1])
 	tools, err := cs.ListTools(cctx, nil)
 	is.NoErr(err)
 	is.True(len(tools.Tools) > 0)
@@ -154,37 +96,31 @@ func TestServePublishesTheExampleServer(t *testing.T) {
 	case <-time.After(cmdTestWait):
 		t.Fatal("serve did not stop")
 	}
-	is.True(processGone(t, pid, cmdTestWait))
+	is.True(transporttest.ProcessGone(t, pid, cmdTestWait))
 	cs.Close()
 }
 
 // serveInProcess runs `mcp-stdio serve` on a free loopback port in this
-// process until ctx ends, its children being this binary (testAsMainEnv),
-// and returns its URL, its stderr lines and the channel of run's result.
-func serveInProcess(t *testing.T, ctx context.Context) (url string, stderr *lineReader, done <-chan error) {
+// process until ctx ends, its children being this binary (as "main"),
+// and returns its URL, its stderr and the channel of run's result.
+func serveInProcess(t *testing.T, ctx context.Context) (url string, stderr *transporttest.SyncBuffer, done <-chan error) {
 	t.Helper()
-	t.Setenv(testAsMainEnv, "1")
-	pr, pw := io.Pipe()
-	stderr = readLines(pr)
+	transporttest.SetProgramEnv(t, "main")
+	stderr = &transporttest.SyncBuffer{}
 	result := make(chan error, 1)
 	go func() {
-		result <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, os.Getenv, nil, io.Discard, pw)
-		pw.Close()
+		result <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, os.Getenv, nil, io.Discard, stderr)
+		stderr.Close()
 	}()
-	return stderr.await(t, servingLine), stderr, result
+	return stderr.Watch(servingLine).Next(t, cmdTestWait)[1], stderr, result
 }
 
 // startGateway runs the test binary as `mcp-stdio serve` and returns it
-// with its stderr lines and its URL.
-func startGateway(t *testing.T, args ...string) (*exec.Cmd, *lineReader, string) {
+// with its stderr and its URL.
+func startGateway(t *testing.T, args ...string) (*exec.Cmd, *transporttest.SyncBuffer, string) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, append([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
-	cmd.Env = append(os.Environ(), testAsMainEnv+"=1", "GORACE=atexit_sleep_ms=0")
-	stderr, err := cmd.StderrPipe()
+	cmd := transporttest.Command("main", append([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
+	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,8 +131,12 @@ func startGateway(t *testing.T, args ...string) (*exec.Cmd, *lineReader, string)
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	lines := readLines(stderr)
-	return cmd, lines, lines.await(t, servingLine)
+	stderr := &transporttest.SyncBuffer{}
+	go func() {
+		io.Copy(stderr, pipe)
+		stderr.Close()
+	}()
+	return cmd, stderr, stderr.Watch(servingLine).Next(t, cmdTestWait)[1]
 }
 
 // openSession POSTs an initialize and returns the session id.
@@ -224,13 +164,13 @@ func TestServeGatewayKilledLeavesNoChild(t *testing.T) {
 	is := is.New(t)
 	gw, stderr, url := startGateway(t)
 	is.True(openSession(t, url) != "")
-	pid, _ := strconv.Atoi(stderr.await(t, childPIDLine))
+	pid, _ := strconv.Atoi(stderr.Watch(childPIDLine).Next(t, cmdTestWait)[1])
 	is.True(pid > 0)
-	is.True(!processGone(t, pid, 0))
+	is.True(!transporttest.ProcessGone(t, pid, 0))
 
 	is.NoErr(gw.Process.Signal(syscall.SIGKILL)) // no chance to clean up
 	gw.Wait()
-	is.True(processGone(t, pid, cmdTestWait)) // the kernel killed the child (Pdeathsig)
+	is.True(transporttest.ProcessGone(t, pid, cmdTestWait)) // the kernel killed the child (Pdeathsig)
 }
 
 func TestServeSIGTERMDrainsAndExitsZero(t *testing.T) {
@@ -238,14 +178,15 @@ func TestServeSIGTERMDrainsAndExitsZero(t *testing.T) {
 	gw, stderr, url := startGateway(t)
 	openSession(t, url)
 	openSession(t, url)
-	first, _ := strconv.Atoi(stderr.await(t, childPIDLine))
-	second, _ := strconv.Atoi(stderr.await(t, childPIDLine))
+	pids := stderr.Watch(childPIDLine)
+	first, _ := strconv.Atoi(pids.Next(t, cmdTestWait)[1])
+	second, _ := strconv.Atoi(pids.Next(t, cmdTestWait)[1])
 
 	is.NoErr(gw.Process.Signal(syscall.SIGTERM))
 	err := gw.Wait()
 	is.NoErr(err) // exit status 0
-	is.True(processGone(t, first, 0))
-	is.True(processGone(t, second, 0))
+	is.True(transporttest.ProcessGone(t, first, 0))
+	is.True(transporttest.ProcessGone(t, second, 0))
 	is.True(strings.Contains(stderr.String(), "session closed"))
 }
 
@@ -256,36 +197,11 @@ func TestServeWarnsWithoutAuthBeyondLoopback(t *testing.T) {
 	is.True(strings.Contains(stderr.String(), "without authentication"))
 }
 
-// processGone waits up to d for pid to have exited (a zombie counts).
-func processGone(t testing.TB, pid int, d time.Duration) bool {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return true
-	}
-	if err != nil {
-		t.Fatalf("pidfd_open %d: %v", pid, err)
-	}
-	defer unix.Close(fd)
-	deadline := time.Now().Add(d)
-	for {
-		ms := max(int(time.Until(deadline).Milliseconds()), 0)
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("poll: %v", err)
-		}
-		return n > 0
-	}
-}
-
 // TestServeTunesItsProcess checks that serve, run as its own process, runs
 // Go code on one thread unless GOMAXPROCS is set.
 func TestServeTunesItsProcess(t *testing.T) {
 	tuned := regexp.MustCompile(`msg="process tuned" .*gomaxprocs=(\d+)`)
-	gomaxprocs := func(lines *lineReader) string {
+	gomaxprocs := func(lines *transporttest.SyncBuffer) string {
 		// Logged before the serving line, which startGateway awaited.
 		if m := tuned.FindStringSubmatch(lines.String()); m != nil {
 			return m[1]

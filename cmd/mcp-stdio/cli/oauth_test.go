@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-stdio/mcp-stdio/auth/authtest"
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // oauthEnv is the environment of a relay that signs in headlessly: $BROWSER
@@ -39,7 +40,7 @@ func TestRelayOAuthSignInOnFirst401(t *testing.T) {
 	as := authtest.NewServer(t, authtest.Options{})
 	env := oauthEnv(t)
 	pr, pw := io.Pipe()
-	var out, errb syncBuffer
+	var out, errb transporttest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- cli.Relay(context.Background(), []string{"--oauth", "--transport", "streamable-http", as.MCPURL()},

@@ -6,12 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
+
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // TestBinary drives the real mcp-stdio binary's example-server: its flags,
@@ -42,7 +43,7 @@ func TestBinary(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			defer cancel()
 
-			var stderr lockedBuffer
+			var stderr transporttest.SyncBuffer
 			defer func() {
 				if t.Failed() {
 					t.Logf("server stderr:\n%s", stderr.String())
@@ -201,22 +202,4 @@ func testFlags(t *testing.T, bin string) {
 			is.True(errOut != "")
 		})
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent use.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
