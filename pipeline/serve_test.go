@@ -115,12 +115,13 @@ type serveHarness struct {
 	url    string
 	client *http.Client
 	stderr *transporttest.SyncBuffer
+	served chan string // the method of every request serve is done with
 }
 
 func newServeHarness(t *testing.T, configure func(*ServeConfig)) *serveHarness {
 	t.Helper()
 	child := transporttest.Command("sdk-server")
-	h := &serveHarness{stderr: &transporttest.SyncBuffer{}}
+	h := &serveHarness{stderr: &transporttest.SyncBuffer{}, served: make(chan string, 256)}
 	cfg := ServeConfig{
 		Command:     child.Args,
 		Env:         child.Env,
@@ -136,7 +137,13 @@ func newServeHarness(t *testing.T, configure func(*ServeConfig)) *serveHarness {
 		t.Fatal(err)
 	}
 	h.srv = srv
-	h.ts = httptest.NewServer(srv.Handler())
+	h.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.Handler().ServeHTTP(w, r)
+		select {
+		case h.served <- r.Method:
+		default:
+		}
+	}))
 	h.url = h.ts.URL + cfg.Path
 	if cfg.Path == "" {
 		h.url = h.ts.URL + DefaultServePath

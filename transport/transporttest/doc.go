@@ -8,7 +8,8 @@
 //   - [RunProgram] lets a test binary double as the child programs its
 //     tests start; [Command] and [SetProgramEnv] start it as one of them.
 //   - [ProcessGone] waits for a process to end (Linux).
+//   - [ScriptedServer] is a small MCP server to run as such a child.
 //
-// It imports only the standard library and golang.org/x/sys, so that any
-// package's tests, a leaf's included, can use it.
+// It imports only the standard library, golang.org/x/sys and frame, so
+// that any package's tests, a leaf's included, can use it.
 package transporttest
