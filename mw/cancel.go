@@ -40,10 +40,10 @@ type CancelOptions struct {
 }
 
 // CancelFilter returns the stage that makes a client's
-// notifications/cancelled stick. It sits outermost in the relay chain
-// (cancel filter → pagination merge → session recovery → retry →
-// transport), so no inner stage ever delivers an answer the client has
-// given up on.
+// notifications/cancelled stick. Both pipelines list it (see the package
+// documentation): outermost in the relay's chain, so no inner stage ever
+// delivers an answer the client has given up on, and in each session of
+// serve, inside routing and duplicate-id refusal.
 //
 // Server-bound:
 //

@@ -39,10 +39,10 @@ func listKey(method string) string {
 
 // PaginationMerge returns the stage that answers a client's list request
 // with the whole list, for clients that never follow nextCursor. It sits
-// inside the cancel filter and outside session recovery in the relay chain
-// (cancel filter → pagination merge → session recovery → retry →
-// transport): the merged answer passes the cancel filter, and every page
-// request gets session recovery and retry on its own.
+// inside the cancel filter and outside session recovery in the relay's
+// chain (see the package documentation): the merged answer passes the
+// cancel filter, and every page request gets session recovery and retry on
+// its own.
 //
 // A tools/list, resources/list, resources/templates/list or prompts/list
 // request whose params has no cursor key (absent params and params:{}

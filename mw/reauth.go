@@ -89,8 +89,8 @@ func (e *AuthError) Error() string {
 func (e *AuthError) Unwrap() error { return e.Err }
 
 // Reauth returns the stage that recovers server-bound messages from 401 and
-// 403, sitting just outside the transport (cancel filter → pagination merge
-// → session recovery → retry → reauth → transport). For every message —
+// 403, sitting just outside the transport in the relay's chain (see the
+// package documentation). For every message —
 // any request, not only initialize, and notifications alike — whose
 // delivery failed with a *frame.StatusError:
 //

@@ -51,11 +51,11 @@ type RetryOptions struct {
 }
 
 // Retry returns the stage that sends a server-bound message again when
-// delivering it failed in a way that another attempt can fix. It sits just
-// outside the transport in the relay chain (cancel filter → pagination merge
-// → session recovery → retry → transport), so every message that leaves,
-// including the page requests and the replayed initialize of the outer
-// stages, gets the same policy. Client-bound traffic passes untouched.
+// delivering it failed in a way that another attempt can fix. It sits near
+// the transport in the relay's chain (see the package documentation), so
+// every message that leaves, including the page requests and the replayed
+// initialize of the outer stages, gets the same policy. Client-bound
+// traffic passes untouched.
 //
 // Each failed attempt is judged on its own:
 //

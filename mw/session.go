@@ -37,12 +37,12 @@ type SessionOptions struct {
 	Logger *slog.Logger
 }
 
-// Session keeps a client's Streamable HTTP session (the era before MCP
-// 2026-07-28) alive across server restarts. Its [Session.Middleware] sits
-// inside pagination merge and outside retry in the relay chain (cancel
-// filter → pagination merge → session recovery → retry → transport), so
-// each page request is recovered on its own and the replayed handshake is
-// retried like any request.
+// Session keeps a client's session of the session era (Streamable HTTP, or
+// HTTP+SSE, whose session lives in its stream) alive across server
+// restarts: it is the relay's session recovery. Its [Session.Middleware]
+// sits inside pagination merge and outside retry in the relay's chain (see
+// the package documentation), so each page request is recovered on its own
+// and the replayed handshake is retried like any request.
 //
 // What the stage does:
 //

@@ -1,18 +1,11 @@
 // Package pipeline assembles mcp-stdio's gateways from the stock parts: the
 // [Relay] (a stdio MCP client carried to a remote HTTP server), [Check] (the
-// relay's connectivity probe) and the serve [Server] (a stdio MCP server
-// published over Streamable HTTP, built by [NewServer]). It holds wiring only —
-// which stages, in which order, on which transport; every behaviour lives in
-// frame, mw, transport and auth.
-//
-// The relay's chain, nearest the client first:
-//
-//	cancel filter → your Middlewares → pagination merge → session recovery → retry → reauth → transport
-//
-// Serve's, from the network in:
-//
-//	net/http → origin check → host check → CORS → bearer gate → body cap → era classifier → session handler
-//	session handler ⇄ your Middlewares → drop client capabilities → child process (one per session)
+// relay's connectivity probe, through the relay's own chain) and the serve
+// [Server] (a stdio MCP server published over Streamable HTTP, built by
+// [NewServer]). It holds wiring only — which transport, which stages in
+// which order, which chain for which era; every behaviour lives in frame,
+// mw, transport and auth. The chains are drawn in package mw's
+// documentation, and relay.go and serve.go list their stages in that order.
 //
 // A Go program gets a relay of its own by filling a [RelayConfig] — adding
 // stages through RelayConfig.Middlewares — and calling [Relay] with any

@@ -10,14 +10,14 @@ import (
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
-// Auto speaks Streamable HTTP and falls back to the legacy HTTP+SSE
-// transport when the server turns out not to know the former. It is the
+// Auto speaks Streamable HTTP and falls back to the HTTP+SSE transport
+// (2024-11-05) when the server turns out not to know the former. It is the
 // relay's default transport.
 //
 // Every message goes to Streamable first. When a POST, before any POST has
 // succeeded, is answered 405, or 400 or 404 whose body is not a JSON-RPC
 // message (a Streamable server that refuses a request says why in
-// JSON-RPC; a legacy server just does not know the route), Auto switches to
+// JSON-RPC; an HTTP+SSE server just does not know the route), Auto switches to
 // SSE for good: [Auto.Run] starts the SSE client, and that
 // message and every later one are sent there, transparently. Once a
 // Streamable POST has been answered with a 2xx, Auto never switches.
@@ -71,7 +71,7 @@ func (a *Auto) Handle(ctx context.Context, m frame.Message) error {
 		a.settle(autoStreamable, status)
 		return err
 	}
-	if legacyAnswer(err) && a.settle(autoSSE, status) == autoSSE {
+	if sseAnswer(err) && a.settle(autoSSE, status) == autoSSE {
 		return a.SSE.Handle(ctx, m)
 	}
 	return err
@@ -130,10 +130,10 @@ func (a *Auto) settle(to autoMode, status int) autoMode {
 	return a.mode
 }
 
-// legacyAnswer reports whether err is the answer a legacy HTTP+SSE server
+// sseAnswer reports whether err is the answer an HTTP+SSE server
 // gives to a Streamable POST: 405, or 400/404 whose body is not a JSON-RPC
 // message (a Streamable server refusing a request says why in JSON-RPC).
-func legacyAnswer(err error) bool {
+func sseAnswer(err error) bool {
 	var st *frame.StatusError
 	if !errors.As(err, &st) {
 		return false

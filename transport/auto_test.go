@@ -44,7 +44,7 @@ func TestAutoSwitches(t *testing.T) {
 	for _, code := range []int{http.StatusMethodNotAllowed, http.StatusNotFound, http.StatusBadRequest} {
 		t.Run(strconv.Itoa(code), func(t *testing.T) {
 			is := is.New(t)
-			ls := newLegacyServer(t)
+			ls := newSSEServer(t)
 			var streamablePosts atomic.Int32
 			ls.streamablePost = func(w http.ResponseWriter, r *http.Request) {
 				streamablePosts.Add(1)
@@ -92,7 +92,7 @@ func TestAutoSwitches(t *testing.T) {
 	}
 }
 
-func TestAutoGoSDKLegacyServer(t *testing.T) {
+func TestAutoGoSDKSSEServer(t *testing.T) {
 	is := is.New(t)
 	server := newSDKServer()
 	srv, client := newServer(t, mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, nil))

@@ -1,40 +1,48 @@
-// Package transport moves MCP messages between the gateway and its peers.
+// Package transport moves MCP messages between the gateway and its peers,
+// and nothing more: it frames bytes into [frame.Message] values and back,
+// and reports how a delivery went. It knows JSON-RPC's shapes (request,
+// notification, response, batch; a request's raw id) and HTTP's rules, and
+// no MCP method name: sessions, protocol versions, cancellation, retries
+// and which answer belongs to which request are stages of package mw.
 //
-// Toward remote servers (the relay): the Streamable HTTP client
-// ([StreamableClient]), the legacy HTTP+SSE client ([SSEClient]), the
-// automatic choice between them ([Auto]), and the [http.Client] they share
-// ([NewHTTPClient]).
+//   - stdio: [Stdio], newline-delimited JSON-RPC over a reader and a
+//     writer — the relay's client on stdin and stdout, and serve's
+//     children through [Child] (a process in its own group, ended
+//     gracefully), with the reading goroutine handing requests on.
+//   - HTTP toward a remote server (the relay): the Streamable HTTP client
+//     ([StreamableClient]), the HTTP+SSE client of 2024-11-05
+//     ([SSEClient]), the automatic choice between them ([Auto]), and the
+//     [http.Client] they share ([NewHTTPClient]).
+//   - HTTP toward remote clients (serve): [HTTPServer], which hands each
+//     request to the pipeline as a Message with the request's headers
+//     attached, together with the [Exchange] its answer is written from.
 //
-// Toward remote clients and local servers (serve): the Streamable HTTP
-// server ([HTTPServer], one session per initialize, each with its own
-// backend), a stdio child process ([StartChild], in its own process group,
-// ended gracefully), and the header guards that run before any body is read
-// ([CheckOrigin], [CheckHost], [LimitBody]).
-//
-// Transports are byte movers with no MCP policy. They never retry, never
-// track sessions, never filter cancellations: those are middleware stages.
-// A transport sends [frame.Message] bytes exactly as given and hands what
-// the server sends back to a [Sink], with the HTTP response headers attached
-// as the message's side channel ([frame.Message.WithHeaders]), so the stages
-// above can read session ids and the like.
+// A transport sends a Message's bytes exactly as given. Toward a server,
+// the side channel of a message ([frame.Message.Header]) becomes request
+// headers, and what the server sends back carries the response's headers;
+// toward a client, the first message of an answer gives the response's
+// header fields. Stages read and set session ids and the like there.
 //
 // Failures are reported as typed outcomes, so the stages decide with
 // knowledge of the method:
 //
 //   - *[frame.StatusError]: the server answered with an HTTP status >= 400
 //     (or an unexpected one); it carries the headers and the start of the
-//     body.
+//     body. Toward a client it is the other way round: a stage returns one
+//     and [HTTPServer] writes it.
 //   - *[frame.SendError]: the message could not be moved, or its answer was
 //     lost. Sent is false only when the request certainly never reached the
 //     server (DNS, dial or TLS handshake failure before any byte of the
 //     request was written); anything later — a reset mid-response, an idle
 //     timeout, an invalid body, a stream that ended before the response —
 //     reports Sent true.
-//   - [frame.ErrStreamEnded] and [frame.ErrTooLarge], wrapped in a SendError.
+//   - [frame.ErrStreamEnded] and [frame.ErrTooLarge], wrapped in a SendError;
+//     errors matching [frame.ErrUnavailable] when the peer is gone for good
+//     (no HTTP+SSE endpoint in time, a child that exited).
 //   - The caller's context error, when its context ended first.
 //
-// A transport's Handle satisfies mw.Handler structurally; this package never
-// imports mw.
+// A transport's Handle satisfies mw.Handler structurally, and
+// *[Exchange] satisfies mw.Exchange; this package never imports mw.
 package transport
 
 import (

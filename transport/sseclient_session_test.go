@@ -17,7 +17,7 @@ import (
 // recovery re-initialises on the new stream.
 func TestSSEClientEndpointIsTheSession(t *testing.T) {
 	is := is.New(t)
-	ls := newLegacyServer(t)
+	ls := newSSEServer(t)
 	c, sink := ls.newClient()
 	runSSE(t, c)
 	conn := ls.conn(t)
@@ -65,7 +65,7 @@ func TestSSEClientEndpointIsTheSession(t *testing.T) {
 // stream at once and reconnects for a fresh endpoint.
 func TestSSEClientEndpoint404Reconnects(t *testing.T) {
 	is := is.New(t)
-	ls := newLegacyServer(t)
+	ls := newSSEServer(t)
 	c, _ := ls.newClient()
 	runSSE(t, c)
 	conn := ls.conn(t)

@@ -17,15 +17,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// legacyServer is a scriptable HTTP+SSE (2024-11-05) server. Each GET on
-// /sse is a stream the test feeds through its legacyConn; every other
+// sseServer is a scriptable HTTP+SSE (2024-11-05) server. Each GET on
+// /sse is a stream the test feeds through its sseConn; every other
 // request is a POST it records and answers with postStatus (202 by
 // default), or with postReply when set.
-type legacyServer struct {
+type sseServer struct {
 	url    string
 	client *http.Client
-	conns  chan *legacyConn
-	posts  chan legacyPost
+	conns  chan *sseConn
+	posts  chan ssePost
 
 	postStatus atomic.Int32
 	postReply  func(w http.ResponseWriter, body string) // optional
@@ -34,20 +34,20 @@ type legacyServer struct {
 	streamablePost func(w http.ResponseWriter, r *http.Request)
 }
 
-type legacyConn struct {
+type sseConn struct {
 	events chan string   // raw stream text, written and flushed
 	hangup chan struct{} // close to end the stream
 	gone   chan struct{} // closed when the stream's handler returned
 }
 
-type legacyPost struct {
+type ssePost struct {
 	URI    string
 	Body   string
 	Header http.Header
 }
 
-func newLegacyServer(t testing.TB) *legacyServer {
-	ls := &legacyServer{conns: make(chan *legacyConn, 16), posts: make(chan legacyPost, 16)}
+func newSSEServer(t testing.TB) *sseServer {
+	ls := &sseServer{conns: make(chan *sseConn, 16), posts: make(chan ssePost, 16)}
 	srv, client := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Path == "/sse" {
 			ls.stream(w, r)
@@ -58,7 +58,7 @@ func newLegacyServer(t testing.TB) *legacyServer {
 			return
 		}
 		b, _ := io.ReadAll(r.Body)
-		ls.posts <- legacyPost{URI: r.URL.RequestURI(), Body: string(b), Header: r.Header.Clone()}
+		ls.posts <- ssePost{URI: r.URL.RequestURI(), Body: string(b), Header: r.Header.Clone()}
 		if ls.postReply != nil {
 			ls.postReply(w, string(b))
 			return
@@ -73,8 +73,8 @@ func newLegacyServer(t testing.TB) *legacyServer {
 	return ls
 }
 
-func (ls *legacyServer) stream(w http.ResponseWriter, r *http.Request) {
-	conn := &legacyConn{events: make(chan string, 16), hangup: make(chan struct{}), gone: make(chan struct{})}
+func (ls *sseServer) stream(w http.ResponseWriter, r *http.Request) {
+	conn := &sseConn{events: make(chan string, 16), hangup: make(chan struct{}), gone: make(chan struct{})}
 	defer close(conn.gone)
 	sseHeaders(w)
 	ls.conns <- conn
@@ -91,7 +91,7 @@ func (ls *legacyServer) stream(w http.ResponseWriter, r *http.Request) {
 }
 
 // conn waits for the client's next GET.
-func (ls *legacyServer) conn(t testing.TB) *legacyConn {
+func (ls *sseServer) conn(t testing.TB) *sseConn {
 	t.Helper()
 	select {
 	case c := <-ls.conns:
@@ -103,22 +103,22 @@ func (ls *legacyServer) conn(t testing.TB) *legacyConn {
 }
 
 // post waits for the client's next POST.
-func (ls *legacyServer) post(t testing.TB) legacyPost {
+func (ls *sseServer) post(t testing.TB) ssePost {
 	t.Helper()
 	select {
 	case p := <-ls.posts:
 		return p
 	case <-time.After(10 * time.Second):
 		t.Fatal("timed out waiting for a POST")
-		return legacyPost{}
+		return ssePost{}
 	}
 }
 
-func (c *legacyConn) endpoint(ep string) { c.events <- "event: endpoint\ndata: " + ep + "\n\n" }
-func (c *legacyConn) message(m string)   { c.events <- "event: message\ndata: " + m + "\n\n" }
+func (c *sseConn) endpoint(ep string) { c.events <- "event: endpoint\ndata: " + ep + "\n\n" }
+func (c *sseConn) message(m string)   { c.events <- "event: message\ndata: " + m + "\n\n" }
 
 // client returns an SSEClient for ls that reconnects at once.
-func (ls *legacyServer) newClient() (*SSEClient, *collector) {
+func (ls *sseServer) newClient() (*SSEClient, *collector) {
 	sink := newCollector()
 	return &SSEClient{
 		URL:            ls.url + "/sse",
@@ -169,7 +169,7 @@ func result(t testing.TB, ch <-chan error) error {
 
 func TestSSEClientRelativeEndpointAndMessages(t *testing.T) {
 	is := is.New(t)
-	ls := newLegacyServer(t)
+	ls := newSSEServer(t)
 	c, sink := ls.newClient()
 	c.Header = http.Header{"Authorization": {"Bearer t"}}
 	runSSE(t, c)
@@ -202,7 +202,7 @@ func TestSSEClientRelativeEndpointAndMessages(t *testing.T) {
 
 func TestSSEClientAbsoluteEndpoint(t *testing.T) {
 	is := is.New(t)
-	ls := newLegacyServer(t)
+	ls := newSSEServer(t)
 	c, _ := ls.newClient()
 	runSSE(t, c)
 	ls.conn(t).endpoint(ls.url + "/other/post?x=1")
@@ -212,7 +212,7 @@ func TestSSEClientAbsoluteEndpoint(t *testing.T) {
 
 func TestSSEClientCRLF(t *testing.T) {
 	is := is.New(t)
-	ls := newLegacyServer(t)
+	ls := newSSEServer(t)
 	c, sink := ls.newClient()
 	runSSE(t, c)
 	conn := ls.conn(t)
@@ -227,7 +227,7 @@ func TestSSEClientCRLF(t *testing.T) {
 
 func TestSSEClientReconnectNeedsFreshEndpoint(t *testing.T) {
 	is := is.New(t)
-	ls := newLegacyServer(t)
+	ls := newSSEServer(t)
 	c, _ := ls.newClient()
 	var attempts []int
 	var mu sync.Mutex
@@ -266,7 +266,7 @@ func TestSSEClientReconnectNeedsFreshEndpoint(t *testing.T) {
 
 func TestSSEClientDropFailsWaitingRequests(t *testing.T) {
 	is := is.New(t)
-	ls := newLegacyServer(t)
+	ls := newSSEServer(t)
 	c, sink := ls.newClient()
 	runSSE(t, c)
 	conn1 := ls.conn(t)
@@ -308,7 +308,7 @@ func TestSSEClientEndpointUnavailable(t *testing.T) {
 	}
 	t.Run("no endpoint event", func(t *testing.T) {
 		is := is.New(t)
-		ls := newLegacyServer(t)
+		ls := newSSEServer(t)
 		c, _ := ls.newClient()
 		c.EndpointWait = 30 * time.Millisecond // the behaviour under test
 		runSSE(t, c)
@@ -317,7 +317,7 @@ func TestSSEClientEndpointUnavailable(t *testing.T) {
 	})
 	t.Run("run ended", func(t *testing.T) {
 		is := is.New(t)
-		ls := newLegacyServer(t)
+		ls := newSSEServer(t)
 		c, _ := ls.newClient()
 		stop := runSSE(t, c)
 		ls.conn(t).endpoint("/post")
@@ -337,7 +337,7 @@ func TestSSEClientEndpointUnavailable(t *testing.T) {
 func TestSSEClientFirstEndpointTimeout(t *testing.T) {
 	t.Run("silent stream", func(t *testing.T) {
 		is := is.New(t)
-		ls := newLegacyServer(t)
+		ls := newSSEServer(t)
 		c, _ := ls.newClient()
 		c.FirstEndpointTimeout = 50 * time.Millisecond
 		err := c.Run(context.Background())
@@ -366,7 +366,7 @@ func TestSSEClientFirstEndpointTimeout(t *testing.T) {
 	})
 	t.Run("not after the first endpoint", func(t *testing.T) {
 		is := is.New(t)
-		ls := newLegacyServer(t)
+		ls := newSSEServer(t)
 		c, _ := ls.newClient()
 		c.FirstEndpointTimeout = 30 * time.Millisecond
 		stop := runSSE(t, c)
@@ -388,7 +388,7 @@ func TestSSEClientFirstEndpointTimeout(t *testing.T) {
 
 func TestSSEClientIdleReconnect(t *testing.T) {
 	is := is.New(t)
-	ls := newLegacyServer(t)
+	ls := newSSEServer(t)
 	c, _ := ls.newClient()
 	c.IdleTimeout = 50 * time.Millisecond // the behaviour under test
 	logs := &transporttest.SyncBuffer{}
@@ -406,7 +406,7 @@ func TestSSEClientIdleReconnect(t *testing.T) {
 
 func TestSSEClientPostStatus(t *testing.T) {
 	is := is.New(t)
-	ls := newLegacyServer(t)
+	ls := newSSEServer(t)
 	c, _ := ls.newClient()
 	runSSE(t, c)
 	conn := ls.conn(t)
@@ -427,7 +427,7 @@ func TestSSEClientPostStatus(t *testing.T) {
 
 func TestSSEClientDuplicateID(t *testing.T) {
 	is := is.New(t)
-	ls := newLegacyServer(t)
+	ls := newSSEServer(t)
 	c, _ := ls.newClient()
 	runSSE(t, c)
 	conn := ls.conn(t)
@@ -445,7 +445,7 @@ func TestSSEClientDuplicateID(t *testing.T) {
 
 func TestSSEClientAnswerInPostBody(t *testing.T) {
 	is := is.New(t)
-	ls := newLegacyServer(t)
+	ls := newSSEServer(t)
 	ls.postReply = func(w http.ResponseWriter, body string) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, pingResp)

@@ -1,0 +1,90 @@
+// Package mw is the middleware vocabulary of mcp-stdio and its stock stages.
+//
+// A gateway is a chain of stages between an MCP client and an MCP server.
+// Every stage sees two streams of [frame.Message]: server-bound traffic
+// (client → server) and client-bound traffic (server → client). A stage is
+// a [Middleware]: given the exits of the stage inside it, it returns its own
+// entries. [Chain] stacks stages like an onion, first one outermost:
+//
+//	client ──ToServer──▶ ms[0] ─▶ ms[1] ─▶ … ─▶ ms[n-1] ─▶ transport
+//	client ◀──ToClient── ms[0] ◀─ ms[1] ◀─ … ◀─ ms[n-1] ◀─ transport
+//
+// "Client" and "server" are MCP roles, fixed for both pipelines: in the relay
+// the client is stdin/stdout and the server the remote HTTP endpoint; in
+// serve the client is the HTTP caller and the server the child process.
+//
+// # The pipelines
+//
+// This is the one drawing of the chains package pipeline assembles; each
+// stage's documentation says what it does, and refers here for where it
+// sits. The relay, for a server of the session era (HTTP+SSE takes the same
+// chain), nearest the client first:
+//
+//	stdio transport (transport.Stdio: stdin, stdout)
+//	  ReservedIDs            client ids never look like ids stages mint
+//	  CancelFilter           a cancelled request gets no answer
+//	  your Middlewares
+//	  PaginationMerge        one answer for a whole list
+//	  Session                the session kept, recovered after a 404
+//	  Retry                  another attempt when it cannot run twice
+//	  Reauth                 401 and 403 handed to the OAuth client
+//	HTTP transport (transport.StreamableClient, SSEClient or Auto)
+//
+// serve, from the network in:
+//
+//	HTTP guards (Guard, on headers alone, before any body is read):
+//	  CheckOrigin, CheckHost, the endpoint's path, CORS, RequireBearer, LimitBody
+//	HTTP transport (transport.HTTPServer: a Message and its Exchange per request)
+//	ByEra                    the fork: 2026-07-28 or the session era
+//	session era:
+//	  CheckVersionHeader     MCP-Protocol-Version names a revision
+//	  Sessions               one session (Conn, chain, child) per initialize
+//	  per session:
+//	    Route                each answer to the exchange it belongs to
+//	    RefuseDuplicateIDs   one request per raw id in flight
+//	    Unbatch              a batch's messages one at a time
+//	    CancelFilter         the relay's, here too
+//	    your Middlewares
+//	    DropClientCapabilities
+//	  stdio transport (transport.Child: the session's child process)
+//
+// Both pipelines keep one [Conn] per connection — the relay process, or a
+// session of serve — holding what stages share about it: the era, the
+// protocol version, the client's initialize and the server's answer, the
+// principal. The pipeline puts it in the context of every message
+// ([ConnOf]).
+//
+// In serve, each request arrives with the [Exchange] its answer is written
+// from ([ExchangeOf]): a stage refuses the request by returning a
+// [*frame.StatusError] ([Refuse]), and Route, the client edge of a
+// session's chain, sends each client-bound message on the exchange it
+// belongs to.
+//
+// # The contract every [Handler] keeps
+//
+//   - Handle is safe for concurrent use. Requests are in flight at the same
+//     time; a long tools/call never blocks a cancel, a ping or another call.
+//   - Handle of a request on the server-bound side returns once the request
+//     is finished: its response (and anything related before it) has been
+//     handed to the client-bound side, or it could not be delivered. The
+//     one exception is the end of serve's chain, a child process, which
+//     answers on its own stdout whenever it likes: there Handle returns once
+//     the request was written. Stages that need the answer inside Handle
+//     (pagination merge, session recovery) belong to the relay's chain.
+//   - Handle returns a Go error only when the message could not be
+//     delivered. A JSON-RPC error is a message, never a Go error. A stage
+//     that rejects a request answers it with an error response toward the
+//     client and returns nil; in serve, a stage that refuses it at the HTTP
+//     level returns the refusal ([Refuse]).
+//   - Errors are typed ([frame.StatusError], [frame.SendError] and the
+//     frame sentinels) so outer stages can decide what to do; whoever
+//     finally gives up answers the client (see [ErrorFor]), so a client never
+//     hangs. [frame.ErrCancelled] means the client cancelled the request:
+//     no answer is due.
+//   - Messages are read-only; a stage that edits one forwards the copy
+//     [frame.Message.Set] returns.
+//   - A stage may originate messages in either direction at any time (a
+//     replayed initialize, a page request). Ids it mints come from an [IDMinter]
+//     or a [Remap], which can never collide with a client's ids, and the
+//     stage swallows the answers to them.
+package mw
