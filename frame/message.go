@@ -386,3 +386,14 @@ func (m Message) Elements() iter.Seq[Message] {
 		})
 	}
 }
+
+// FirstRequestID returns the id of the first request m carries — m itself,
+// or the first request element of a batch — and whether it carries one.
+func (m Message) FirstRequestID() (ID, bool) {
+	for el := range m.Elements() {
+		if el.kind == Request {
+			return el.id, true
+		}
+	}
+	return "", false
+}

@@ -192,3 +192,22 @@ func TestElements(t *testing.T) {
 	}
 	is.Equal(n, 1) // stopping early is fine
 }
+
+func TestFirstRequestID(t *testing.T) {
+	is := is.New(t)
+	for _, tt := range []struct {
+		body string
+		id   frame.ID
+		ok   bool
+	}{
+		{`{"jsonrpc":"2.0","id":"a","method":"x"}`, `"a"`, true},
+		{`{"jsonrpc":"2.0","method":"x"}`, "", false},
+		{`{"jsonrpc":"2.0","id":1,"result":{}}`, "", false},
+		{`[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":2,"method":"x"},{"jsonrpc":"2.0","id":3,"method":"y"}]`, "2", true},
+		{`[]`, "", false},
+	} {
+		id, ok := frame.MustParse(tt.body).FirstRequestID()
+		is.Equal(id, tt.id)
+		is.Equal(ok, tt.ok)
+	}
+}

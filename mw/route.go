@@ -139,7 +139,7 @@ func (r *router) toServer(ctx context.Context, m frame.Message) error {
 	case x.Method() == http.MethodGet:
 		return r.listen(m, x)
 	}
-	if _, ok := firstRequestID(m); !ok {
+	if _, ok := m.FirstRequestID(); !ok {
 		for el := range m.Elements() {
 			if el.Method() != cancelMethod {
 				continue
@@ -182,7 +182,7 @@ func (r *router) register(m frame.Message, x Exchange) (*post, error) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		id, _ := firstRequestID(m)
+		id, _ := m.FirstRequestID()
 		return nil, Refuse(http.StatusNotFound, id, frame.CodeInvalidRequest, "session not found")
 	}
 	p := &post{x: x, sse: x.EventStream()}
@@ -220,7 +220,13 @@ func (r *router) register(m frame.Message, x Exchange) (*post, error) {
 // unregister forgets the requests of a POST the chain inside refused.
 func (r *router) unregister(p *post) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.forgetLocked(p)
+	r.mu.Unlock()
+}
+
+// forgetLocked stops waiting for p's responses (late ones are dropped) and
+// routing server messages to p. The caller holds r.mu.
+func (r *router) forgetLocked(p *post) {
 	for _, id := range p.ids {
 		if r.pending[id] == p {
 			delete(r.pending, id)
@@ -231,18 +237,11 @@ func (r *router) unregister(p *post) {
 }
 
 // abandon forgets a POST whose exchange is over (answered, or its client
-// gone): its requests' late responses are dropped, and the server
-// messages it did not take are routed again.
+// gone), and routes again the server messages it did not take.
 func (r *router) abandon(p *post, unsent []frame.Message) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, id := range p.ids {
-		if r.pending[id] == p {
-			delete(r.pending, id)
-		}
-	}
-	p.remaining = 0
-	r.retire(p)
+	r.forgetLocked(p)
 	if r.closed {
 		return
 	}

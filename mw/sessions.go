@@ -384,22 +384,11 @@ func (ss *session) forward(ctx context.Context, m frame.Message, x Exchange, isI
 		return err // a stage's refusal
 	}
 	ss.log.Debug("could not deliver a client message", "err", err)
-	id, _ := firstRequestID(m)
+	id, _ := m.FirstRequestID()
 	if !isInit && (ss.isClosed() || errors.Is(err, frame.ErrUnavailable)) {
 		return Refuse(http.StatusNotFound, id, frame.CodeInvalidRequest, "session not found")
 	}
 	return Refuse(http.StatusBadGateway, id, frame.CodeGateway, "the server could not take the message: "+err.Error())
-}
-
-// firstRequestID returns the id of the first request m carries (m itself
-// or an element of a batch), and whether it carries one.
-func firstRequestID(m frame.Message) (frame.ID, bool) {
-	for el := range m.Elements() {
-		if el.Kind() == frame.Request {
-			return el.ID(), true
-		}
-	}
-	return "", false
 }
 
 func (ss *session) isClosed() bool {

@@ -177,7 +177,7 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusBadRequest, "", frame.CodeInvalidRequest, "invalid request: not a JSON-RPC message")
 		return
 	}
-	firstID, hasRequest := firstRequest(m)
+	firstID, hasRequest := m.FirstRequestID()
 	if hasRequest {
 		if !s.beginRequest() {
 			writeRPCError(w, http.StatusServiceUnavailable, firstID, frame.CodeGateway, "the gateway is shutting down")
@@ -234,17 +234,6 @@ func (s *HTTPServer) refuse(w http.ResponseWriter, id frame.ID, err error) {
 	}
 	s.log.Debug("could not deliver a client message", "err", err)
 	writeRPCError(w, http.StatusBadGateway, id, frame.CodeGateway, "the server could not take the message: "+err.Error())
-}
-
-// firstRequest returns the id of the first request m carries (m itself or
-// an element of a batch), and whether it carries one.
-func firstRequest(m frame.Message) (frame.ID, bool) {
-	for el := range m.Elements() {
-		if el.Kind() == frame.Request {
-			return el.ID(), true
-		}
-	}
-	return "", false
 }
 
 // beginRequest counts a POST carrying requests; it fails while draining.

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -13,24 +12,12 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
-// lockedBuffer is the writer side of a Stdio under test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Split(strings.TrimSuffix(l.b.String(), "\n"), "\n")
+// lines returns the lines written to b so far.
+func lines(b *transporttest.SyncBuffer) []string {
+	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 }
 
 // handled records what a Stdio hands over, in order.
@@ -65,12 +52,12 @@ func TestStdioAnswersBadLines(t *testing.T) {
 		`{"hello":"world"}` + "\n" +
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"text":"` + strings.Repeat("x", 200) + `"}}` + "\n" +
 		`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\r\n"
-	var out lockedBuffer
+	var out transporttest.SyncBuffer
 	h := &handled{}
 	s := NewStdio(strings.NewReader(in), &out, StdioConfig{MaxMessageSize: 100, MaxInFlight: 4})
 	is.NoErr(s.Serve(t.Context(), h))
 	is.Equal(h.all(), []string{`{"jsonrpc":"2.0","id":1,"method":"ping"}`}) // only the usable message
-	is.Equal(out.lines(), []string{
+	is.Equal(lines(&out), []string{
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: invalid JSON"}}`,
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: not a JSON-RPC message"}}`,
 		`{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"message too large (limit 100 bytes)"}}`,
@@ -81,14 +68,14 @@ func TestStdioAnswersBadLines(t *testing.T) {
 // reaches it as frame.ErrNotJSONRPC.
 func TestStdioBadLineHook(t *testing.T) {
 	is := is.New(t)
-	var out lockedBuffer
+	var out transporttest.SyncBuffer
 	var bad []string
 	s := NewStdio(strings.NewReader("[1\n7\n"), &out, StdioConfig{BadLine: func(_ context.Context, le *frame.LineError) {
 		bad = append(bad, le.Error())
 	}})
 	is.NoErr(s.Serve(t.Context(), &handled{}))
 	is.Equal(bad, []string{"line 1: invalid JSON", "line 2: not a JSON-RPC message"})
-	is.Equal(out.lines(), []string{""}) // nothing written
+	is.Equal(lines(&out), []string{""}) // nothing written
 }
 
 // A request whose handler fails is answered through Failed; a batch gets
@@ -101,7 +88,7 @@ func TestStdioAnswersFailedRequests(t *testing.T) {
 		`[{"jsonrpc":"2.0","id":2,"method":"b"},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":"x","method":"cancelled"}]` + "\n" +
 		`{"jsonrpc":"2.0","id":3,"method":"cancelled"}` + "\n"
 	boom := errors.New("boom")
-	var out lockedBuffer
+	var out transporttest.SyncBuffer
 	s := NewStdio(strings.NewReader(in), &out, StdioConfig{
 		MaxInFlight: 1, // one at a time: the answers come in input order
 		Failed: func(req frame.Message, err error) frame.Message {
@@ -112,7 +99,7 @@ func TestStdioAnswersFailedRequests(t *testing.T) {
 		},
 	})
 	is.NoErr(s.Serve(t.Context(), &handled{h: func(context.Context, frame.Message) error { return boom }}))
-	is.Equal(out.lines(), []string{
+	is.Equal(lines(&out), []string{
 		`{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"boom"}}`,
 		`[{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"boom"}}]`,
 	})
@@ -132,7 +119,7 @@ func TestStdioOrdered(t *testing.T) {
 			}
 			return nil
 		}}
-		s := NewStdio(strings.NewReader(in), &lockedBuffer{}, StdioConfig{})
+		s := NewStdio(strings.NewReader(in), &transporttest.SyncBuffer{}, StdioConfig{})
 		is.NoErr(s.Serve(t.Context(), h))
 		is.Equal(len(h.all()), 3)
 		is.Equal(h.all()[1], `{"jsonrpc":"2.0","method":"n"}`) // after the slow request
@@ -162,7 +149,7 @@ func TestStdioRequestsRunSideBySide(t *testing.T) {
 			return nil
 		}}
 		start := time.Now()
-		s := NewStdio(strings.NewReader(in), &lockedBuffer{}, StdioConfig{MaxInFlight: 8, DrainTimeout: time.Hour})
+		s := NewStdio(strings.NewReader(in), &transporttest.SyncBuffer{}, StdioConfig{MaxInFlight: 8, DrainTimeout: time.Hour})
 		is.NoErr(s.Serve(t.Context(), h))
 		is.Equal(done, []string{"first", "quick", "slow"}) // quick did not wait for slow
 		is.Equal(time.Since(start), time.Minute+time.Second)
@@ -175,7 +162,7 @@ func TestStdioRequestsRunSideBySide(t *testing.T) {
 func TestStdioDrainTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
-		var out lockedBuffer
+		var out transporttest.SyncBuffer
 		var cause error
 		h := &handled{h: func(ctx context.Context, _ frame.Message) error {
 			<-ctx.Done()
@@ -188,18 +175,18 @@ func TestStdioDrainTimeout(t *testing.T) {
 		is.NoErr(s.Serve(t.Context(), h))
 		is.Equal(time.Since(start), 5*time.Second)
 		is.True(errors.Is(cause, frame.ErrClosed))
-		is.Equal(out.lines(), []string{`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"gateway closed"}}`})
+		is.Equal(lines(&out), []string{`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"gateway closed"}}`})
 	})
 }
 
 // Handle writes one line per message.
 func TestStdioHandleWritesLines(t *testing.T) {
 	is := is.New(t)
-	var out lockedBuffer
+	var out transporttest.SyncBuffer
 	s := NewStdio(nil, &out, StdioConfig{})
 	is.NoErr(s.Handle(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","method":"a"}`)))
 	is.NoErr(s.Handle(t.Context(), frame.MustParse("{\n\"jsonrpc\":\"2.0\",\"method\":\"b\"}")))
 	is.True(s.Handle(t.Context(), frame.Message{}) != nil) // no bytes: refused
-	is.Equal(out.lines(), []string{`{"jsonrpc":"2.0","method":"a"}`, `{"jsonrpc":"2.0","method":"b"}`})
+	is.Equal(lines(&out), []string{`{"jsonrpc":"2.0","method":"a"}`, `{"jsonrpc":"2.0","method":"b"}`})
 	is.NoErr(s.Serve(t.Context(), &handled{})) // no input: nothing to serve
 }
