@@ -33,7 +33,7 @@ type batchReply struct {
 
 // receiveBatch takes a batch apart; see the comment at the top of the file.
 func (s *server) receiveBatch(ctx context.Context, m frame.Message) {
-	if s.era != eraLegacy || !batchVersions[s.protocolVersion] {
+	if s.era != eraSession || !batchVersions[s.protocolVersion] {
 		s.log.Warn("batch refused", "protocolVersion", s.protocolVersion)
 		s.send(frame.ErrorResponse("", frame.CodeInvalidRequest, "invalid request: batches are part of MCP 2025-03-26 and 2024-11-05 only"))
 		return

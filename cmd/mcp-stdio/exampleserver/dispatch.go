@@ -17,12 +17,13 @@ import (
 
 // Protocol versions.
 const (
-	modernVersion       = "2026-07-28"
-	latestLegacyVersion = "2025-11-25"
+	statelessVersion     = "2026-07-28"
+	latestSessionVersion = "2025-11-25"
 )
 
-// legacyVersions are the initialize-era versions served, newest first.
-var legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// sessionEraVersions are the session-era versions served (the ones
+// initialize negotiates), newest first.
+var sessionEraVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // Reserved _meta keys of MCP 2026-07-28.
 const (
@@ -41,9 +42,9 @@ func metaPath(key string) string { return "_meta." + gjson.Escape(key) }
 type era uint8
 
 const (
-	eraUnset  era = iota // no era-bearing message yet
-	eraLegacy            // initialize handshake (2024-11-05 … 2025-11-25)
-	eraModern            // per-request _meta (2026-07-28)
+	eraUnset     era = iota // no era-bearing message yet
+	eraSession              // the session era: initialize handshake (2024-11-05 … 2025-11-25)
+	eraStateless            // 2026-07-28: no handshake, per-request _meta
 )
 
 // object is a JSON object the server builds. encoding/json writes its keys
@@ -52,12 +53,12 @@ type object = map[string]any
 
 // request is one client request as a handler sees it.
 type request struct {
-	id     frame.ID
-	method string
-	params gjson.Result // the request's params (points into its bytes)
-	modern bool         // answered under 2026-07-28 rules
+	id        frame.ID
+	method    string
+	params    gjson.Result // the request's params (points into its bytes)
+	stateless bool         // answered under 2026-07-28 rules
 	// caps are the client capabilities in force: the request's own on a
-	// modern request, initialize's on a legacy one.
+	// 2026-07-28 request, initialize's on a session-era one.
 	caps gjson.Result
 	// release gives the handler slot back early, for a handler about to
 	// wait on the client. Idempotent.
@@ -98,7 +99,7 @@ func unsupportedVersion(requested string, supported []string) *rpcError {
 	}
 }
 
-// cacheHint is the caching advice on a modern cacheable result.
+// cacheHint is the caching advice on a cacheable 2026-07-28 result.
 type cacheHint struct {
 	ttlMs int64
 	scope string // "public" or "private"
@@ -115,10 +116,11 @@ var (
 // method describes one JSON-RPC method of the server.
 type method struct {
 	handle func(s *server, ctx context.Context, req *request) (object, error)
-	// legacy and modern tell the eras that have the method.
-	legacy, modern bool
+	// session and stateless tell the eras that have the method: the
+	// session era and 2026-07-28.
+	session, stateless bool
 	// cache, when set, marks results that carry ttlMs and cacheScope on
-	// the modern era.
+	// 2026-07-28.
 	cache func(s *server, req *request) cacheHint
 }
 
@@ -128,20 +130,20 @@ func always(h cacheHint) func(*server, *request) cacheHint {
 
 // methods is the server's dispatch table (ping is answered by the read loop).
 var methods = map[string]method{
-	"initialize":               {handle: (*server).initialize, legacy: true},
-	"logging/setLevel":         {handle: (*server).setLevel, legacy: true},
-	"resources/subscribe":      {handle: (*server).subscribe, legacy: true},
-	"resources/unsubscribe":    {handle: (*server).unsubscribe, legacy: true},
-	"server/discover":          {handle: (*server).discover, modern: true, cache: always(staticCache)},
-	"subscriptions/listen":     {handle: (*server).listen, modern: true},
-	"tools/list":               {handle: (*server).listTools, legacy: true, modern: true, cache: always(noCache)},
-	"tools/call":               {handle: (*server).callTool, legacy: true, modern: true},
-	"resources/list":           {handle: (*server).listResources, legacy: true, modern: true, cache: always(staticCache)},
-	"resources/templates/list": {handle: (*server).listTemplates, legacy: true, modern: true, cache: always(staticCache)},
-	"resources/read":           {handle: (*server).readResource, legacy: true, modern: true, cache: (*server).readHint},
-	"prompts/list":             {handle: (*server).listPrompts, legacy: true, modern: true, cache: always(staticCache)},
-	"prompts/get":              {handle: (*server).getPrompt, legacy: true, modern: true},
-	"completion/complete":      {handle: (*server).complete, legacy: true, modern: true},
+	"initialize":               {handle: (*server).initialize, session: true},
+	"logging/setLevel":         {handle: (*server).setLevel, session: true},
+	"resources/subscribe":      {handle: (*server).subscribe, session: true},
+	"resources/unsubscribe":    {handle: (*server).unsubscribe, session: true},
+	"server/discover":          {handle: (*server).discover, stateless: true, cache: always(staticCache)},
+	"subscriptions/listen":     {handle: (*server).listen, stateless: true},
+	"tools/list":               {handle: (*server).listTools, session: true, stateless: true, cache: always(noCache)},
+	"tools/call":               {handle: (*server).callTool, session: true, stateless: true},
+	"resources/list":           {handle: (*server).listResources, session: true, stateless: true, cache: always(staticCache)},
+	"resources/templates/list": {handle: (*server).listTemplates, session: true, stateless: true, cache: always(staticCache)},
+	"resources/read":           {handle: (*server).readResource, session: true, stateless: true, cache: (*server).readHint},
+	"prompts/list":             {handle: (*server).listPrompts, session: true, stateless: true, cache: always(staticCache)},
+	"prompts/get":              {handle: (*server).getPrompt, session: true, stateless: true},
+	"completion/complete":      {handle: (*server).complete, session: true, stateless: true},
 }
 
 // classify decides the era a request is answered in, locking the
@@ -160,12 +162,12 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 		// see its era and capabilities.
 		pv := req.params.Get("protocolVersion")
 		switch {
-		case s.era == eraModern:
-			return nil, unsupportedVersion(pv.String(), []string{modernVersion})
+		case s.era == eraStateless:
+			return nil, unsupportedVersion(pv.String(), []string{statelessVersion})
 		case pv.Type != gjson.String:
 			return nil, invalidParams("initialize needs params.protocolVersion (a string)")
 		}
-		s.era = eraLegacy
+		s.era = eraSession
 		s.protocolVersion = negotiate(pv.Str)
 		s.clientCaps = "{}"
 		if caps := req.params.Get("capabilities"); caps.IsObject() {
@@ -177,12 +179,12 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 
 	pv := req.meta(metaProtocolVersion)
 	switch {
-	case !pv.Exists() && s.era == eraModern:
-		return nil, invalidParams("this connection speaks MCP %s: params._meta[%q] is required", modernVersion, metaProtocolVersion)
-	case !pv.Exists(), s.era == eraLegacy:
-		// Legacy, even before initialize; an envelope on a legacy
-		// connection is ignored.
-		if spec, ok := methods[req.method]; !ok || !spec.legacy {
+	case !pv.Exists() && s.era == eraStateless:
+		return nil, invalidParams("this connection speaks MCP %s: params._meta[%q] is required", statelessVersion, metaProtocolVersion)
+	case !pv.Exists(), s.era == eraSession:
+		// The session era, even before initialize; an envelope on a
+		// session-era connection is ignored.
+		if spec, ok := methods[req.method]; !ok || !spec.session {
 			return nil, methodNotFound(req.method, false)
 		}
 		req.caps = gjson.Parse(s.clientCaps)
@@ -192,10 +194,10 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 	if pv.Type != gjson.String {
 		return nil, invalidParams("params._meta[%q] must be a string", metaProtocolVersion)
 	}
-	if pv.Str != modernVersion {
-		supported := []string{modernVersion}
+	if pv.Str != statelessVersion {
+		supported := []string{statelessVersion}
 		if s.era == eraUnset { // this connection could still initialize
-			supported = append(supported, legacyVersions...)
+			supported = append(supported, sessionEraVersions...)
 		}
 		return nil, unsupportedVersion(pv.Str, supported)
 	}
@@ -203,22 +205,22 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 	if !caps.IsObject() {
 		return nil, invalidParams("params._meta[%q] is required (an object)", metaClientCapabilities)
 	}
-	if spec, ok := methods[req.method]; !ok || !spec.modern {
+	if spec, ok := methods[req.method]; !ok || !spec.stateless {
 		// An unknown method does not decide the era.
 		return nil, methodNotFound(req.method, true)
 	}
-	s.era = eraModern
-	req.modern = true
+	s.era = eraStateless
+	req.stateless = true
 	req.caps = caps
 	return req, nil
 }
 
-// call runs the handler of req's method and, on the modern era, stamps the
-// result.
+// call runs the handler of req's method and, on a 2026-07-28 request,
+// stamps the result.
 func (s *server) call(ctx context.Context, req *request) (object, error) {
 	spec := methods[req.method] // classify checked it exists in req's era
 	res, err := spec.handle(s, ctx, req)
-	if err != nil || !req.modern {
+	if err != nil || !req.stateless {
 		return res, err
 	}
 	if res["resultType"] == nil {
@@ -237,13 +239,13 @@ func (s *server) call(ctx context.Context, req *request) (object, error) {
 	return res, nil
 }
 
-func methodNotFound(name string, modern bool) *rpcError {
+func methodNotFound(name string, stateless bool) *rpcError {
 	msg := "method not found: " + name
 	if _, ok := methods[name]; ok {
-		if modern {
-			msg = fmt.Sprintf("method not found: %s is not part of MCP %s", name, modernVersion)
+		if stateless {
+			msg = fmt.Sprintf("method not found: %s is not part of MCP %s", name, statelessVersion)
 		} else {
-			msg = fmt.Sprintf("method not found: %s is part of MCP %s only", name, modernVersion)
+			msg = fmt.Sprintf("method not found: %s is part of MCP %s only", name, statelessVersion)
 		}
 	}
 	return &rpcError{code: frame.CodeMethodNotFound, message: msg}
@@ -256,8 +258,8 @@ func (s *server) connEra() era {
 	return s.era
 }
 
-// initialize answers the legacy handshake; classify has already locked the
-// era and recorded the client's capabilities.
+// initialize answers the session-era handshake; classify has already locked
+// the era and recorded the client's capabilities.
 func (s *server) initialize(_ context.Context, req *request) (object, error) {
 	requested := req.params.Get("protocolVersion").Str
 	version := negotiate(requested)
@@ -272,12 +274,12 @@ func (s *server) initialize(_ context.Context, req *request) (object, error) {
 }
 
 // negotiate answers the version an initialize requested: the same when it
-// is served, else the latest legacy version.
+// is served, else the latest session-era version.
 func negotiate(requested string) string {
-	if slices.Contains(legacyVersions, requested) {
+	if slices.Contains(sessionEraVersions, requested) {
 		return requested
 	}
-	return latestLegacyVersion
+	return latestSessionVersion
 }
 
 // capabilities are the server's capabilities, the same in both eras.
@@ -292,7 +294,7 @@ const instructions = "The example MCP server bundled with mcp-stdio. Tools: echo
 // Logging levels, least severe first.
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
-// setLevel is the legacy logging/setLevel.
+// setLevel is the session-era logging/setLevel.
 func (s *server) setLevel(_ context.Context, req *request) (object, error) {
 	level := req.params.Get("level")
 	if level.Type != gjson.String || !slices.Contains(logLevels, level.Str) {

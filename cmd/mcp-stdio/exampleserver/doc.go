@@ -40,50 +40,52 @@
 //
 // # Eras
 //
-// The server is dual-era. A legacy client (MCP 2024-11-05 to 2025-11-25)
-// sends initialize; the server echoes its protocolVersion when it is one of
-// those four and offers 2025-11-25 otherwise. A modern client (2026-07-28)
-// sends server/discover or simply starts: a request is modern when
-// params._meta carries "io.modelcontextprotocol/protocolVersion". Modern
-// requests are answered statelessly: capabilities come from the request's
-// own _meta, every result carries resultType, the cacheable ones (discover,
-// the lists, resources/read) carry ttlMs and cacheScope, and every result
-// carries the server's identity in _meta["io.modelcontextprotocol/serverInfo"].
-// An unsupported modern version gets -32022 with data.supported and
+// The server is dual-era. A session-era client (MCP 2024-11-05 to
+// 2025-11-25) sends initialize; the server echoes its protocolVersion when
+// it is one of those four and offers 2025-11-25 otherwise. A 2026-07-28
+// client sends server/discover or simply starts: a request is a 2026-07-28
+// request when params._meta carries
+// "io.modelcontextprotocol/protocolVersion" (the envelope). Such requests
+// are answered statelessly: capabilities come from the request's own _meta,
+// every result carries resultType, the cacheable ones (discover, the lists,
+// resources/read) carry ttlMs and cacheScope, and every result carries the
+// server's identity in _meta["io.modelcontextprotocol/serverInfo"]. An
+// envelope naming an unsupported version gets -32022 with data.supported and
 // data.requested. The DiscoverResult lists only 2026-07-28 in
 // supportedVersions: a connection that has answered discover refuses
-// initialize (see below), so offering the legacy versions there would be a
-// promise the connection cannot keep.
+// initialize (see below), so offering the session-era versions there would
+// be a promise the connection cannot keep.
 //
-// One connection speaks one era, fixed by its first era-bearing request
-// that is accepted: initialize (with a protocolVersion) makes it legacy; a
-// modern request at a supported version, with its client capabilities, for
-// a method of the modern era (discover included) makes it modern. A refused
-// probe — an unsupported version, an unknown method — decides nothing, so a
-// dual-era client can still fall back to initialize. After that:
+// One connection speaks one era, fixed by its first era-bearing request that
+// is accepted: initialize (with a protocolVersion) puts it in the session
+// era; an enveloped request at a supported version, with its client
+// capabilities, for a method that 2026-07-28 has (discover included) puts it
+// on 2026-07-28. A refused probe — an unsupported version, an unknown
+// method — decides nothing, so a dual-era client can still fall back to
+// initialize. After that:
 //
-//   - initialize on a modern connection gets -32022 with
+//   - initialize on a 2026-07-28 connection gets -32022 with
 //     data.supported ["2026-07-28"];
-//   - a request carrying the modern envelope on a legacy connection is
-//     served as legacy: the envelope is ignored (this is the lenient choice;
-//     a Python SDK server answers -32600 instead);
-//   - a request without the envelope on a modern connection gets -32602,
-//     since 2026-07-28 requires it on every request.
+//   - a request carrying the envelope on a session-era connection is served
+//     in the session era: the envelope is ignored (this is the lenient
+//     choice; a Python SDK server answers -32600 instead);
+//   - a request without the envelope on a 2026-07-28 connection gets
+//     -32602, since 2026-07-28 requires it on every request.
 //
-// Before either, requests without the envelope are served as legacy even
-// though no initialize came first (lenient, and handy for hand-typed
-// sessions); ping is answered with {} in every era. Methods that exist in
-// one era only (initialize, logging/setLevel, resources/subscribe and
-// unsubscribe; server/discover, subscriptions/listen) are -32601 in the
-// other.
+// Before either, requests without the envelope are served as session-era
+// requests even though no initialize came first (lenient, and handy for
+// hand-typed sessions); ping is answered with {} in every era. Methods
+// that exist in one era only (initialize, logging/setLevel,
+// resources/subscribe and unsubscribe; server/discover,
+// subscriptions/listen) are -32601 in the other.
 //
 // # Tools
 //
 // Every tools/call goes through one table, name → handler: echo, add, slow
 // (progress notifications, cancellation), bytes (a result of exactly n
 // bytes, for large-message tests), ask (elicitation: a real server→client
-// elicitation/create request on a legacy connection, an input_required
-// result on a modern one — multi round-trip requests, with an
+// elicitation/create request on a session-era connection, an input_required
+// result on a 2026-07-28 one — multi round-trip requests, with an
 // HMAC-protected requestState), toggle (adds or removes the bonus tool and
 // announces tools/list_changed) and, when toggled on, bonus. Tool failures
 // are tool results with isError; malformed arguments are -32602.
@@ -91,13 +93,13 @@
 // # Resources, prompts, subscriptions
 //
 // example://counter counts the tool calls so far and can be watched;
-// example://readme is static; the template example://echo/{text} reads
-// back its text. The greet prompt takes a name, which completion/complete
-// suggests. Legacy clients watch resources with resources/subscribe and get
-// notifications/resources/updated and notifications/tools/list_changed as
-// they happen; modern clients open subscriptions/listen, which is
-// acknowledged first with the honoured subset of the requested
-// notifications and then carries events stamped with the listen's id in
+// example://readme is static; the template example://echo/{text} reads back
+// its text. The greet prompt takes a name, which completion/complete
+// suggests. Session-era clients watch resources with resources/subscribe and
+// get notifications/resources/updated and notifications/tools/list_changed
+// as they happen; 2026-07-28 clients open subscriptions/listen, which is
+// acknowledged first with the honoured subset of the requested notifications
+// and then carries events stamped with the listen's id in
 // _meta["io.modelcontextprotocol/subscriptionId"]. A listen ends with the
 // result {"resultType":"complete","_meta":{subscriptionId}} when the client
 // cancels it or stdin closes.

@@ -9,7 +9,7 @@ import (
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/exampleserver"
 )
 
-// ExampleServe runs the server in-process over pipes and plays a legacy
+// ExampleServe runs the server in-process over pipes and plays a session-era
 // client: initialize, then two tool calls.
 func ExampleServe() {
 	stdinR, stdinW := io.Pipe()   // client → server

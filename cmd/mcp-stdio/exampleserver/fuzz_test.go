@@ -11,7 +11,7 @@ import (
 // must not panic, must return nil at the end of the input, and every byte
 // it writes must belong to a valid one-line JSON-RPC message.
 func FuzzServe(f *testing.F) {
-	modern := func(id, method, params string) string { return modernRequest(id, method, params, elicitCaps) }
+	stateless := func(id, method, params string) string { return statelessRequest(id, method, params, elicitCaps) }
 	for _, session := range [][]string{
 		{
 			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}}}}`,
@@ -34,12 +34,12 @@ func FuzzServe(f *testing.F) {
 			`{"jsonrpc":"2.0","id":14,"method":"ping"}`,
 		},
 		{
-			modern("1", "server/discover", ""),
-			modern(`"L"`, "subscriptions/listen", `"notifications":{"toolsListChanged":true,"resourceSubscriptions":["example://counter"]}`),
-			modern("2", "tools/call", `"name":"ask","arguments":{"question":"q"}`),
-			modern("3", "tools/call", `"name":"ask","arguments":{"question":"q"},"inputResponses":{"ask":{"action":"decline"}},"requestState":"AAAA"`),
-			modern("4", "tools/call", `"name":"toggle","arguments":{}`),
-			modern("5", "resources/read", `"uri":"example://counter"`),
+			stateless("1", "server/discover", ""),
+			stateless(`"L"`, "subscriptions/listen", `"notifications":{"toolsListChanged":true,"resourceSubscriptions":["example://counter"]}`),
+			stateless("2", "tools/call", `"name":"ask","arguments":{"question":"q"}`),
+			stateless("3", "tools/call", `"name":"ask","arguments":{"question":"q"},"inputResponses":{"ask":{"action":"decline"}},"requestState":"AAAA"`),
+			stateless("4", "tools/call", `"name":"toggle","arguments":{}`),
+			stateless("5", "resources/read", `"uri":"example://counter"`),
 			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}}`,
 			`{"jsonrpc":"2.0","id":6,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`,
 			`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`,

@@ -34,8 +34,8 @@ func TestBinary(t *testing.T) {
 		requested string // ClientSessionOptions.ProtocolVersion
 		want      string // the version the session ends up with
 	}{
-		{"go-sdk legacy 2025-11-25", "2025-11-25", "2025-11-25"},
-		{"go-sdk legacy 2025-06-18", "2025-06-18", "2025-06-18"},
+		{"go-sdk session era 2025-11-25", "2025-11-25", "2025-11-25"},
+		{"go-sdk session era 2025-06-18", "2025-06-18", "2025-06-18"},
 		{"go-sdk probe picks 2026-07-28", "", "2026-07-28"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,8 +98,9 @@ func TestBinary(t *testing.T) {
 			is.Equal(text(res), "42")
 			is.Equal(res.StructuredContent, map[string]any{"sum": 42.0})
 
-			// Legacy: a server→client elicitation/create; modern: an
-			// input_required result the SDK's MRTR loop answers and retries.
+			// Session era: a server→client elicitation/create; 2026-07-28:
+			// an input_required result the SDK's MRTR loop answers and
+			// retries.
 			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"question": "Why?"}})
 			is.NoErr(err)
 			is.True(!res.IsError)
@@ -123,8 +124,9 @@ func TestBinary(t *testing.T) {
 			is.NoErr(err)
 			is.Equal(len(text(res)), 1<<20)
 
-			// toggle: list_changed reaches the client (legacy: directly; modern:
-			// on the subscriptions/listen the SDK opened in Connect).
+			// toggle: list_changed reaches the client (session era: directly;
+			// 2026-07-28: on the subscriptions/listen the SDK opened in
+			// Connect).
 			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "toggle", Arguments: map[string]any{}})
 			is.NoErr(err)
 			select {

@@ -152,7 +152,7 @@ func (c *conn) roundTrip(line string) gjson.Result {
 	return m
 }
 
-// initialize performs the legacy handshake at version with capabilities.
+// initialize performs the session-era handshake at version with capabilities.
 func (c *conn) initialize(version, caps string) gjson.Result {
 	c.t.Helper()
 	m := c.roundTrip(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"` + version +
@@ -191,8 +191,8 @@ func (c *conn) finish() (error, []string) {
 	}
 }
 
-// modernMeta is the _meta of a 2026-07-28 request with capabilities caps.
-func modernMeta(caps string) string {
+// statelessMeta is the _meta of a 2026-07-28 request with capabilities caps.
+func statelessMeta(caps string) string {
 	return `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps +
 		`,"io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"}}`
 }

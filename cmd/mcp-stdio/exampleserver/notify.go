@@ -29,12 +29,12 @@ func subscriptionMeta(id frame.ID) object {
 }
 
 // toolsChanged announces that the tool list changed: as a plain
-// notification unless the connection is modern, and on every listen that
-// asked for it.
+// notification unless the connection is on 2026-07-28, and on every listen
+// that asked for it.
 func (s *server) toolsChanged() {
 	s.notifyMu.Lock()
 	defer s.notifyMu.Unlock()
-	if s.connEra() != eraModern {
+	if s.connEra() != eraStateless {
 		s.send(notification("notifications/tools/list_changed", nil))
 	}
 	for _, l := range s.listeners {
@@ -44,7 +44,7 @@ func (s *server) toolsChanged() {
 	}
 }
 
-// resourceUpdated announces that the resource uri changed, to legacy
+// resourceUpdated announces that the resource uri changed, to session-era
 // subscribers and to the listens that watch it.
 func (s *server) resourceUpdated(uri string) {
 	s.notifyMu.Lock()
@@ -75,11 +75,11 @@ func (s *server) progress(req *request, done, total float64, message string) {
 }
 
 // clientLog sends a notifications/message when the client asked for this
-// level: with logging/setLevel on a legacy connection, with the request's
-// _meta logLevel on a modern one.
+// level: with logging/setLevel on a session-era connection, with the
+// request's _meta logLevel on a 2026-07-28 request.
 func (s *server) clientLog(req *request, level string, data any) {
 	var threshold string
-	if req.modern {
+	if req.stateless {
 		threshold = req.meta(metaLogLevel).String()
 	} else {
 		s.mu.Lock()
@@ -93,7 +93,7 @@ func (s *server) clientLog(req *request, level string, data any) {
 	s.send(notification("notifications/message", object{"level": level, "logger": s.opts.Name, "data": data}))
 }
 
-// requestClient sends the client a request (legacy era only) and waits for
+// requestClient sends the client a request (session era only) and waits for
 // its response. ok is false when no answer can come: stdin ended, or too
 // many requests already wait on the client. While it waits, the handler
 // gives its slot back, because the answer arrives through the read loop.

@@ -104,7 +104,7 @@ func (s *server) readHint(req *request) cacheHint {
 	return staticCache
 }
 
-// subscribe is the legacy resources/subscribe.
+// subscribe is the session-era resources/subscribe.
 func (s *server) subscribe(_ context.Context, req *request) (object, error) {
 	uri, err := uriParam(req)
 	if err != nil {
@@ -119,7 +119,7 @@ func (s *server) subscribe(_ context.Context, req *request) (object, error) {
 	return object{}, nil
 }
 
-// unsubscribe is the legacy resources/unsubscribe.
+// unsubscribe is the session-era resources/unsubscribe.
 func (s *server) unsubscribe(_ context.Context, req *request) (object, error) {
 	uri, err := uriParam(req)
 	if err != nil {
@@ -142,7 +142,7 @@ func uriParam(req *request) (string, error) {
 // resourceNotFound is -32002 up to 2025-11-25 and -32602 from 2026-07-28.
 func resourceNotFound(req *request, uri string) *rpcError {
 	code := -32002
-	if req.modern {
+	if req.stateless {
 		code = frame.CodeInvalidParams
 	}
 	return &rpcError{code: code, message: "resource not found: " + uri, data: object{"uri": uri}}

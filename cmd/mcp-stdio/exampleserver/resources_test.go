@@ -26,7 +26,7 @@ func TestResources(t *testing.T) {
 	is.True(read("example://readme") != "")
 
 	m := c.roundTrip(`{"jsonrpc":"2.0","id":6,"method":"resources/read","params":{"uri":"example://nope"}}`)
-	is.Equal(m.Get("error.code").Int(), int64(-32002)) // legacy "resource not found"
+	is.Equal(m.Get("error.code").Int(), int64(-32002)) // the session era's "resource not found"
 	m = c.roundTrip(`{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"example://echo/%zz"}}`)
 	is.Equal(m.Get("error.code").Int(), int64(-32602))
 	m = c.roundTrip(`{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{}}`)
@@ -92,10 +92,10 @@ func TestCompletion(t *testing.T) {
 }
 
 func TestPagination(t *testing.T) {
-	for _, modern := range []bool{false, true} {
-		name := "legacy"
-		if modern {
-			name = "modern"
+	for _, stateless := range []bool{false, true} {
+		name := "session era"
+		if stateless {
+			name = "2026-07-28"
 		}
 		t.Run(name, func(t *testing.T) {
 			is := is.New(t)
@@ -106,8 +106,8 @@ func TestPagination(t *testing.T) {
 					params = `"cursor":` + cursor
 				}
 				line := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + params + `}}`
-				if modern {
-					line = modernRequest("1", "tools/list", params, `{}`)
+				if stateless {
+					line = statelessRequest("1", "tools/list", params, `{}`)
 				}
 				m := c.roundTrip(line)
 				return m.Get("result.tools.#.name").Raw, m.Get("result.nextCursor").Raw, m.Get("error.code").Int()
@@ -124,8 +124,8 @@ func TestPagination(t *testing.T) {
 			}
 			// A page size bigger than a list: one page.
 			m := c.roundTrip(`{"jsonrpc":"2.0","id":2,"method":"prompts/list"}`)
-			if modern {
-				m = c.roundTrip(modernRequest("2", "prompts/list", "", `{}`))
+			if stateless {
+				m = c.roundTrip(statelessRequest("2", "prompts/list", "", `{}`))
 			}
 			is.Equal(m.Get("result.prompts.#").Int(), int64(1))
 			is.True(!m.Get("result.nextCursor").Exists())

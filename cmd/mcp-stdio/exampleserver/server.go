@@ -93,9 +93,9 @@ type server struct {
 
 	mu              sync.Mutex
 	era             era
-	protocolVersion string                          // legacy: the version initialize agreed
-	clientCaps      string                          // legacy: initialize's params.capabilities
-	logLevel        string                          // legacy: logging/setLevel
+	protocolVersion string                          // session era: the version initialize agreed
+	clientCaps      string                          // session era: initialize's params.capabilities
+	logLevel        string                          // session era: logging/setLevel
 	inflight        map[frame.ID]*call              // requests being handled
 	pending         map[frame.ID]chan frame.Message // our requests to the client
 	batches         map[frame.ID]*batchReply        // batch requests awaiting their response
@@ -105,7 +105,7 @@ type server struct {
 	bonus           bool
 
 	notifyMu   sync.Mutex
-	subscribed map[string]bool        // legacy resources/subscribe
+	subscribed map[string]bool        // session-era resources/subscribe
 	listeners  map[frame.ID]*listener // open subscriptions/listen
 }
 
@@ -279,7 +279,7 @@ func (s *server) receiveRequest(ctx context.Context, m frame.Message) {
 		s.send(rerr.response(id))
 		return
 	}
-	s.log.Debug("request", "id", id, "method", req.method, "modern", req.modern)
+	s.log.Debug("request", "id", id, "method", req.method, "modern", req.stateless)
 	// Only the read loop adds to inflight, so the id is still free.
 	rctx, cancel := context.WithCancelCause(ctx)
 	s.mu.Lock()

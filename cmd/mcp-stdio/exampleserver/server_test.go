@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestInitializeEachLegacyVersion(t *testing.T) {
+func TestInitializeEachSessionEraVersion(t *testing.T) {
 	for _, tc := range []struct{ requested, want string }{
 		{"2025-11-25", "2025-11-25"},
 		{"2025-06-18", "2025-06-18"},
@@ -34,7 +34,7 @@ func TestInitializeEachLegacyVersion(t *testing.T) {
 			is.Equal(res.Get("capabilities.prompts.listChanged").Bool(), true)
 			is.True(res.Get("capabilities.logging").IsObject())
 			is.True(res.Get("instructions").String() != "")
-			is.True(!res.Get("resultType").Exists()) // legacy results are unstamped
+			is.True(!res.Get("resultType").Exists()) // session-era results are unstamped
 			m := c.roundTrip(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 			is.Equal(m.Raw, `{"jsonrpc":"2.0","id":2,"result":{}}`)
 		})
@@ -64,11 +64,11 @@ func TestUnknownMethod(t *testing.T) {
 	c := start(t, Options{})
 	m := c.roundTrip(`{"jsonrpc":"2.0","id":1,"method":"no/such"}`)
 	is.Equal(m.Get("error.code").Int(), int64(-32601))
-	m = c.roundTrip(`{"jsonrpc":"2.0","id":2,"method":"server/discover"}`) // unenveloped: legacy has no discover
+	m = c.roundTrip(`{"jsonrpc":"2.0","id":2,"method":"server/discover"}`) // unenveloped: the session era has no discover
 	is.Equal(m.Get("error.code").Int(), int64(-32601))
 }
 
-func TestLegacyRequestsBeforeInitialize(t *testing.T) {
+func TestSessionEraRequestsBeforeInitialize(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
 	m := c.roundTrip(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"early"}}}`)

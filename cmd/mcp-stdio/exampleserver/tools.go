@@ -218,9 +218,10 @@ func (s *server) bytes(_ context.Context, _ *request, args gjson.Result) (object
 	return textResult(strings.Repeat("x", n)), nil
 }
 
-// ask asks the user a question. A legacy connection sends the client a real
-// elicitation/create request and waits for its answer; a modern request gets
-// an input_required result and is completed by its retry (modern.go).
+// ask asks the user a question. On a session-era connection it sends the
+// client a real elicitation/create request and waits for its answer; a
+// 2026-07-28 request gets an input_required result and is completed by its
+// retry (stateless.go).
 func (s *server) ask(ctx context.Context, req *request, args gjson.Result) (object, error) {
 	question, err := stringArg(args, "question")
 	if err != nil {
@@ -229,7 +230,7 @@ func (s *server) ask(ctx context.Context, req *request, args gjson.Result) (obje
 	if !canElicitForm(req.caps) {
 		return errorResult("ask needs a client that supports form elicitation, and this client did not declare the elicitation capability"), nil
 	}
-	if req.modern {
+	if req.stateless {
 		return s.askWithInputRequest(req, question)
 	}
 	s.mu.Lock()

@@ -131,7 +131,7 @@ func TestSlowLogsAtTheLevelSet(t *testing.T) {
 	is.Equal(c.roundTrip(callTool("5", "slow", `{"seconds":0,"steps":1}`)).Get("id").Raw, "5") // no log this time
 }
 
-func TestAskLegacyRoundTrip(t *testing.T) {
+func TestAskSessionEraRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name, version, answer, want string
 		withMode                    bool
@@ -161,7 +161,7 @@ func TestAskLegacyRoundTrip(t *testing.T) {
 	}
 }
 
-func TestAskLegacyClientError(t *testing.T) {
+func TestAskSessionEraClientError(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
 	c.initialize("2025-11-25", `{"elicitation":{"form":{}}}`)

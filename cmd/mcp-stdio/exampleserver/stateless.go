@@ -16,11 +16,11 @@ import (
 // The 2026-07-28 side: server/discover, subscriptions/listen and the multi
 // round-trip (MRTR) form of the ask tool.
 
-// discover answers server/discover. Only the modern version is listed: a
-// connection that has been served a modern request refuses initialize.
+// discover answers server/discover. Only 2026-07-28 is listed: a
+// connection that has been served a 2026-07-28 request refuses initialize.
 func (s *server) discover(context.Context, *request) (object, error) {
 	return object{
-		"supportedVersions": []string{modernVersion},
+		"supportedVersions": []string{statelessVersion},
 		"capabilities":      capabilities,
 		"instructions":      instructions,
 	}, nil
@@ -89,7 +89,7 @@ func (s *server) listen(ctx context.Context, req *request) (object, error) {
 	return object{"_meta": subscriptionMeta(req.id)}, nil
 }
 
-// askWithInputRequest is the ask tool on the modern era. The first call
+// askWithInputRequest is the ask tool on 2026-07-28. The first call
 // returns an input_required result carrying the elicitation request and a
 // signed requestState; the client's retry brings the answer in
 // inputResponses and the requestState back, and completes. A requestState

@@ -17,9 +17,9 @@ var (
 	subscriptionIDPath = "_meta." + metaKey(metaSubscriptionID)
 )
 
-// modernRequest is a 2026-07-28 request line.
-func modernRequest(id, method, params, caps string) string {
-	p := `{"_meta":` + modernMeta(caps)
+// statelessRequest is a 2026-07-28 request line.
+func statelessRequest(id, method, params, caps string) string {
+	p := `{"_meta":` + statelessMeta(caps)
 	if params != "" {
 		p += "," + params
 	}
@@ -29,7 +29,7 @@ func modernRequest(id, method, params, caps string) string {
 func TestDiscover(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{Name: "ex", Version: "9"})
-	res := c.roundTrip(modernRequest("1", "server/discover", "", `{}`)).Get("result")
+	res := c.roundTrip(statelessRequest("1", "server/discover", "", `{}`)).Get("result")
 	is.Equal(res.Get("resultType").String(), "complete")
 	is.Equal(res.Get("supportedVersions").Raw, `["2026-07-28"]`)
 	is.Equal(res.Get("capabilities.tools.listChanged").Bool(), true)
@@ -37,11 +37,11 @@ func TestDiscover(t *testing.T) {
 	is.Equal(res.Get("ttlMs").Int(), int64(60000))
 	is.Equal(res.Get("cacheScope").String(), "public")
 	is.Equal(res.Get(serverInfoPath).Raw, `{"name":"ex","version":"9"}`)
-	is.True(!res.Get("serverInfo").Exists()) // no top-level serverInfo on the modern era
+	is.True(!res.Get("serverInfo").Exists()) // no top-level serverInfo on 2026-07-28
 	is.True(res.Get("instructions").String() != "")
 }
 
-func TestModernResultsAreStamped(t *testing.T) {
+func TestStatelessResultsAreStamped(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
 	for _, tc := range []struct {
@@ -59,8 +59,8 @@ func TestModernResultsAreStamped(t *testing.T) {
 		{"prompts/get", `"name":"greet","arguments":{"name":"Ada"}`, 0, ""},
 		{"completion/complete", `"ref":{"type":"ref/prompt","name":"greet"},"argument":{"name":"name","value":"a"}`, 0, ""},
 	} {
-		res := c.roundTrip(modernRequest("1", tc.method, tc.params, `{}`)).Get("result")
-		is.Equal(res.Get("resultType").String(), "complete") // every modern result
+		res := c.roundTrip(statelessRequest("1", tc.method, tc.params, `{}`)).Get("result")
+		is.Equal(res.Get("resultType").String(), "complete") // every 2026-07-28 result
 		is.True(res.Get(serverInfoPath).IsObject())
 		if tc.scope == "" {
 			is.True(!res.Get("ttlMs").Exists())
@@ -72,11 +72,11 @@ func TestModernResultsAreStamped(t *testing.T) {
 	}
 }
 
-func TestModernVersionErrors(t *testing.T) {
+func TestStatelessVersionErrors(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
 	// A version the server does not serve, before the era is decided: the
-	// legacy versions are on offer too.
+	// session-era versions are on offer too.
 	m := c.roundTrip(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2027-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 	is.Equal(m.Get("error.code").Int(), int64(-32022))
 	is.Equal(m.Get("error.data").Raw, `{"requested":"2027-01-01","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]}`)
@@ -86,59 +86,60 @@ func TestModernVersionErrors(t *testing.T) {
 	// A version that is not a string.
 	m = c.roundTrip(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728,"io.modelcontextprotocol/clientCapabilities":{}}}}`)
 	is.Equal(m.Get("error.code").Int(), int64(-32602))
-	// None of that decided the era: a legacy client may still initialize.
+	// None of that decided the era: a session-era client may still initialize.
 	is.Equal(c.initialize("2025-11-25", `{}`).Get("result.protocolVersion").String(), "2025-11-25")
 }
 
-func TestEraLockModern(t *testing.T) {
+func TestEraLockStateless(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
-	c.roundTrip(modernRequest("1", "tools/list", "", `{}`))
-	// initialize is refused on a modern connection.
+	c.roundTrip(statelessRequest("1", "tools/list", "", `{}`))
+	// initialize is refused on a 2026-07-28 connection.
 	m := c.roundTrip(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{}}}`)
 	is.Equal(m.Get("error.code").Int(), int64(-32022))
 	is.Equal(m.Get("error.data").Raw, `{"requested":"2025-06-18","supported":["2026-07-28"]}`)
 	// So is a request without the envelope.
 	m = c.roundTrip(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
 	is.Equal(m.Get("error.code").Int(), int64(-32602))
-	// An unsupported version lists only the modern one now.
+	// An unsupported version lists only 2026-07-28 now.
 	m = c.roundTrip(`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 	is.Equal(m.Get("error.data.supported").Raw, `["2026-07-28"]`)
-	// Legacy-only methods do not exist on the modern era.
+	// Methods only the session era has do not exist on 2026-07-28.
 	for _, method := range []string{"logging/setLevel", "resources/subscribe", "resources/unsubscribe"} {
-		m = c.roundTrip(modernRequest("5", method, `"level":"info","uri":"example://counter"`, `{}`))
+		m = c.roundTrip(statelessRequest("5", method, `"level":"info","uri":"example://counter"`, `{}`))
 		is.Equal(m.Get("error.code").Int(), int64(-32601))
 	}
 	// ping is answered on every era.
 	is.Equal(c.roundTrip(`{"jsonrpc":"2.0","id":6,"method":"ping"}`).Get("result").Raw, `{}`)
 }
 
-func TestEraLockLegacy(t *testing.T) {
+func TestEraLockSession(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
 	c.initialize("2025-11-25", `{}`)
-	// An enveloped request on a legacy connection is served as legacy.
-	res := c.roundTrip(modernRequest("1", "tools/list", "", `{}`)).Get("result")
+	// An enveloped request on a session-era connection is served as a
+	// session-era request.
+	res := c.roundTrip(statelessRequest("1", "tools/list", "", `{}`)).Get("result")
 	is.True(res.Get("tools").IsArray())
 	is.True(!res.Get("resultType").Exists())
 	is.True(!res.Get("_meta").Exists())
-	// The modern-only methods are unknown there.
-	is.Equal(c.roundTrip(modernRequest("2", "server/discover", "", `{}`)).Get("error.code").Int(), int64(-32601))
-	is.Equal(c.roundTrip(modernRequest("3", "subscriptions/listen", `"notifications":{}`, `{}`)).Get("error.code").Int(), int64(-32601))
+	// The methods only 2026-07-28 has are unknown there.
+	is.Equal(c.roundTrip(statelessRequest("2", "server/discover", "", `{}`)).Get("error.code").Int(), int64(-32601))
+	is.Equal(c.roundTrip(statelessRequest("3", "subscriptions/listen", `"notifications":{}`, `{}`)).Get("error.code").Int(), int64(-32601))
 }
 
-func TestModernUnknownMethod(t *testing.T) {
+func TestStatelessUnknownMethod(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
-	is.Equal(c.roundTrip(modernRequest("1", "no/such", "", `{}`)).Get("error.code").Int(), int64(-32601))
+	is.Equal(c.roundTrip(statelessRequest("1", "no/such", "", `{}`)).Get("error.code").Int(), int64(-32601))
 	// That did not decide the era.
 	is.Equal(c.initialize("2025-11-25", `{}`).Get("result.protocolVersion").String(), "2025-11-25")
 }
 
-func TestModernResourceNotFound(t *testing.T) {
+func TestStatelessResourceNotFound(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
-	m := c.roundTrip(modernRequest("1", "resources/read", `"uri":"example://nope"`, `{}`))
+	m := c.roundTrip(statelessRequest("1", "resources/read", `"uri":"example://nope"`, `{}`))
 	is.Equal(m.Get("error.code").Int(), int64(-32602))
 	is.Equal(m.Get("error.data.uri").String(), "example://nope")
 }
@@ -149,7 +150,7 @@ func TestAskMultiRoundTrip(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
 	args := `"name":"ask","arguments":{"question":"Favourite colour?"}`
-	res := c.roundTrip(modernRequest("1", "tools/call", args, elicitCaps)).Get("result")
+	res := c.roundTrip(statelessRequest("1", "tools/call", args, elicitCaps)).Get("result")
 	is.Equal(res.Get("resultType").String(), "input_required")
 	is.True(!res.Get("ttlMs").Exists()) // never cached
 	is.True(res.Get(serverInfoPath).IsObject())
@@ -163,15 +164,15 @@ func TestAskMultiRoundTrip(t *testing.T) {
 
 	// The retry, under a new id, carries the answer and the state back.
 	retry := args + `,"inputResponses":{"ask":{"action":"accept","content":{"answer":"green"}}},"requestState":` + state.Raw
-	res = c.roundTrip(modernRequest("2", "tools/call", retry, elicitCaps)).Get("result")
+	res = c.roundTrip(statelessRequest("2", "tools/call", retry, elicitCaps)).Get("result")
 	is.Equal(res.Get("resultType").String(), "complete")
 	is.Equal(res.Get("content.0.text").String(), "The user answered: green")
 
 	// A retry without the answer is asked again.
-	res = c.roundTrip(modernRequest("3", "tools/call", args+`,"requestState":`+state.Raw, elicitCaps)).Get("result")
+	res = c.roundTrip(statelessRequest("3", "tools/call", args+`,"requestState":`+state.Raw, elicitCaps)).Get("result")
 	is.Equal(res.Get("resultType").String(), "input_required")
 
-	// The modern era never sends the client a request.
+	// 2026-07-28 never sends the client a request.
 	err, rest := c.finish()
 	is.NoErr(err)
 	is.Equal(len(rest), 0)
@@ -181,8 +182,8 @@ func TestAskRejectsForeignState(t *testing.T) {
 	args := `"name":"ask","arguments":{"question":"Q1"}`
 	answer := `,"inputResponses":{"ask":{"action":"accept","content":{"answer":"x"}}}`
 	c := start(t, Options{})
-	state := c.roundTrip(modernRequest("1", "tools/call", args, elicitCaps)).Get("result.requestState").Str
-	other := start(t, Options{}).roundTrip(modernRequest("1", "tools/call", args, elicitCaps)).Get("result.requestState").Str
+	state := c.roundTrip(statelessRequest("1", "tools/call", args, elicitCaps)).Get("result.requestState").Str
+	other := start(t, Options{}).roundTrip(statelessRequest("1", "tools/call", args, elicitCaps)).Get("result.requestState").Str
 
 	raw, err := base64.RawURLEncoding.DecodeString(state)
 	if err != nil {
@@ -202,7 +203,7 @@ func TestAskRejectsForeignState(t *testing.T) {
 		{"truncated", args + answer + `,"requestState":"` + state[:20] + `"`},
 		{"not a string", args + answer + `,"requestState":42`},
 	} {
-		m := c.roundTrip(modernRequest("2", "tools/call", tc.params, elicitCaps))
+		m := c.roundTrip(statelessRequest("2", "tools/call", tc.params, elicitCaps))
 		if code := m.Get("error.code").Int(); code != -32602 {
 			t.Errorf("%s: got %s, want a -32602 error", tc.name, m.Raw)
 		}
@@ -223,10 +224,10 @@ func TestRequestStateExpires(t *testing.T) {
 	is.True(!s.verifyState(tok, "q"))
 }
 
-func TestAskModernWithoutElicitation(t *testing.T) {
+func TestAskStatelessWithoutElicitation(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
-	res := c.roundTrip(modernRequest("1", "tools/call", `"name":"ask","arguments":{"question":"?"}`, `{}`)).Get("result")
+	res := c.roundTrip(statelessRequest("1", "tools/call", `"name":"ask","arguments":{"question":"?"}`, `{}`)).Get("result")
 	is.Equal(res.Get("isError").Bool(), true)
 	is.Equal(res.Get("resultType").String(), "complete")
 }
@@ -234,7 +235,7 @@ func TestAskModernWithoutElicitation(t *testing.T) {
 func TestListen(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
-	c.send(modernRequest(`"L"`, "subscriptions/listen",
+	c.send(statelessRequest(`"L"`, "subscriptions/listen",
 		`"notifications":{"toolsListChanged":true,"promptsListChanged":false,"resourceSubscriptions":["example://counter","example://nope"]}`, `{}`))
 	ack := c.recv()
 	is.Equal(ack.Get("method").String(), "notifications/subscriptions/acknowledged")
@@ -242,10 +243,10 @@ func TestListen(t *testing.T) {
 	is.Equal(ack.Get("params."+subscriptionIDPath).Raw, `"L"`)
 
 	// A tool call changes the counter; toggle changes the tool list.
-	c.send(modernRequest("1", "tools/call", `"name":"toggle","arguments":{}`, `{}`))
+	c.send(statelessRequest("1", "tools/call", `"name":"toggle","arguments":{}`, `{}`))
 	m := c.recv()
 	is.Equal(m.Raw, `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"},"uri":"example://counter"}}`)
-	m = c.recv() // a modern connection gets list_changed only on the listen
+	m = c.recv() // a 2026-07-28 connection gets list_changed only on the listen
 	is.Equal(m.Raw, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}`)
 	is.Equal(c.recv().Get("id").Raw, "1")
 
@@ -257,14 +258,14 @@ func TestListen(t *testing.T) {
 	is.Equal(m.Get("result."+subscriptionIDPath).Raw, `"L"`)
 
 	// No more events for it.
-	c.send(modernRequest("2", "tools/call", `"name":"echo","arguments":{"text":"x"}`, `{}`))
+	c.send(statelessRequest("2", "tools/call", `"name":"echo","arguments":{"text":"x"}`, `{}`))
 	is.Equal(c.recv().Get("id").Raw, "2")
 }
 
 func TestListenEndsAtStdinClose(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
-	c.send(modernRequest(`7`, "subscriptions/listen", `"notifications":{}`, `{}`))
+	c.send(statelessRequest(`7`, "subscriptions/listen", `"notifications":{}`, `{}`))
 	ack := c.recv()
 	is.Equal(ack.Get("params.notifications").Raw, `{}`)
 	err, rest := c.finish()
@@ -276,18 +277,18 @@ func TestListenEndsAtStdinClose(t *testing.T) {
 func TestListenBadParams(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
-	is.Equal(c.roundTrip(modernRequest("1", "subscriptions/listen", "", `{}`)).Get("error.code").Int(), int64(-32602))
-	is.Equal(c.roundTrip(modernRequest("2", "subscriptions/listen", `"notifications":{"resourceSubscriptions":"x"}`, `{}`)).Get("error.code").Int(), int64(-32602))
+	is.Equal(c.roundTrip(statelessRequest("1", "subscriptions/listen", "", `{}`)).Get("error.code").Int(), int64(-32602))
+	is.Equal(c.roundTrip(statelessRequest("2", "subscriptions/listen", `"notifications":{"resourceSubscriptions":"x"}`, `{}`)).Get("error.code").Int(), int64(-32602))
 }
 
 func TestTwoListensEachGetTheirEvents(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
-	c.send(modernRequest("1", "subscriptions/listen", `"notifications":{"toolsListChanged":true}`, `{}`))
+	c.send(statelessRequest("1", "subscriptions/listen", `"notifications":{"toolsListChanged":true}`, `{}`))
 	c.recv()
-	c.send(modernRequest("2", "subscriptions/listen", `"notifications":{"resourceSubscriptions":["example://counter"]}`, `{}`))
+	c.send(statelessRequest("2", "subscriptions/listen", `"notifications":{"resourceSubscriptions":["example://counter"]}`, `{}`))
 	c.recv()
-	c.send(modernRequest("3", "tools/call", `"name":"toggle","arguments":{}`, `{}`))
+	c.send(statelessRequest("3", "tools/call", `"name":"toggle","arguments":{}`, `{}`))
 	var got []string
 	for range 3 {
 		m := c.recv()
