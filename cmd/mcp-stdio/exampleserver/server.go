@@ -279,7 +279,7 @@ func (s *server) receiveRequest(ctx context.Context, m frame.Message) {
 		s.send(rerr.response(id))
 		return
 	}
-	s.log.Debug("request", "id", id, "method", req.method, "modern", req.stateless)
+	s.log.Debug("request", "id", id, "method", req.method, "stateless", req.stateless)
 	// Only the read loop adds to inflight, so the id is still free.
 	rctx, cancel := context.WithCancelCause(ctx)
 	s.mu.Lock()
