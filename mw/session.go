@@ -33,9 +33,17 @@ type SessionOptions struct {
 	// Sleep waits d or until ctx is done, returning ctx's error then. nil
 	// means a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// StreamWait bounds how long the client's messages wait for the GET
+	// stream the stage opens after notifications/initialized to be answered;
+	// 0 means [DefaultStreamWait].
+	StreamWait time.Duration
 	// Logger receives session events; nil discards.
 	Logger *slog.Logger
 }
+
+// DefaultStreamWait bounds the wait for the standalone stream (see
+// SessionOptions.StreamWait).
+const DefaultStreamWait = 2 * time.Second
 
 // Session keeps a client's session of the session era (Streamable HTTP, or
 // HTTP+SSE, whose session lives in its stream) alive across server
@@ -53,7 +61,11 @@ type SessionOptions struct {
 //     result.protocolVersion become the session's.
 //   - The client's notifications/initialized is remembered too. Once it is
 //     delivered, the standalone GET stream is opened (when a Transport is
-//     set), once per session.
+//     set), once per session, and the client's next messages (its answers
+//     to server requests aside) wait until the server has answered the GET
+//     (a stream, or a refusal), for at most StreamWait: a server may send
+//     a request it needs answered, an elicitation, on that stream only, and
+//     drop it when the stream is not there yet.
 //   - Every other server-bound message carries Mcp-Session-Id while a
 //     session exists and MCP-Protocol-Version once one was negotiated.
 //   - A message sent with a session id and refused with HTTP 404 (a
@@ -86,6 +98,7 @@ type Session struct {
 	transport     StreamTransport
 	listenBackoff func(attempt int) time.Duration
 	sleep         func(ctx context.Context, d time.Duration) error
+	streamWait    time.Duration
 	log           *slog.Logger
 
 	conn    *Conn
@@ -112,10 +125,13 @@ type Session struct {
 	// initializing is closed when no initialize of the client's is in
 	// flight any more; nil while none is.
 	initializing chan struct{}
-	sid          string
-	version      string
-	lost         bool
-	closed       bool
+	// streamOpening is closed once the GET stream being opened has been
+	// answered, or given up on; nil while no stream is being opened.
+	streamOpening chan struct{}
+	sid           string
+	version       string
+	lost          bool
+	closed        bool
 	// attempts counts re-establishments started; last is the latest and
 	// running the one under way, if any.
 	attempts uint64
@@ -145,6 +161,7 @@ func NewSession(o SessionOptions) *Session {
 		transport:     o.Transport,
 		listenBackoff: o.ListenBackoff,
 		sleep:         o.Sleep,
+		streamWait:    o.StreamWait,
 		log:           loggerOrDiscard(o.Logger),
 		pendingInit:   make(map[frame.ID]frame.Message),
 	}
@@ -156,6 +173,9 @@ func NewSession(o SessionOptions) *Session {
 	}
 	if s.sleep == nil {
 		s.sleep = frame.Sleep
+	}
+	if s.streamWait <= 0 {
+		s.streamWait = DefaultStreamWait
 	}
 	// The stage's own goroutines (the GET stream) deliver under life, so
 	// what they hand the client carries the Conn too.
@@ -332,6 +352,13 @@ func (s *Session) prepare(ctx context.Context, m frame.Message) (frame.Message, 
 				return frame.Message{}, "", 0, err
 			}
 			continue
+		case s.streamOpening != nil && !m.Kind().IsResponse():
+			opening := s.streamOpening
+			s.mu.Unlock()
+			if err := s.awaitStream(ctx, opening); err != nil {
+				return frame.Message{}, "", 0, err
+			}
+			continue
 		case s.lost:
 			r, err := s.startLocked(ctx)
 			s.mu.Unlock()
@@ -347,6 +374,33 @@ func (s *Session) prepare(ctx context.Context, m frame.Message) (frame.Message, 
 		sid, seen := s.sid, s.attempts
 		s.mu.Unlock()
 		return out, sid, seen, nil
+	}
+}
+
+// awaitStream waits until the GET stream being opened has been answered,
+// for at most streamWait; then nobody waits for it any more.
+func (s *Session) awaitStream(ctx context.Context, opening chan struct{}) error {
+	t := time.NewTimer(s.streamWait)
+	defer t.Stop()
+	select {
+	case <-opening:
+		return nil
+	case <-t.C:
+		s.log.Debug("the GET stream is not answered yet; sending on", "wait", s.streamWait)
+		s.streamOpened(opening)
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// streamOpened ends the wait for the GET stream opening has been made for.
+func (s *Session) streamOpened(opening chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.streamOpening == opening {
+		close(opening)
+		s.streamOpening = nil
 	}
 }
 
@@ -481,10 +535,13 @@ func (s *Session) startStreamLocked() {
 	s.stopStreamLocked()
 	ctx, cancel := context.WithCancel(s.life)
 	s.stream = &listener{sid: s.sid, cancel: cancel}
+	opening := make(chan struct{})
+	s.streamOpening = opening
 	h := s.headersLocked()
 	s.wg.Go(func() {
 		defer cancel()
-		s.listen(ctx, h)
+		defer s.streamOpened(opening) // refused, or never answered
+		s.listen(ctx, h, func() { s.streamOpened(opening) })
 	})
 }
 
@@ -493,17 +550,24 @@ func (s *Session) stopStreamLocked() {
 		s.stream.cancel()
 		s.stream = nil
 	}
+	if s.streamOpening != nil {
+		close(s.streamOpening)
+		s.streamOpening = nil
+	}
 }
 
 // listen keeps the GET stream open until ctx is done or the server refuses
-// it.
-func (s *Session) listen(ctx context.Context, h http.Header) {
+// it; opened is called each time the server answers with the stream.
+func (s *Session) listen(ctx context.Context, h http.Header, opened func()) {
 	sid := h.Get(frame.HeaderSessionID)
 	attempt := 0
 	for {
-		last, err := s.transport.Listen(ctx, h)
+		last, err := s.transport.Listen(ctx, h, opened)
 		if ctx.Err() != nil {
 			return
+		}
+		if attempt == 0 {
+			opened() // the first answer was a refusal or a failure: wait no more
 		}
 		if last != "" && last != h.Get(frame.HeaderLastEventID) {
 			h = h.Clone()

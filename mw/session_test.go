@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/matryer/is"
@@ -123,12 +124,15 @@ func newFakeStream(listen func(ctx context.Context, n int, h http.Header) (strin
 	return &fakeStream{calls: make(chan http.Header, 16), listen: listen}
 }
 
-func (f *fakeStream) Listen(ctx context.Context, h http.Header) (string, error) {
+func (f *fakeStream) Listen(ctx context.Context, h http.Header, opened func()) (string, error) {
 	f.mu.Lock()
 	f.n++
 	n := f.n
 	f.mu.Unlock()
 	f.calls <- h.Clone()
+	if opened != nil {
+		opened() // the stream is up at once
+	}
 	return f.listen(ctx, n, h)
 }
 
@@ -660,4 +664,80 @@ func TestDefaultListenBackoff(t *testing.T) {
 	}
 	is.Equal(got, []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second})
 	is.Equal(defaultListenBackoff(1000), 30*time.Second)
+}
+
+// gatedStream is a StreamTransport whose GET is answered only when the
+// test says so: with a stream (up) or a refusal.
+type gatedStream struct {
+	asked  chan struct{} // a GET was sent
+	answer chan bool     // true: the stream is up; false: 405
+}
+
+func newGatedStream() *gatedStream {
+	return &gatedStream{asked: make(chan struct{}, 4), answer: make(chan bool, 1)}
+}
+
+func (g *gatedStream) Listen(ctx context.Context, _ http.Header, opened func()) (string, error) {
+	g.asked <- struct{}{}
+	select {
+	case up := <-g.answer:
+		if !up {
+			return "", &frame.StatusError{Code: http.StatusMethodNotAllowed}
+		}
+		opened()
+		<-ctx.Done()
+		return "", ctx.Err()
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (g *gatedStream) EndSession(context.Context, http.Header) error { return nil }
+
+// After initialized, the client's next request waits until the server has
+// answered the GET stream: a server may send the request it needs answered
+// (an elicitation) on that stream only. The client's answers do not wait.
+func TestSessionRequestsWaitForTheGETStream(t *testing.T) {
+	for _, up := range []bool{true, false} {
+		t.Run(map[bool]string{true: "stream", false: "refused"}[up], func(t *testing.T) {
+			is := is.New(t)
+			stream := newGatedStream()
+			srv := newSessionServer()
+			s := NewSession(SessionOptions{Transport: stream, StreamWait: time.Hour})
+			defer closeSession(t, s)
+			toServer, _ := pipeline(srv.fakeServer, s.Middleware())
+			clientHandshake(t, toServer)
+			<-stream.asked
+
+			done := make(chan error, 1)
+			go func() {
+				done <- toServer.Handle(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`))
+			}()
+			is.NoErr(toServer.Handle(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","id":"srv-1","result":{}}`))) // an answer goes at once
+			is.Equal(srv.summary(), []string{"initialize 0", "notifications/initialized sid=s1", " sid=s1"})
+			stream.answer <- up
+			is.NoErr(<-done)
+			is.Equal(srv.summary()[3], "tools/call 1 sid=s1")
+		})
+	}
+}
+
+// A GET the server never answers holds the client's messages for
+// StreamWait at most.
+func TestSessionStreamWaitIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		stream := newGatedStream()
+		srv := newSessionServer()
+		s := NewSession(SessionOptions{Transport: stream, StreamWait: 3 * time.Second})
+		defer closeSession(t, s)
+		toServer, _ := pipeline(srv.fakeServer, s.Middleware())
+		clientHandshake(t, toServer)
+		start := time.Now()
+		is.NoErr(toServer.Handle(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)))
+		is.Equal(time.Since(start), 3*time.Second)
+		start = time.Now()
+		is.NoErr(toServer.Handle(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)))
+		is.Equal(time.Since(start), time.Duration(0)) // only once
+	})
 }

@@ -79,11 +79,11 @@ func (a *Auto) Handle(ctx context.Context, m frame.Message) error {
 
 // Listen opens Streamable's standalone stream; after a switch it reports
 // the 405 a server without one gives.
-func (a *Auto) Listen(ctx context.Context, h http.Header) (string, error) {
+func (a *Auto) Listen(ctx context.Context, h http.Header, opened func()) (string, error) {
 	if a.current() == autoSSE {
 		return h.Get(frame.HeaderLastEventID), &frame.StatusError{Code: http.StatusMethodNotAllowed}
 	}
-	return a.Streamable.Listen(ctx, h)
+	return a.Streamable.Listen(ctx, h, opened)
 }
 
 // EndSession ends a Streamable session; after a switch there is none and it

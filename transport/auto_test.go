@@ -83,7 +83,7 @@ func TestAutoSwitches(t *testing.T) {
 			is.Equal(ls.post(t).URI, "/messages?s=1")
 			is.Equal(streamablePosts.Load(), before)
 
-			_, err := a.Listen(context.Background(), nil)
+			_, err := a.Listen(context.Background(), nil, nil)
 			var st *frame.StatusError
 			is.True(errors.As(err, &st))
 			is.Equal(st.Code, http.StatusMethodNotAllowed)

@@ -199,16 +199,18 @@ func (c *StreamableClient) readError(x *outgoing, err error) error {
 
 // Listen opens the standalone stream: a GET with Accept: text/event-stream,
 // then c.Header, then h (which may carry Mcp-Session-Id, Last-Event-ID and
-// the like). It delivers the stream's messages to ToClient, each with the
-// response headers attached, until the stream ends, ctx is done or the
-// stream is silent for StreamIdleTimeout.
+// the like). Once the server has answered with an event stream it calls
+// opened (when not nil), before anything on the stream is delivered; then
+// it delivers the stream's messages to ToClient, each with the response
+// headers attached, until the stream ends, ctx is done or the stream is
+// silent for StreamIdleTimeout.
 //
 // It returns the stream's last event id (h's Last-Event-ID when the stream
 // set none) and why the stream ended: nil at a clean end of stream; a
 // *frame.StatusError when the server refused it (405: it offers no stream) or
 // answered something other than an event stream; ctx.Err() when ctx ended;
 // a *frame.SendError when the stream broke or went idle.
-func (c *StreamableClient) Listen(ctx context.Context, h http.Header) (lastEventID string, err error) {
+func (c *StreamableClient) Listen(ctx context.Context, h http.Header, opened func()) (lastEventID string, err error) {
 	lastEventID = h.Get(frame.HeaderLastEventID)
 	x, err := newOutgoing(ctx, http.MethodGet, c.URL, nil)
 	if err != nil {
@@ -229,6 +231,9 @@ func (c *StreamableClient) Listen(ctx context.Context, h http.Header) (lastEvent
 	if ct := resp.Header.Get("Content-Type"); !isEventStream(ct) {
 		st := statusError(resp, body)
 		return lastEventID, fmt.Errorf("GET stream answered HTTP %d with Content-Type %q, not an event stream: %w", resp.StatusCode, ct, st)
+	}
+	if opened != nil {
+		opened()
 	}
 	rd := frame.NewSSEReader(body, c.maxSize())
 	for {

@@ -460,8 +460,11 @@ func TestListen(t *testing.T) {
 		flushWrite(w, "id: 9\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"roots/list\"}\n\n")
 	})
 	c.Header = http.Header{"Authorization": {"Bearer t"}}
-	last, err := c.Listen(context.Background(), http.Header{"Mcp-Session-Id": {"s-1"}, "Last-Event-Id": {"3"}})
-	is.NoErr(err) // a clean end of stream
+	deliveredWhenOpened := -1
+	opened := func() { deliveredWhenOpened = len(sink.all()) }
+	last, err := c.Listen(context.Background(), http.Header{"Mcp-Session-Id": {"s-1"}, "Last-Event-Id": {"3"}}, opened)
+	is.NoErr(err)                    // a clean end of stream
+	is.Equal(deliveredWhenOpened, 0) // opened was called, before anything was delivered
 	is.Equal(last, "9")
 	h := <-seen
 	is.Equal(h.Get("Accept"), "text/event-stream")
@@ -482,11 +485,13 @@ func TestListenRefused(t *testing.T) {
 			w.Header().Set("Allow", "POST")
 			w.WriteHeader(http.StatusMethodNotAllowed)
 		})
-		last, err := c.Listen(context.Background(), http.Header{"Last-Event-Id": {"4"}})
+		opened := false
+		last, err := c.Listen(context.Background(), http.Header{"Last-Event-Id": {"4"}}, func() { opened = true })
 		var st *frame.StatusError
 		is.True(errors.As(err, &st))
 		is.Equal(st.Code, http.StatusMethodNotAllowed)
 		is.Equal(last, "4") // nothing newer
+		is.True(!opened)    // a refusal opens nothing
 	})
 	t.Run("not an event stream", func(t *testing.T) {
 		is := is.New(t)
@@ -494,7 +499,7 @@ func TestListenRefused(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, "{}")
 		})
-		_, err := c.Listen(context.Background(), nil)
+		_, err := c.Listen(context.Background(), nil, nil)
 		var st *frame.StatusError
 		is.True(errors.As(err, &st))
 		is.Equal(st.Code, http.StatusOK)
@@ -515,7 +520,7 @@ func TestListenEnds(t *testing.T) {
 			cancel() // stop listening after the first message
 			return sink.Handle(ctx, m)
 		})
-		last, err := c.Listen(ctx, nil)
+		last, err := c.Listen(ctx, nil, nil)
 		is.True(errors.Is(err, context.Canceled))
 		is.Equal(last, "1")
 	})
@@ -526,7 +531,7 @@ func TestListenEnds(t *testing.T) {
 			<-r.Context().Done()
 		})
 		c.StreamIdleTimeout = 30 * time.Millisecond
-		_, err := c.Listen(context.Background(), nil)
+		_, err := c.Listen(context.Background(), nil, nil)
 		var se *frame.SendError
 		is.True(errors.As(err, &se))
 		var idle *IdleTimeoutError
@@ -539,7 +544,7 @@ func TestListenEnds(t *testing.T) {
 			flushWrite(w, "id: 5\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n\n")
 			panic(http.ErrAbortHandler)
 		})
-		last, err := c.Listen(context.Background(), nil)
+		last, err := c.Listen(context.Background(), nil, nil)
 		var se *frame.SendError
 		is.True(errors.As(err, &se))
 		is.True(se.Sent)
