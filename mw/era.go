@@ -4,14 +4,17 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // metaProtocolVersionKey is the _meta key that carries a 2026-07-28
-// request's protocol version.
-const metaProtocolVersionKey = "io.modelcontextprotocol/protocolVersion"
+// request's protocol version, and metaProtocolVersionPath its gjson path in
+// a request ("params._meta." + gjson.Escape(key), spelled out so that
+// classifying a message builds no string).
+const (
+	metaProtocolVersionKey  = "io.modelcontextprotocol/protocolVersion"
+	metaProtocolVersionPath = `params._meta.io\.modelcontextprotocol\/protocolVersion`
+)
 
 // ClassifyEra tells which era a message a client sent belongs to, on
 // positive evidence only: 2026-07-28 when params._meta carries the
@@ -19,8 +22,7 @@ const metaProtocolVersionKey = "io.modelcontextprotocol/protocolVersion"
 // headers included, which a session-era client may send too, and a GET or
 // a DELETE — is of the session era.
 func ClassifyEra(m frame.Message) Era {
-	if m.Method() == "server/discover" ||
-		m.Get("params._meta."+gjson.Escape(metaProtocolVersionKey)).Exists() {
+	if m.Method() == "server/discover" || m.Get(metaProtocolVersionPath).Exists() {
 		return EraStateless
 	}
 	return EraSession

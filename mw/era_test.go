@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
@@ -33,6 +34,11 @@ func TestClassifyEra(t *testing.T) {
 			is.Equal(ClassifyEra(m), tt.want)
 		})
 	}
+}
+
+func TestMetaProtocolVersionPath(t *testing.T) {
+	is := is.New(t)
+	is.Equal(metaProtocolVersionPath, "params._meta."+gjson.Escape(metaProtocolVersionKey))
 }
 
 func TestByEra(t *testing.T) {

@@ -34,6 +34,9 @@ type Exchange interface {
 	// frame.ErrExchangeOver once the exchange is over or ended, and with
 	// ctx's error when ctx ends while it waits.
 	Send(ctx context.Context, m frame.Message, eventID string) error
+	// SendLast is Send followed by End, at once: m and the end of the
+	// answer go out together.
+	SendLast(ctx context.Context, m frame.Message, eventID string) error
 	// End says the answer is complete: what is queued is written and the
 	// HTTP response finished. A POST carrying requests, and a GET's
 	// stream, stay open until End or until the client goes away.

@@ -51,6 +51,14 @@ func (x *fakeExchange) Send(_ context.Context, m frame.Message, id string) error
 	return nil
 }
 
+func (x *fakeExchange) SendLast(ctx context.Context, m frame.Message, id string) error {
+	if err := x.Send(ctx, m, id); err != nil {
+		return err
+	}
+	x.End()
+	return nil
+}
+
 func (x *fakeExchange) End() {
 	x.mu.Lock()
 	x.ended = true

@@ -282,10 +282,12 @@ func (r *router) finish(p *post, id frame.ID) {
 		r.retire(q)
 	}
 	r.mu.Unlock()
-	if !q.sse {
+	switch {
+	case !q.sse && done:
+		_ = q.x.SendLast(r.now, frame.ErrorResponse(id, frame.CodeGateway, "request cancelled"), "")
+	case !q.sse:
 		_ = q.x.Send(r.now, frame.ErrorResponse(id, frame.CodeGateway, "request cancelled"), "")
-	}
-	if done {
+	case done:
 		q.x.End()
 	}
 }
@@ -321,11 +323,15 @@ func (r *router) answer(m frame.Message) {
 		r.log.Debug("dropped a late response: nobody waits for it", "id", m.ID().String())
 		return
 	}
-	if err := p.x.Send(r.life, m, ""); err != nil {
-		r.log.Debug("dropped a response: its client went away", "id", m.ID().String())
-	}
+	send := p.x.Send
 	if done {
-		p.x.End()
+		send = p.x.SendLast // the answer's end goes with it
+	}
+	if err := send(r.life, m, ""); err != nil {
+		r.log.Debug("dropped a response: its client went away", "id", m.ID().String())
+		if done {
+			p.x.End()
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -210,4 +211,29 @@ func TestRouteOutsideHTTP(t *testing.T) {
 	h := newRouteHarness(0)
 	is.NoErr(h.d.ToServer.Handle(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"a"}`)))
 	is.Equal(len(h.server.all()), 1) // a message without an exchange passes
+}
+
+// FuzzReplayFrom feeds arbitrary Last-Event-ID values (a client's header)
+// to the standalone stream's replay: nothing may panic, and what it
+// replays is a run of kept events after the one named.
+func FuzzReplayFrom(f *testing.F) {
+	for _, s := range []string{"", "g0", "g1", "g3", "g4", "g99", "g-1", "g18446744073709551615", "x7", "g", "G2", "g01"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, last string) {
+		r := &router{log: loggerOrDiscard(nil)}
+		for range 5 {
+			r.number(frame.MustParse(`{"jsonrpc":"2.0","method":"n"}`))
+		}
+		r.sent = r.sent[2:] // g3, g4 and g5 are kept
+		got := r.replayFrom(last)
+		if len(got) > 3 {
+			t.Fatalf("replayed %d events from %q", len(got), last)
+		}
+		for i, e := range got {
+			if want := "g" + strconv.Itoa(6-len(got)+i); e.id != want {
+				t.Fatalf("replay from %q: event %d is %s, want %s", last, i, e.id, want)
+			}
+		}
+	})
 }

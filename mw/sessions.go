@@ -356,11 +356,21 @@ type initExchange struct {
 }
 
 func (ix *initExchange) Send(ctx context.Context, m frame.Message, eventID string) error {
+	return ix.send(ctx, m, eventID, ix.Exchange.Send)
+}
+
+func (ix *initExchange) SendLast(ctx context.Context, m frame.Message, eventID string) error {
+	return ix.send(ctx, m, eventID, ix.Exchange.SendLast)
+}
+
+// send stamps m with the session id (unless it is the initialize's error)
+// and sends it with send, recording a result that went out.
+func (ix *initExchange) send(ctx context.Context, m frame.Message, eventID string, send func(context.Context, frame.Message, string) error) error {
 	answer := m.Kind().IsResponse() && m.ID() == ix.req.ID()
 	if !answer || m.Kind() == frame.Result {
 		m = m.WithHeader(frame.HeaderSessionID, ix.ss.id)
 	}
-	err := ix.Exchange.Send(ctx, m, eventID)
+	err := send(ctx, m, eventID)
 	if answer && m.Kind() == frame.Result && err == nil {
 		ix.ss.conn.Initialized(ix.req, m)
 		ix.succeeded.Store(true)

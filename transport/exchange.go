@@ -94,6 +94,18 @@ func (x *Exchange) EventStream() bool { return x.sse }
 // ended, and with ctx's error when ctx ends while it waits; with ctx done
 // already it does not wait at all.
 func (x *Exchange) Send(ctx context.Context, m frame.Message, eventID string) error {
+	return x.send(ctx, m, eventID, false)
+}
+
+// SendLast is Send and then End, at once: the server takes m and the end
+// of the answer together (a quick answer then leaves in one write, not
+// two).
+func (x *Exchange) SendLast(ctx context.Context, m frame.Message, eventID string) error {
+	return x.send(ctx, m, eventID, true)
+}
+
+// send queues m, and ends the answer with it when last.
+func (x *Exchange) send(ctx context.Context, m frame.Message, eventID string, last bool) error {
 	x.mu.Lock()
 	for {
 		switch {
@@ -104,14 +116,14 @@ func (x *Exchange) Send(ctx context.Context, m frame.Message, eventID string) er
 			x.mu.Unlock()
 			return frame.ErrBusy
 		case m.Kind().IsResponse() || len(x.q) < outboxCap:
-			x.push(m, eventID)
+			x.push(m, eventID, last)
 			x.mu.Unlock()
 			return nil
 		case !x.pumping && x.method == http.MethodPost:
 			x.mu.Unlock()
 			return frame.ErrBusy
 		case !x.pumping:
-			x.push(m, eventID)
+			x.push(m, eventID, last)
 			x.mu.Unlock()
 			return nil
 		}
@@ -131,9 +143,11 @@ func (x *Exchange) Send(ctx context.Context, m frame.Message, eventID string) er
 	}
 }
 
-// push queues m and wakes the writer. The caller holds x.mu.
-func (x *Exchange) push(m frame.Message, id string) {
+// push queues m, ends the answer when last, and wakes the writer. The
+// caller holds x.mu.
+func (x *Exchange) push(m frame.Message, id string, last bool) {
 	x.q = append(x.q, outboxItem{m: m, id: id})
+	x.ended = x.ended || last
 	x.notify()
 }
 

@@ -1,0 +1,98 @@
+package mw
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// benchExchange is the cheapest Exchange: it counts what it is sent.
+type benchExchange struct {
+	method string
+	sent   int
+	ended  bool
+	done   []func([]frame.Message)
+}
+
+func (x *benchExchange) Method() string    { return x.method }
+func (x *benchExchange) EventStream() bool { return true }
+func (x *benchExchange) Send(context.Context, frame.Message, string) error {
+	x.sent++
+	return nil
+}
+func (x *benchExchange) SendLast(ctx context.Context, m frame.Message, id string) error {
+	x.sent++
+	x.ended = true
+	return nil
+}
+func (x *benchExchange) End()                                    { x.ended = true }
+func (x *benchExchange) OnDone(f func([]frame.Message))          { x.done = append(x.done, f) }
+func (x *benchExchange) HoldHeader()                             {}
+func (x *benchExchange) NumberEvents(func(frame.Message) string) {}
+
+// echoChild answers every request at once, client-bound, as a child's
+// reader would.
+type echoChild struct{ toClient Handler }
+
+func (c *echoChild) Handle(ctx context.Context, m frame.Message) error {
+	if m.IsRequest() {
+		return c.toClient.Handle(ctx, frame.ResultResponse(m.ID(), []byte(`{"content":[]}`)))
+	}
+	return nil
+}
+func (c *echoChild) Done() <-chan struct{}       { return nil }
+func (c *echoChild) Close(context.Context) error { return nil }
+
+// BenchmarkServeSessionChain is the cost of serve's session era per
+// request, without HTTP and without a process: the version check, the
+// session stage and a session's stages, from the request to its answer on
+// the exchange.
+func BenchmarkServeSessionChain(b *testing.B) {
+	var sid string
+	s := NewSessions(SessionsOptions{Open: func(_ context.Context, id string, conn *Conn) (Backend, error) {
+		sid = id
+		child := &echoChild{}
+		d := Chain(
+			Route(RouteOptions{Conn: conn}),
+			RefuseDuplicateIDs(DuplicateIDsOptions{}),
+			Unbatch(),
+			CancelFilter(CancelOptions{}),
+		)(Duplex{ToServer: child, ToClient: Discard()})
+		child.toClient = d.ToClient
+		return &chainBackend{entry: d.ToServer}, nil
+	}})
+	defer s.Close(context.Background())
+	entry := Chain(CheckVersionHeader())(Duplex{ToServer: s, ToClient: Discard()}).ToServer
+	init := &benchExchange{method: http.MethodPost}
+	if err := entry.Handle(WithExchange(context.Background(), init), frame.MustParse(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`)); err != nil {
+		b.Fatal(err)
+	}
+	h := http.Header{}
+	h.Set(frame.HeaderSessionID, sid)
+	h.Set(frame.HeaderProtocolVersion, "2025-11-25")
+	call := frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`).WithHeaders(h)
+	b.ReportAllocs()
+	for b.Loop() {
+		x := &benchExchange{method: http.MethodPost}
+		if err := entry.Handle(WithExchange(context.Background(), x), call); err != nil {
+			b.Fatal(err)
+		}
+		if x.sent != 1 || !x.ended {
+			b.Fatal("not answered")
+		}
+		for _, f := range x.done {
+			f(nil)
+		}
+	}
+}
+
+// chainBackend is a session's stages as its Backend.
+type chainBackend struct{ entry Handler }
+
+func (c *chainBackend) Handle(ctx context.Context, m frame.Message) error {
+	return c.entry.Handle(ctx, m)
+}
+func (c *chainBackend) Done() <-chan struct{}       { return nil }
+func (c *chainBackend) Close(context.Context) error { return nil }
