@@ -51,6 +51,9 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 	defer stopSending()
 	r.start(ctx, stopSending)
 	sendErr := r.chain.ToServer.Handle(sendCtx, checkInitialize)
+	if sendCtx.Err() != nil && ctx.Err() == nil {
+		<-r.runDone // the background work failed and stopped the send: it ends now
+	}
 	select {
 	case <-r.runDone: // the background work failed first (no HTTP+SSE endpoint)
 		if r.runErr != nil {

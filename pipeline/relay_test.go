@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 	"go.uber.org/goleak"
@@ -145,4 +147,28 @@ func TestRelayReaderGoroutinesEndWithTheInput(t *testing.T) {
 	is.NoErr(<-done)
 	srv.CloseClientConnections()
 	goleak.VerifyNone(t, ignore)
+}
+
+// Check against an HTTP+SSE server that never names its endpoint reports
+// why, not that the send was stopped.
+func TestCheckReportsTheMissingSSEEndpoint(t *testing.T) {
+	is := is.New(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed) // not Streamable HTTP
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // and no endpoint event, ever
+	}))
+	defer srv.Close()
+	var out strings.Builder
+	cfg := pipeline.RelayConfig{URL: srv.URL}
+	cfg.HTTP.ConnectTimeout = 100 * time.Millisecond // the wait for the endpoint
+	_, err := pipeline.Check(context.Background(), cfg, &out)
+	is.True(err != nil)
+	is.True(strings.Contains(out.String(), "✗ timed out waiting for SSE endpoint event")) // the cause
+	srv.CloseClientConnections()
 }
