@@ -15,15 +15,18 @@ type fakeExchange struct {
 	method string
 	sse    bool
 
-	mu     sync.Mutex
-	queue  []fakeItem // sent, not taken yet
-	taken  []string   // message bytes, prefixed by "<id> " for an event id
-	ended  bool
-	over   bool
-	busy   bool // refuse anything but a response with frame.ErrBusy
-	hold   bool
-	number func(frame.Message) string
-	onDone []func([]frame.Message)
+	mu    sync.Mutex
+	queue []fakeItem // sent, not taken yet
+	taken []string   // message bytes, prefixed by "<id> " for an event id
+	ended bool
+	over  bool
+	busy  bool // refuse anything but a response with frame.ErrBusy
+	// overOnLast makes SendLast write and finish the exchange before it
+	// returns, as a quick transport may.
+	overOnLast bool
+	hold       bool
+	number     func(frame.Message) string
+	onDone     []func([]frame.Message)
 }
 
 type fakeItem struct {
@@ -56,6 +59,10 @@ func (x *fakeExchange) SendLast(ctx context.Context, m frame.Message, id string)
 		return err
 	}
 	x.End()
+	if x.overOnLast {
+		x.lines()
+		x.finish()
+	}
 	return nil
 }
 

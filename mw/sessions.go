@@ -364,16 +364,22 @@ func (ix *initExchange) SendLast(ctx context.Context, m frame.Message, eventID s
 }
 
 // send stamps m with the session id (unless it is the initialize's error)
-// and sends it with send, recording a result that went out.
+// and sends it with send. The initialize's result is recorded before it is
+// sent: once sent, the exchange may be over (and its OnDone run) before
+// send returns.
 func (ix *initExchange) send(ctx context.Context, m frame.Message, eventID string, send func(context.Context, frame.Message, string) error) error {
 	answer := m.Kind().IsResponse() && m.ID() == ix.req.ID()
-	if !answer || m.Kind() == frame.Result {
+	result := answer && m.Kind() == frame.Result
+	if !answer || result {
 		m = m.WithHeader(frame.HeaderSessionID, ix.ss.id)
 	}
-	err := send(ctx, m, eventID)
-	if answer && m.Kind() == frame.Result && err == nil {
+	if result {
 		ix.ss.conn.Initialized(ix.req, m)
 		ix.succeeded.Store(true)
+	}
+	err := send(ctx, m, eventID)
+	if result && err != nil {
+		ix.succeeded.Store(false)
 	}
 	return err
 }

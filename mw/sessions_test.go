@@ -41,6 +41,7 @@ func (b *fakeBackend) Handle(ctx context.Context, m frame.Message) error {
 		return fail
 	}
 	x := ExchangeOf(ctx)
+	var answers []frame.Message
 	for el := range m.Elements() {
 		if el.Kind() != frame.Request {
 			continue
@@ -52,12 +53,18 @@ func (b *fakeBackend) Handle(ctx context.Context, m frame.Message) error {
 		case el.Method() == "initialize":
 			answer = frame.ResultResponse(el.ID(), []byte(`{"protocolVersion":"`+b.version+`"}`))
 		}
-		if err := x.Send(ctx, answer, ""); err != nil {
+		answers = append(answers, answer)
+	}
+	if len(answers) == 0 {
+		x.End()
+		return nil
+	}
+	for _, a := range answers[:len(answers)-1] {
+		if err := x.Send(ctx, a, ""); err != nil {
 			return err
 		}
 	}
-	x.End()
-	return nil
+	return x.SendLast(ctx, answers[len(answers)-1], "") // as Route sends the last answer
 }
 
 func (b *fakeBackend) Done() <-chan struct{} { return b.done }
@@ -155,6 +162,18 @@ func TestSessionsOpenOnInitialize(t *testing.T) {
 	_, err = h.do(t, http.MethodPost, "session-1", pingBody)
 	is.NoErr(err)
 	is.Equal(h.opened[0].got[1], pingBody)
+}
+
+// The exchange of an initialize may be over before the send of its result
+// returns: the session must live on all the same.
+func TestSessionsInitializeAnsweredAtOnce(t *testing.T) {
+	is := is.New(t)
+	h := newSessionsHarness(t, SessionsOptions{})
+	x := &fakeExchange{method: http.MethodPost, sse: true, overOnLast: true}
+	is.NoErr(h.s.Handle(on(t.Context(), x), frame.MustParse(initBody)))
+	is.Equal(x.taken, []string{`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}`})
+	is.Equal(h.s.Len(), 1) // not ended as a failed initialize
+	is.True(h.opened[0].conn.Err() == nil)
 }
 
 func TestSessionsRefusals(t *testing.T) {

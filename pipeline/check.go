@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/mw"
@@ -23,6 +24,10 @@ type CheckResult struct {
 	SessionID       string
 	Transport       string // the transport that answered
 }
+
+// checkRunnerGrace bounds how long Check waits for the reason the HTTP+SSE
+// stream stopped, after a send found it gone.
+const checkRunnerGrace = time.Second
 
 // checkVersion is the protocol version the check asks for.
 const checkVersion = "2025-11-25"
@@ -51,8 +56,17 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 	defer stopSending()
 	r.start(ctx, stopSending)
 	sendErr := r.chain.ToServer.Handle(sendCtx, checkInitialize)
-	if sendCtx.Err() != nil && ctx.Err() == nil {
+	switch {
+	case sendCtx.Err() != nil && ctx.Err() == nil:
 		<-r.runDone // the background work failed and stopped the send: it ends now
+	case errors.Is(sendErr, frame.ErrUnavailable):
+		// The HTTP+SSE stream stopped (or stayed down as long as a send
+		// may wait): when it stopped because it failed, its error, which
+		// is on its way, says more.
+		select {
+		case <-r.runDone:
+		case <-time.After(checkRunnerGrace):
+		}
 	}
 	select {
 	case <-r.runDone: // the background work failed first (no HTTP+SSE endpoint)
