@@ -1,6 +1,7 @@
 package frame_test
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/matryer/is"
@@ -210,4 +211,15 @@ func TestFirstRequestID(t *testing.T) {
 		is.Equal(id, tt.id)
 		is.Equal(ok, tt.ok)
 	}
+}
+
+func TestSent(t *testing.T) {
+	is := is.New(t)
+	retryAfter := http.Header{"Retry-After": {"1"}}
+	is.True(!frame.Sent(&frame.StatusError{Code: 429}))                     // not processed
+	is.True(!frame.Sent(&frame.StatusError{Code: 503, Header: retryAfter})) // the server says: not processed
+	is.True(frame.Sent(&frame.StatusError{Code: 503}))                      // a proxy may say it after the server ran it
+	is.True(frame.Sent(&frame.StatusError{Code: 500}))
+	is.True(!frame.Sent(&frame.SendError{Sent: false, Err: frame.ErrStreamEnded}))
+	is.True(frame.Sent(frame.ErrStreamEnded))
 }

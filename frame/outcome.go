@@ -86,6 +86,8 @@ var (
 )
 
 // Sent reports whether err leaves open that the request reached the peer.
+// A 429, and a 503 with Retry-After, say it was not processed; a bare 503
+// does not (a proxy may answer it after the server ran the request).
 // Errors that are neither a *SendError nor a *StatusError count as sent, the
 // safe assumption.
 func Sent(err error) bool {
@@ -95,7 +97,12 @@ func Sent(err error) bool {
 	}
 	var st *StatusError
 	if errors.As(err, &st) {
-		return st.Code != http.StatusTooManyRequests && st.Code != http.StatusServiceUnavailable
+		switch st.Code {
+		case http.StatusTooManyRequests:
+			return false
+		case http.StatusServiceUnavailable:
+			return len(st.Header.Values("Retry-After")) == 0
+		}
 	}
 	return true
 }

@@ -68,9 +68,15 @@ type RetryOptions struct {
 //     request went out): retry only a request whose method is replay-safe
 //     (see [ReplaySafeMethod]); never tools/call, never a notification or a
 //     response, which could take effect twice.
-//   - [frame.StatusError] 429 or 503: wait per Backoff, which honours
+//   - [frame.StatusError] 429, or 503 with Retry-After (the server's own
+//     "not processed, come back later"): wait per Backoff, which honours
 //     Retry-After, then retry. A wait longer than MaxRetryAfter is not
 //     waited out: the error is returned at once.
+//   - [frame.StatusError] 503 without Retry-After: retry a replay-safe
+//     request only. A bare 503 may come from a proxy whose upstream reset
+//     after the request ran ("upstream reset before headers"), so a
+//     tools/call (or a notification, or a response) is never sent again on
+//     it; nor on a 502 or 504, which are never retried.
 //   - anything else (other 4xx and 5xx, 401, 404, a JSON-RPC-level
 //     failure): return at once, for the outer stages to decide.
 //
@@ -168,9 +174,15 @@ func (r *retrier) decide(m frame.Message, err error, attempt int) (time.Duration
 	}
 	var st *frame.StatusError
 	if errors.As(err, &st) && (st.Code == http.StatusTooManyRequests || st.Code == http.StatusServiceUnavailable) {
+		retryAfter := st.Header.Values("Retry-After")
+		replaySafe := m.Kind() == frame.Request && r.o.ReplaySafe(m.Method())
+		if st.Code == http.StatusServiceUnavailable && len(retryAfter) == 0 && !replaySafe {
+			r.o.Logger.Debug("503 without Retry-After: the request may have run; not sending it again", "method", m.Method(), "id", m.ID().String())
+			return 0, false
+		}
 		resp := &http.Response{StatusCode: st.Code, Header: make(http.Header, 1)}
-		if v := st.Header.Values("Retry-After"); len(v) > 0 {
-			resp.Header["Retry-After"] = v
+		if len(retryAfter) > 0 {
+			resp.Header["Retry-After"] = retryAfter
 		}
 		wait := r.o.Backoff(retryWait, retryWait, attempt, resp)
 		if wait > r.o.MaxRetryAfter {

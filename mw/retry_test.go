@@ -152,6 +152,20 @@ func TestRetry(t *testing.T) {
 			script:   []error{httpStatus(429, "Retry-After", "Fri, 31 Dec 1999 23:59:59 GMT")},
 			attempts: 2, sleeps: []time.Duration{0},
 		},
+		{
+			name: "bare 503: tools/call is not sent again", msg: retryToolsCall,
+			script: []error{httpStatus(503)}, attempts: 1, wantErr: httpStatus(503),
+		},
+		{
+			name: "bare 503: a notification is not sent again", msg: retryNotify,
+			script: []error{httpStatus(503)}, attempts: 1, wantErr: httpStatus(503),
+		},
+		{
+			name: "bare 503: tools/list is", msg: retryToolsList,
+			script: []error{httpStatus(503)}, attempts: 2, sleeps: []time.Duration{time.Second},
+		},
+		{name: "502 is not retried", msg: retryToolsList, script: []error{httpStatus(502)}, attempts: 1, wantErr: httpStatus(502)},
+		{name: "504 is not retried", msg: retryToolsList, script: []error{httpStatus(504)}, attempts: 1, wantErr: httpStatus(504)},
 		{name: "404 is not retried", msg: retryToolsList, script: []error{httpStatus(404)}, attempts: 1, wantErr: httpStatus(404)},
 		{name: "500 is not retried", msg: retryToolsList, script: []error{httpStatus(500)}, attempts: 1, wantErr: httpStatus(500)},
 		{name: "401 is not retried", msg: retryToolsList, script: []error{httpStatus(401)}, attempts: 1, wantErr: httpStatus(401)},
