@@ -52,7 +52,9 @@ type CancelOptions struct {
 //     the context is cancelled (the transport aborts the POST) and Handle
 //     returns [frame.ErrCancelled] whatever the inner chain returned: the
 //     client asked us to forget the request, so neither a response nor a
-//     gateway error is due (the edge answers nothing; see [ErrorFor]). A
+//     gateway error is due (the edge answers nothing; see [ErrorFor]). So
+//     does a request that fails once its cancel is recorded (a server that
+//     ends the request's stream on the cancel fails it before the abort). A
 //     request whose id is already recorded as cancelled (the cancel
 //     overtook it, or the client reused a cancelled id, which MCP forbids)
 //     is not sent at all, and Handle returns frame.ErrCancelled too.
@@ -170,7 +172,13 @@ func (f *cancelFilter) request(ctx context.Context, m frame.Message) error {
 	}()
 
 	err := f.next.ToServer.Handle(ctx, m)
-	if errors.Is(context.Cause(ctx), frame.ErrCancelled) {
+	switch {
+	case errors.Is(context.Cause(ctx), frame.ErrCancelled):
+		return frame.ErrCancelled
+	case err != nil && f.isCancelled(id):
+		// The cancel was recorded while the request failed: a server that
+		// ends the request's stream on the cancel makes it fail before the
+		// filter aborts it. No answer is due either way.
 		return frame.ErrCancelled
 	}
 	return err

@@ -314,3 +314,38 @@ func FuzzCancelledRequestID(f *testing.F) {
 		}
 	})
 }
+
+// A server that ends a request's stream when it hears the cancel makes the
+// request fail before the filter aborts it: still no answer is due.
+func TestCancelFilterRequestFailingOnItsCancel(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	entered, ended, returned := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	server := HandlerFunc(func(ctx context.Context, m frame.Message) error {
+		switch {
+		case m.IsRequest():
+			close(entered)
+			<-ended
+			return &frame.SendError{Sent: true, Err: frame.ErrStreamEnded}
+		case m.Method() == cancelMethod:
+			close(ended)               // the server ends the request's stream …
+			is.True(<-returned != nil) // … and the request has failed before the cancel is through
+		}
+		return nil
+	})
+	d := CancelFilter(CancelOptions{})(Duplex{ToServer: HandlerFunc(func(ctx context.Context, m frame.Message) error {
+		err := server.Handle(ctx, m)
+		if m.IsRequest() {
+			returned <- err
+		}
+		return err
+	}), ToClient: Discard()})
+
+	done := make(chan error, 1)
+	go func() {
+		done <- d.ToServer.Handle(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`))
+	}()
+	<-entered
+	is.NoErr(d.ToServer.Handle(ctx, cancelFor("7")))
+	is.True(errors.Is(<-done, frame.ErrCancelled)) // not the stream's error: no answer is due
+}

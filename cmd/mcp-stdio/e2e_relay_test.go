@@ -386,3 +386,58 @@ func testBigMessages(t *testing.T, _ relayCase, e *e2e) {
 	is.Equal(len(got), len(text))
 	is.Equal(sha256Hex(got), sha256Hex(text)) // the client got the result intact
 }
+
+// TestRelayCancelThroughServe cancels a slow call through the relay binary
+// to mcp-stdio serve (which ends the call's stream at once when it hears
+// the cancel): the cancelled id gets no answer on stdout, five times over,
+// while a call after it is answered.
+func TestRelayCancelThroughServe(t *testing.T) {
+	is := is.New(t)
+	serve := startBenchGateway(t, gwServe, relayBinary(t), "", "")
+	for run := range 5 {
+		relay := exec.Command(relayBinary(t), "--log-level", "warn", serve.url)
+		stderr := &transporttest.SyncBuffer{}
+		relay.Stderr = stderr
+		stdin, err := relay.StdinPipe()
+		is.NoErr(err)
+		stdout, err := relay.StdoutPipe()
+		is.NoErr(err)
+		is.NoErr(relay.Start())
+		out := bufio.NewReader(stdout)
+		send := func(line string) {
+			_, err := io.WriteString(stdin, line+"\n")
+			is.NoErr(err)
+		}
+		next := func() string {
+			line, err := out.ReadString('\n')
+			is.NoErr(err)
+			return line
+		}
+		send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + clientVersion + `","capabilities":{},"clientInfo":{"name":"canceller","version":"1"}}}`)
+		is.Equal(gjson.Get(next(), "id").Raw, "1")
+		send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{"seconds":5,"steps":10},"_meta":{"progressToken":"p"}}}`)
+		is.Equal(gjson.Get(next(), "method").String(), "notifications/progress") // the call runs
+		send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"changed my mind"}}`)
+		send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}`)
+		for {
+			line := next()
+			if gjson.Get(line, "id").Raw == "2" {
+				t.Fatalf("run %d: the cancelled call was answered: %s", run, line)
+			}
+			if gjson.Get(line, "id").Raw == "3" {
+				is.Equal(gjson.Get(line, "result.content.0.text").String(), "after")
+				break
+			}
+		}
+		is.NoErr(stdin.Close())
+		rest, err := io.ReadAll(out)
+		is.NoErr(err)
+		is.True(!strings.Contains(string(rest), `"id":2,`)) // nothing for 2 before the relay exits either
+		is.NoErr(relay.Wait())
+		if t.Failed() {
+			t.Logf("relay stderr:\n%s", stderr)
+			return
+		}
+	}
+}
