@@ -72,6 +72,10 @@ var (
 	ErrStreamEnded = errors.New("stream ended before the response")
 	// ErrClosed means the gateway is shutting down.
 	ErrClosed = errors.New("gateway closed")
+	// ErrAnswerElsewhere means the server took a request without answering
+	// it on its own exchange (HTTP 202, or a 2xx without a body): its answer,
+	// if it comes, comes on another stream.
+	ErrAnswerElsewhere = errors.New("the server took the request without answering it")
 	// ErrCancelled means the client cancelled the request: it was not
 	// delivered, or its answer is no longer wanted. No answer is due.
 	ErrCancelled = errors.New("request cancelled by the client")

@@ -21,6 +21,7 @@
 // chain), nearest the client first:
 //
 //	stdio transport (transport.Stdio: stdin, stdout)
+//	  AnswerOnce             one answer per request, never a stray one
 //	  ReservedIDs            client ids never look like ids stages mint
 //	  CancelFilter           a cancelled request gets no answer
 //	  your Middlewares

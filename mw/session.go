@@ -84,6 +84,11 @@ const DefaultStreamWait = 2 * time.Second
 //   - A 404 for a message sent without a session id (no session, or no
 //     initialize seen) is returned unchanged (the edge answers "HTTP
 //     404").
+//   - A request the server took without answering it
+//     ([frame.ErrAnswerElsewhere], an HTTP 202) is left to wait for its
+//     answer on the GET stream while that stream is open (see
+//     [AnswerOnce]); with no stream open nothing can carry the answer, and
+//     Handle fails at once with an error that says so.
 //
 // The GET stream is reopened after ListenBackoff when it ends or breaks,
 // resuming with Last-Event-ID when the server numbered its events. A 4xx
@@ -128,10 +133,13 @@ type Session struct {
 	// streamOpening is closed once the GET stream being opened has been
 	// answered, or given up on; nil while no stream is being opened.
 	streamOpening chan struct{}
-	sid           string
-	version       string
-	lost          bool
-	closed        bool
+	// streamUp is set while the GET stream is open: the server can answer
+	// on it what it did not answer on a POST.
+	streamUp bool
+	sid      string
+	version  string
+	lost     bool
+	closed   bool
 	// attempts counts re-establishments started; last is the latest and
 	// running the one under way, if any.
 	attempts uint64
@@ -278,6 +286,10 @@ func (s *Session) toServer(ctx context.Context, m frame.Message) error {
 			return err
 		}
 		err = s.next.ToServer.Handle(ctx, out)
+		if errors.Is(err, frame.ErrAnswerElsewhere) && !s.isStreamUp() {
+			// Nothing could carry the answer the server did not give.
+			return fmt.Errorf("no answer: %v, and no stream of the session is open to answer on", err)
+		}
 		if err == nil {
 			if isInitialized {
 				s.mu.Lock()
@@ -392,6 +404,20 @@ func (s *Session) awaitStream(ctx context.Context, opening chan struct{}) error 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// isStreamUp reports whether the GET stream is open.
+func (s *Session) isStreamUp() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streamUp
+}
+
+// setStreamUp records whether the GET stream is open.
+func (s *Session) setStreamUp(up bool) {
+	s.mu.Lock()
+	s.streamUp = up
+	s.mu.Unlock()
 }
 
 // streamOpened ends the wait for the GET stream opening has been made for.
@@ -561,8 +587,13 @@ func (s *Session) stopStreamLocked() {
 func (s *Session) listen(ctx context.Context, h http.Header, opened func()) {
 	sid := h.Get(frame.HeaderSessionID)
 	attempt := 0
+	up := func() {
+		s.setStreamUp(true)
+		opened()
+	}
 	for {
-		last, err := s.transport.Listen(ctx, h, opened)
+		last, err := s.transport.Listen(ctx, h, up)
+		s.setStreamUp(false)
 		if ctx.Err() != nil {
 			return
 		}

@@ -192,8 +192,13 @@ func (r *relay) sessionEraStages() []mw.Middleware {
 	if retry.Logger == nil {
 		retry.Logger = cfg.Logger
 	}
+	answerWait := cfg.HTTP.ReadTimeout
+	if answerWait <= 0 {
+		answerWait = transport.DefaultReadTimeout
+	}
 	return slices.Concat(
 		[]mw.Middleware{
+			mw.AnswerOnce(mw.AnswerOnceOptions{Wait: answerWait, Logger: cfg.Logger}),
 			mw.ReservedIDs(cfg.Logger),
 			cancel,
 		},

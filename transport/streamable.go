@@ -65,7 +65,8 @@ const (
 // defaults, then c.Header, then m.Header().
 //
 // For a request, Handle returns nil once the response to m's id has been
-// delivered, or once a 2xx with an empty body says the answer will come on
+// delivered; a 2xx without a body (202 Accepted, say) is reported as an
+// error wrapping frame.ErrAnswerElsewhere: the answer, if any, comes on
 // another stream. A stream or JSON body that ends without that response
 // yields a *frame.SendError wrapping frame.ErrStreamEnded. For a
 // notification or response, Handle returns after the server's answer has
@@ -100,7 +101,14 @@ func (c *StreamableClient) post(ctx context.Context, m frame.Message) (int, erro
 		want = m.ID()
 	}
 	if ct := resp.Header.Get("Content-Type"); !isEventStream(ct) {
-		return resp.StatusCode, c.readJSON(x, resp, body, ct, want)
+		err := c.readJSON(x, resp, body, ct, want)
+		if errors.Is(err, errEmptyBody) {
+			if want == "" {
+				return resp.StatusCode, nil
+			}
+			return resp.StatusCode, fmt.Errorf("HTTP %d without a body: %w", resp.StatusCode, frame.ErrAnswerElsewhere)
+		}
+		return resp.StatusCode, err
 	}
 	return resp.StatusCode, c.readEvents(x, resp, body, want)
 }
@@ -163,14 +171,18 @@ func (c *StreamableClient) finishStream(x *outgoing, resp *http.Response, rd *fr
 // errStreamTail ends the read of a stream kept open after its response.
 var errStreamTail = errors.New("event stream kept open after the response")
 
-// readJSON delivers a JSON body: one message or one batch.
+// errEmptyBody reports a 2xx answer without a body.
+var errEmptyBody = errors.New("empty body")
+
+// readJSON delivers a JSON body: one message or one batch; an empty body is
+// errEmptyBody.
 func (c *StreamableClient) readJSON(x *outgoing, resp *http.Response, body io.Reader, ct string, want frame.ID) error {
 	b, err := readBody(body, resp.ContentLength, c.maxSize())
 	if err != nil {
 		return c.readError(x, err)
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
-		return nil
+		return errEmptyBody
 	}
 	msg, err := frame.ParseOwned(b)
 	if err != nil || msg.Kind() == frame.Invalid {

@@ -117,7 +117,8 @@ func TestStreamableNotificationAndEmptyAnswers(t *testing.T) {
 				w.WriteHeader(code)
 			})
 			is.NoErr(c.Handle(context.Background(), frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
-			is.NoErr(c.Handle(context.Background(), frame.MustParse(pingReq))) // the answer comes elsewhere
+			err := c.Handle(context.Background(), frame.MustParse(pingReq))
+			is.True(errors.Is(err, frame.ErrAnswerElsewhere)) // a request without its answer: reported
 			is.Equal(len(sink.lines()), 0)
 		})
 	}
