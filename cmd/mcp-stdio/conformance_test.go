@@ -453,8 +453,7 @@ var confRelayScenarios = []struct{ name, note string }{
 	{name: "initialize"},
 	{name: "tools_call"},
 	{name: "elicitation-sep1034-client-defaults"}, // its server asks on the standing GET stream only: the relay waits for it to be open
-	{name: "sse-retry", note: "not required: the relay does not honour an event stream's `retry:` nor resume it with Last-Event-ID yet " +
-		"(the GET the scenario sees is the relay's standing stream, opened after initialize, not a reconnection)"},
+	{name: "sse-retry"},                           // a POST stream closed after a priming event: resumed with Last-Event-ID after its retry delay
 	{name: "json-schema-2020-12-preservation"},
 }
 
