@@ -30,6 +30,13 @@ const (
 // them can keep them open that long; its output is then cut off.
 const childDrainGrace = time.Second
 
+// stdoutSettle is how long a child whose stdout has ended may take to be
+// seen exiting before it is reported as having closed its stdout while
+// still running. A process that exits closes its stdout a moment before
+// it can be reaped; only the report waits for this, not the end of the
+// session nor the stop.
+const stdoutSettle = 100 * time.Millisecond
+
 // stderrLineMax is the longest stderr line passed on in one piece; longer
 // lines are split, each piece prefixed.
 const stderrLineMax = 16 << 10
@@ -79,6 +86,11 @@ type ChildConfig struct {
 // leaves no server running; that guard covers the child itself, not
 // processes it starts in turn, which [Child.Close] reaches through the
 // group. When the child exits, its group is killed too.
+//
+// A child is over for its client once its stdout ends: when it exits, and
+// also when it closes its stdout but keeps running, since it can answer
+// nothing more. [Child.Done] is closed then, and a child still running is
+// stopped the way [Child.Close] stops it.
 type Child struct {
 	cfg      ChildConfig
 	log      *slog.Logger
@@ -91,11 +103,18 @@ type Child struct {
 	cancel context.CancelFunc
 
 	exited chan struct{} // closed once the process has exited
-	done   chan struct{} // closed once it has exited and its output is drained
+	done   chan struct{} // closed once its stdout has ended and been handed on
+	gone   chan struct{} // closed once it has exited and its output is drained
 	err    error         // the exit status; read after exited is closed
 
-	closeOnce sync.Once
-	closeErr  error
+	stopOnce  sync.Once
+	hurry     chan struct{} // closed to skip the polite steps of a stop
+	hurryOnce sync.Once
+
+	// reapMu orders signals against reaping: once the process is reaped
+	// its pid, and so its group id, may name another process.
+	reapMu sync.Mutex
+	reaped bool
 }
 
 // StartChild starts the child and begins handing its stdout messages to
@@ -122,6 +141,8 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 		toClient: toClient,
 		exited:   make(chan struct{}),
 		done:     make(chan struct{}),
+		gone:     make(chan struct{}),
+		hurry:    make(chan struct{}),
 	}
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
 	cmd.Env = cfg.Env
@@ -178,11 +199,10 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(base))
 	c.log.Debug("server process started", "pid", cmd.Process.Pid, "command", cfg.Command[0])
 
-	stdoutDone := make(chan struct{})
 	stderrDone := make(chan struct{})
-	go c.readStdout(stdoutDone)
+	go c.readStdout()
 	go c.readStderr(stderrR, stderrDone)
-	go c.wait(stdoutR, stderrR, stdoutDone, stderrDone)
+	go c.wait(stdoutR, stderrR, stderrDone)
 	return c, nil
 }
 
@@ -215,12 +235,16 @@ func (c *Child) Handle(ctx context.Context, m frame.Message) error {
 	return nil
 }
 
-// Done is closed once the child has exited and what it wrote before has
-// been handed on.
+// Done is closed once the child's stdout has ended — because it exited, or
+// because it closed its stdout while still running (it is then being
+// stopped, see [Child]) — and what it wrote before has been handed on.
 func (c *Child) Done() <-chan struct{} { return c.done }
 
-// Err returns how the child ended (nil for exit status 0, else an
-// *exec.ExitError); it is meaningful once Done is closed.
+// Err returns how the child process ended (nil for exit status 0, else an
+// *exec.ExitError); it is meaningful once the process has exited: after
+// [Child.Close] has returned, or once Done is closed for a child that
+// exited on its own (a child that only closed its stdout may still be
+// running then).
 func (c *Child) Err() error {
 	select {
 	case <-c.exited:
@@ -235,36 +259,71 @@ func (c *Child) Err() error {
 // is still running it sends SIGTERM to its process group and waits
 // TermGrace; then SIGKILL. When ctx ends first the child is killed at once.
 // Close returns once the child has exited and its output is drained; it
-// returns ctx.Err() if ctx ended before the polite steps were through, and
-// is safe to call more than once and concurrently.
+// returns ctx.Err() if ctx ended before the child had exited, and is safe
+// to call more than once and concurrently (the stop happens once; any
+// caller's ctx can hurry it).
 func (c *Child) Close(ctx context.Context) error {
-	c.closeOnce.Do(func() { c.closeErr = c.shutdown(ctx) })
-	<-c.done
-	return c.closeErr
-}
-
-func (c *Child) shutdown(ctx context.Context) error {
-	c.stdin.Close()
-	if c.await(ctx, c.cfg.StdinGrace) {
-		return nil
+	if ctx.Err() != nil {
+		c.hurryUp()
 	}
-	if ctx.Err() == nil {
-		c.log.Debug("server process still running after stdin closed; sending SIGTERM", "pid", c.PID())
-		terminateGroup(c.cmd.Process)
-		if c.await(ctx, c.cfg.TermGrace) {
-			return nil
+	c.stop()
+	select {
+	case <-c.exited:
+	case <-ctx.Done():
+		select {
+		case <-c.exited:
+		default:
+			c.hurryUp()
+			<-c.gone
+			return ctx.Err()
 		}
 	}
-	if ctx.Err() == nil {
-		c.log.Warn("server process ignored SIGTERM; killing it", "pid", c.PID())
-	}
-	killGroup(c.cmd.Process)
-	<-c.exited
-	return ctx.Err()
+	<-c.gone
+	return nil
 }
 
-// await waits up to d for the child to exit and reports whether it did.
-func (c *Child) await(ctx context.Context, d time.Duration) bool {
+// stop starts ending the child, once, on a goroutine of its own.
+func (c *Child) stop() {
+	c.stopOnce.Do(func() { go c.shutdown() })
+}
+
+// hurryUp makes a stop skip what is left of its polite steps.
+func (c *Child) hurryUp() {
+	c.hurryOnce.Do(func() { close(c.hurry) })
+}
+
+// shutdown takes the steps of a stop; see Close.
+func (c *Child) shutdown() {
+	c.stdin.Close()
+	if c.await(c.cfg.StdinGrace) {
+		return
+	}
+	if !c.hurried() {
+		c.log.Debug("server process still running after stdin closed; sending SIGTERM", "pid", c.PID())
+		c.signal(terminateGroup)
+		if c.await(c.cfg.TermGrace) {
+			return
+		}
+		if !c.hurried() {
+			c.log.Warn("server process ignored SIGTERM; killing it", "pid", c.PID())
+		}
+	}
+	c.signal(killGroup)
+}
+
+// signal applies send (terminateGroup or killGroup) to the child's process
+// unless it has been reaped already.
+func (c *Child) signal(send func(*os.Process)) {
+	c.reapMu.Lock()
+	defer c.reapMu.Unlock()
+	if !c.reaped {
+		send(c.cmd.Process)
+	}
+}
+
+// await waits up to d for the child to exit and reports whether it did;
+// it gives up early when the stop is hurried.
+func (c *Child) await(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -272,18 +331,31 @@ func (c *Child) await(ctx context.Context, d time.Duration) bool {
 		return true
 	case <-t.C:
 		return false
-	case <-ctx.Done():
+	case <-c.hurry:
+		return false
+	}
+}
+
+// hurried reports whether the stop has been hurried.
+func (c *Child) hurried() bool {
+	select {
+	case <-c.hurry:
+		return true
+	default:
 		return false
 	}
 }
 
 // wait reaps the child, kills what is left of its process group, and
-// closes done once the output readers are finished.
-func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct{}) {
+// closes gone once the output readers are finished.
+func (c *Child) wait(stdout, stderr *os.File, stderrDone chan struct{}) {
 	// Kill whatever the child left behind in its group while the child is
 	// not yet reaped, so that its group id cannot have been reused.
 	awaitExitAndKillGroup(c.cmd.Process)
+	c.reapMu.Lock()
 	c.err = c.cmd.Wait()
+	c.reaped = true
+	c.reapMu.Unlock()
 	close(c.exited)
 	c.stdin.Close()
 	if c.err != nil {
@@ -294,18 +366,38 @@ func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct
 	deadline := time.Now().Add(childDrainGrace)
 	_ = stdout.SetReadDeadline(deadline)
 	_ = stderr.SetReadDeadline(deadline)
-	<-stdoutDone
+	<-c.done
 	<-stderrDone
 	stdout.Close()
 	stderr.Close()
 	c.cancel()
+	close(c.gone)
+}
+
+// readStdout hands each message the child writes to toClient, in order,
+// and closes done when the child's stdout has ended. A child that ends its
+// stdout without exiting can answer nothing more: it is stopped.
+func (c *Child) readStdout() {
+	_ = c.stdio.Serve(c.ctx, c.toClient) // ends at EOF, or at the drain deadline
+	select {
+	case <-c.exited:
+	default:
+		c.stop()
+		go c.reportStdoutEnd()
+	}
 	close(c.done)
 }
 
-// readStdout hands each message the child writes to toClient, in order.
-func (c *Child) readStdout(done chan struct{}) {
-	defer close(done)
-	_ = c.stdio.Serve(c.ctx, c.toClient) // ends at EOF, or at the drain deadline
+// reportStdoutEnd logs, unless the child turns out to be exiting anyway,
+// that it closed its stdout while still running.
+func (c *Child) reportStdoutEnd() {
+	t := time.NewTimer(stdoutSettle)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+	case <-t.C:
+		c.log.Warn("server process closed its stdout but is still running; stopping it", "pid", c.PID())
+	}
 }
 
 // badLine deals with a line of the child's stdout that is not a usable

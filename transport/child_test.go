@@ -5,7 +5,9 @@ package transport
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -156,6 +158,31 @@ func TestChildDeathIsDetected(t *testing.T) {
 	is.True(errors.As(c.Err(), &ee))
 	is.Equal(ee.ExitCode(), 3)
 	is.True(errors.Is(c.Handle(context.Background(), frame.MustParse(`{"jsonrpc":"2.0","id":2,"method":"echo"}`)), ErrChildExited))
+}
+
+// A child that closes its stdout but keeps running can answer nothing
+// more: it is done at once, and stopped as Close stops a child (here it
+// ignores stdin's end, so SIGTERM ends it), without anyone calling Close.
+func TestChildThatClosesItsStdoutIsDoneAndStopped(t *testing.T) {
+	is := is.New(t)
+	logs := &transporttest.SyncBuffer{}
+	q := make(messageQueue, 8)
+	cfg := testChildCommand(t, "closer")
+	cfg.StdinGrace = 500 * time.Millisecond // long enough to be seen running on
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	c := startTestChild(t, cfg, q)
+	is.Equal(q.next(t).Method(), "ready")
+	closed := logs.Watch(regexp.MustCompile(`server process closed its stdout but is still running`))
+
+	is.NoErr(c.Handle(context.Background(), frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"echo"}`)))
+	waitDone(t, c) // its stdout ended; the process is still there
+	closed.Next(t, testWait)
+	is.True(transporttest.ProcessGone(t, c.PID(), testWait)) // stopped by the child itself
+
+	is.NoErr(c.Close(context.Background())) // nothing left to do
+	var ee *exec.ExitError
+	is.True(errors.As(c.Err(), &ee))
+	is.Equal(ee.Sys().(syscall.WaitStatus).Signal(), syscall.SIGTERM)
 }
 
 func TestChildOversizedLineIsAnsweredWithAnError(t *testing.T) {

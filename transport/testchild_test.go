@@ -23,7 +23,10 @@ import (
 //     {"jsonrpc":"2.0","method":"grandchild","params":{"pid":N}} and then
 //     serves like "server";
 //   - "sleeper": sleeps until killed;
-//   - "stderr": writes lines to stderr (one of them long) and exits.
+//   - "stderr": writes lines to stderr (one of them long) and exits;
+//   - "closer": writes {"jsonrpc":"2.0","method":"ready"}, reads one line,
+//     closes its stdout and runs on, whatever stdin does, until a signal
+//     ends it.
 func init() {
 	transporttest.RunProgram(map[string]func(args []string) int{
 		"server":   transporttest.ScriptedServer,
@@ -31,6 +34,7 @@ func init() {
 		"parent":   parentChild,
 		"sleeper":  sleeperChild,
 		"stderr":   stderrChild,
+		"closer":   closerChild,
 	})
 }
 
@@ -62,6 +66,15 @@ func parentChild([]string) int {
 	}
 	frame.NewWriter(os.Stdout).Write(frame.MustParse(fmt.Sprintf(`{"jsonrpc":"2.0","method":"grandchild","params":{"pid":%d}}`, cmd.Process.Pid)))
 	return transporttest.ScriptedServer(nil)
+}
+
+func closerChild([]string) int {
+	frame.NewWriter(os.Stdout).Write(frame.MustParse(`{"jsonrpc":"2.0","method":"ready"}`))
+	frame.NewReader(os.Stdin, 0).Read()
+	os.Stdout.Close()
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 func sleeperChild([]string) int {
