@@ -31,10 +31,9 @@ const (
 const childDrainGrace = time.Second
 
 // stdoutSettle is how long a child whose stdout has ended may take to be
-// seen exiting before it is reported as having closed its stdout while
-// still running. A process that exits closes its stdout a moment before
-// it can be reaped; only the report waits for this, not the end of the
-// session nor the stop.
+// seen exiting before it counts as having closed its stdout while still
+// running. A process that exits closes its stdout a moment before it can
+// be reaped.
 const stdoutSettle = 100 * time.Millisecond
 
 // stderrLineMax is the longest stderr line passed on in one piece; longer
@@ -90,7 +89,7 @@ type ChildConfig struct {
 // A child is over for its client once its stdout ends: when it exits, and
 // also when it closes its stdout but keeps running, since it can answer
 // nothing more. [Child.Done] is closed then, and a child still running is
-// stopped the way [Child.Close] stops it.
+// stopped the way [Child.Close] stops it, and logged as such.
 type Child struct {
 	cfg      ChildConfig
 	log      *slog.Logger
@@ -102,10 +101,11 @@ type Child struct {
 	ctx    context.Context // ends when the child has exited and been drained
 	cancel context.CancelFunc
 
-	exited chan struct{} // closed once the process has exited
-	done   chan struct{} // closed once its stdout has ended and been handed on
-	gone   chan struct{} // closed once it has exited and its output is drained
-	err    error         // the exit status; read after exited is closed
+	exited   chan struct{} // closed once the process has exited
+	done     chan struct{} // see Done
+	doneOnce sync.Once
+	gone     chan struct{} // closed once it has exited and its output is drained
+	err      error         // the exit status; read after exited is closed
 
 	stopOnce  sync.Once
 	hurry     chan struct{} // closed to skip the polite steps of a stop
@@ -199,10 +199,11 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(base))
 	c.log.Debug("server process started", "pid", cmd.Process.Pid, "command", cfg.Command[0])
 
+	stdoutDone := make(chan struct{})
 	stderrDone := make(chan struct{})
-	go c.readStdout()
+	go c.readStdout(stdoutDone)
 	go c.readStderr(stderrR, stderrDone)
-	go c.wait(stdoutR, stderrR, stderrDone)
+	go c.wait(stdoutR, stderrR, stdoutDone, stderrDone)
 	return c, nil
 }
 
@@ -235,16 +236,16 @@ func (c *Child) Handle(ctx context.Context, m frame.Message) error {
 	return nil
 }
 
-// Done is closed once the child's stdout has ended — because it exited, or
-// because it closed its stdout while still running (it is then being
-// stopped, see [Child]) — and what it wrote before has been handed on.
+// Done is closed once the child has exited and what it wrote before has
+// been handed on — or, for a child that closed its stdout and did not exit
+// within 100 ms, then, what it wrote on stdout handed on (it is being
+// stopped, see [Child]).
 func (c *Child) Done() <-chan struct{} { return c.done }
 
 // Err returns how the child process ended (nil for exit status 0, else an
-// *exec.ExitError); it is meaningful once the process has exited: after
-// [Child.Close] has returned, or once Done is closed for a child that
-// exited on its own (a child that only closed its stdout may still be
-// running then).
+// *exec.ExitError); it is meaningful once the process has exited: once
+// Done is closed, unless the child was still running when its stdout
+// ended, and after [Child.Close] has returned.
 func (c *Child) Err() error {
 	select {
 	case <-c.exited:
@@ -347,8 +348,8 @@ func (c *Child) hurried() bool {
 }
 
 // wait reaps the child, kills what is left of its process group, and
-// closes gone once the output readers are finished.
-func (c *Child) wait(stdout, stderr *os.File, stderrDone chan struct{}) {
+// closes done and gone once the output readers are finished.
+func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct{}) {
 	// Kill whatever the child left behind in its group while the child is
 	// not yet reaped, so that its group id cannot have been reused.
 	awaitExitAndKillGroup(c.cmd.Process)
@@ -366,37 +367,34 @@ func (c *Child) wait(stdout, stderr *os.File, stderrDone chan struct{}) {
 	deadline := time.Now().Add(childDrainGrace)
 	_ = stdout.SetReadDeadline(deadline)
 	_ = stderr.SetReadDeadline(deadline)
-	<-c.done
+	<-stdoutDone
 	<-stderrDone
 	stdout.Close()
 	stderr.Close()
 	c.cancel()
+	c.closeDone()
 	close(c.gone)
 }
 
-// readStdout hands each message the child writes to toClient, in order,
-// and closes done when the child's stdout has ended. A child that ends its
-// stdout without exiting can answer nothing more: it is stopped.
-func (c *Child) readStdout() {
-	_ = c.stdio.Serve(c.ctx, c.toClient) // ends at EOF, or at the drain deadline
-	select {
-	case <-c.exited:
-	default:
-		c.stop()
-		go c.reportStdoutEnd()
-	}
-	close(c.done)
-}
+// closeDone closes done, once.
+func (c *Child) closeDone() { c.doneOnce.Do(func() { close(c.done) }) }
 
-// reportStdoutEnd logs, unless the child turns out to be exiting anyway,
-// that it closed its stdout while still running.
-func (c *Child) reportStdoutEnd() {
+// readStdout hands each message the child writes to toClient, in order,
+// and closes stdoutDone when the child's stdout has ended. A child that
+// ends its stdout without exiting can answer nothing more: unless it is
+// seen exiting within stdoutSettle, it is done (its stderr may still be
+// open) and it is stopped.
+func (c *Child) readStdout(stdoutDone chan struct{}) {
+	defer close(stdoutDone)
+	_ = c.stdio.Serve(c.ctx, c.toClient) // ends at EOF, or at the drain deadline
 	t := time.NewTimer(stdoutSettle)
 	defer t.Stop()
 	select {
 	case <-c.exited:
 	case <-t.C:
 		c.log.Warn("server process closed its stdout but is still running; stopping it", "pid", c.PID())
+		c.closeDone()
+		c.stop()
 	}
 }
 
