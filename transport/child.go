@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,6 +68,15 @@ type ChildConfig struct {
 	// [DefaultStdinGrace] and [DefaultTermGrace].
 	StdinGrace time.Duration
 	TermGrace  time.Duration
+	// Supervisor, when set, is the command of a supervisor to run the
+	// server under: a program that calls [Supervise] with the arguments it
+	// is given after these (for mcp-stdio: its own executable and
+	// "supervise"). Command[0] is still looked up here, and the server
+	// gets Env and Dir as it would without. With a supervisor the whole
+	// process group of the server ends when the gateway dies, however it
+	// dies; see [Child]. Linux only: elsewhere, and when nil, the server
+	// is started directly.
+	Supervisor []string
 	// Context carries the values every message the child writes is handed
 	// to the Sink under (a connection's state, say); its cancellation is
 	// not looked at. nil means context.Background().
@@ -80,11 +90,26 @@ type ChildConfig struct {
 // writes to stdout is handed to the Sink given to [StartChild]. Its stderr
 // passes through to ChildConfig.Stderr, line by line.
 //
-// The child runs in a process group of its own. On Linux it is also killed
-// (SIGKILL) when the gateway dies, however it dies, so a crashed gateway
-// leaves no server running; that guard covers the child itself, not
-// processes it starts in turn, which [Child.Close] reaches through the
-// group. When the child exits, its group is killed too.
+// The server runs in a process group of its own, which [Child.Close]
+// signals, so that it reaches the processes the server starts in turn;
+// when the server exits, what is left of its group is killed.
+//
+// What happens when the gateway dies without closing its children (it is
+// killed, or crashes) depends on how the server was started, on Linux:
+//
+//   - Under a supervisor (ChildConfig.Supervisor), the server's whole group
+//     ends: the supervisor sees its control socket end, however the gateway
+//     died, SIGKILL included, and stops the group as Close would (the
+//     server's stdin has ended; SIGTERM after StdinGrace, SIGKILL after
+//     TermGrace). The supervisor is the process the gateway starts; the
+//     server is its child, started on the very pipes the gateway made. A
+//     process of the server's that leaves the group (setsid, setpgid)
+//     escapes this, as it escapes Close.
+//   - Started directly, the server itself is killed (SIGKILL) by the
+//     kernel when the gateway dies; the processes it started are not.
+//
+// Elsewhere the server shares the gateway's process group, and only Close
+// ends it.
 //
 // A child is over for its client once its stdout ends: when it exits, and
 // also when it closes its stdout but keeps running, since it can answer
@@ -93,7 +118,9 @@ type ChildConfig struct {
 type Child struct {
 	cfg      ChildConfig
 	log      *slog.Logger
-	cmd      *exec.Cmd
+	cmd      *exec.Cmd // the process started: the server, or its supervisor
+	pid      int       // the server's pid
+	ctl      *os.File  // the supervisor's control socket; nil without one
 	stdin    *os.File
 	stdio    *Stdio // over the child's stdout and stdin
 	toClient Sink
@@ -145,9 +172,21 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 		hurry:    make(chan struct{}),
 	}
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
+	supervised := len(cfg.Supervisor) > 0 && supervisorSupported
+	if supervised {
+		if cmd.Err != nil {
+			return nil, fmt.Errorf("transport: start %s: %w", cfg.Command[0], cmd.Err)
+		}
+		cmd = exec.Command(cfg.Supervisor[0], slices.Concat(cfg.Supervisor[1:], supervisorArgs(supervisorOptions{
+			path:       cmd.Path,
+			argv:       cfg.Command,
+			stdinGrace: cfg.StdinGrace,
+			termGrace:  cfg.TermGrace,
+		}))...)
+	}
 	cmd.Env = cfg.Env
 	cmd.Dir = cfg.Dir
-	setProcessAttributes(cmd)
+	setProcessAttributes(cmd, supervised)
 
 	// Our own pipes rather than exec's: exec would close its pipes when the
 	// process exits, racing the read of its last lines; and these support
@@ -175,6 +214,15 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 		return nil, fmt.Errorf("transport: stderr pipe: %w", err)
 	}
 	toClose = append(toClose, stderrR, stderrW)
+	var ctl, ctlChild *os.File
+	if supervised {
+		if ctl, ctlChild, err = controlPair(); err != nil {
+			closeAll()
+			return nil, err
+		}
+		toClose = append(toClose, ctl, ctlChild)
+		cmd.ExtraFiles = []*os.File{ctlChild}
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
 	if err := cmd.Start(); err != nil {
 		closeAll()
@@ -184,8 +232,20 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 	stdinR.Close()
 	stdoutW.Close()
 	stderrW.Close()
-
 	c.cmd = cmd
+	c.pid = cmd.Process.Pid
+	if supervised {
+		ctlChild.Close()
+		c.ctl = ctl
+		if c.pid, err = readStarted(ctl); err != nil {
+			// The supervisor has ended, or is about to; it started nothing.
+			killGroup(cmd.Process)
+			_ = cmd.Wait()
+			closeAll()
+			return nil, fmt.Errorf("transport: start %s: %w", cfg.Command[0], err)
+		}
+	}
+
 	c.stdin = stdinW
 	c.stdio = NewStdio(stdoutR, stdinW, StdioConfig{
 		MaxMessageSize: cfg.MaxMessageSize,
@@ -197,7 +257,11 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 		base = context.Background()
 	}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(base))
-	c.log.Debug("server process started", "pid", cmd.Process.Pid, "command", cfg.Command[0])
+	if supervised {
+		c.log.Debug("server process started", "pid", c.pid, "command", cfg.Command[0], "supervisor", cmd.Process.Pid)
+	} else {
+		c.log.Debug("server process started", "pid", c.pid, "command", cfg.Command[0])
+	}
 
 	stdoutDone := make(chan struct{})
 	stderrDone := make(chan struct{})
@@ -207,9 +271,11 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 	return c, nil
 }
 
-// PID returns the child's process id (also its process group id where
-// groups are used).
-func (c *Child) PID() int { return c.cmd.Process.Pid }
+// PID returns the server's process id (also its process group id where
+// groups are used). Under a supervisor it is the server's, not the
+// supervisor's: the process that answers, and the group that holds what it
+// starts.
+func (c *Child) PID() int { return c.pid }
 
 // Handle writes m to the child's stdin as one line. It returns once the
 // line is in the pipe, not when the child answers. Lines never interleave.
@@ -301,7 +367,7 @@ func (c *Child) shutdown() {
 	}
 	if !c.hurried() {
 		c.log.Debug("server process still running after stdin closed; sending SIGTERM", "pid", c.PID())
-		c.signal(terminateGroup)
+		c.terminate()
 		if c.await(c.cfg.TermGrace) {
 			return
 		}
@@ -309,7 +375,41 @@ func (c *Child) shutdown() {
 			c.log.Warn("server process ignored SIGTERM; killing it", "pid", c.PID())
 		}
 	}
-	c.signal(killGroup)
+	c.kill()
+}
+
+// terminate sends SIGTERM to the server's process group, or asks its
+// supervisor to.
+func (c *Child) terminate() {
+	if c.ctl != nil {
+		c.tell(ctlTerminate)
+		return
+	}
+	c.signal(terminateGroup)
+}
+
+// kill sends SIGKILL to the server's process group, or asks its supervisor
+// to; a supervisor that does not end in time is killed with its own group
+// (the server dies with it, what the server started may not).
+func (c *Child) kill() {
+	if c.ctl == nil {
+		c.signal(killGroup)
+		return
+	}
+	c.tell(ctlKill)
+	t := time.NewTimer(supervisorKillWait)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+	case <-t.C:
+		c.log.Warn("the supervisor did not end the server process; killing it", "pid", c.PID(), "supervisor", c.cmd.Process.Pid)
+		c.signal(killGroup)
+	}
+}
+
+// tell writes a request to the supervisor; one that has ended needs none.
+func (c *Child) tell(b byte) {
+	_, _ = c.ctl.Write([]byte{b})
 }
 
 // signal applies send (terminateGroup or killGroup) to the child's process
@@ -359,6 +459,9 @@ func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct
 	c.reapMu.Unlock()
 	close(c.exited)
 	c.stdin.Close()
+	if c.ctl != nil {
+		c.ctl.Close()
+	}
 	if c.err != nil {
 		c.log.Info("server process exited", "pid", c.PID(), "status", c.err.Error())
 	} else {
