@@ -100,7 +100,9 @@ func parseSupervisorArgs(args []string) (supervisorOptions, error) {
 // goes, it ends the server's whole process group: stdin has ended for the
 // server, then after the stdin grace comes SIGTERM, after the term grace
 // SIGKILL. Whatever the server leaves in its group when it exits is killed.
-// A process that leaves the group (setsid, setpgid) is out of reach.
+// A process that leaves the group (setsid, setpgid) is out of reach; so is
+// the group if the supervisor itself is killed with SIGKILL (the server is
+// then killed by the kernel, what it started is not).
 //
 // Signals that would end the process otherwise (SIGTERM, SIGINT, SIGHUP)
 // are passed on to the server's group instead. Linux only: elsewhere it
