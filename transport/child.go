@@ -323,8 +323,9 @@ func (c *Child) Err() error {
 
 // Close ends the child politely, then firmly: it closes the child's stdin
 // (the stdio way to say "you are done") and waits StdinGrace; if the child
-// is still running it sends SIGTERM to its process group and waits
-// TermGrace; then SIGKILL. When ctx ends first the child is killed at once.
+// is still running it sends SIGTERM to its process group (through the
+// supervisor, when there is one) and waits TermGrace; then SIGKILL. When
+// ctx ends first the child is killed at once.
 // Close returns once the child has exited and its output is drained; it
 // returns ctx.Err() if ctx ended before the child had exited, and is safe
 // to call more than once and concurrently (the stop happens once; any
