@@ -47,6 +47,12 @@ type ServeConfig struct {
 	Env []string
 	// Dir is the children's working directory; "" means the gateway's.
 	Dir string
+	// Supervisor is the command each child runs under, on Linux (see
+	// transport.ChildConfig.Supervisor): for mcp-stdio, its own executable
+	// and "supervise". Under it the processes a child starts end with the
+	// gateway even when it is killed; nil starts children directly, and
+	// then only the child itself does.
+	Supervisor []string
 	// Path is the MCP endpoint's path; "" means DefaultServePath. Other
 	// paths get 404.
 	Path string
@@ -260,6 +266,7 @@ func (s *Server) startSession(_ context.Context, id string, conn *mw.Conn) (mw.B
 		Command:        s.cfg.Command,
 		Env:            s.env,
 		Dir:            s.cfg.Dir,
+		Supervisor:     s.cfg.Supervisor,
 		Stderr:         s.stderr,
 		StderrPrefix:   "[" + short + "] ",
 		MaxMessageSize: s.cfg.MaxMessageSize,

@@ -8,7 +8,9 @@
 //   - stdio: [Stdio], newline-delimited JSON-RPC over a reader and a
 //     writer — the relay's client on stdin and stdout, and serve's
 //     children through [Child] (a process in its own group, ended
-//     gracefully), with the reading goroutine handing requests on.
+//     gracefully; on Linux under a supervisor, [Supervise], which ends
+//     that group when the gateway dies), with the reading goroutine
+//     handing requests on.
 //   - HTTP toward a remote server (the relay): the Streamable HTTP client
 //     ([StreamableClient]), the HTTP+SSE client of 2024-11-05
 //     ([SSEClient]), the automatic choice between them ([Auto]), and the

@@ -163,15 +163,23 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Logger) (pipeline.ServeConfig, string, error) {
 	var cfg pipeline.ServeConfig
 	desc := ""
+	exe, exeErr := os.Executable()
 	if len(command) == 0 {
-		exe, err := os.Executable()
-		if err != nil {
-			return cfg, "", fmt.Errorf("cannot find this program to run its example server: %v", err)
+		if exeErr != nil {
+			return cfg, "", fmt.Errorf("cannot find this program to run its example server: %v", exeErr)
 		}
 		command = []string{exe, ExampleServerCommand}
 		desc = "the bundled example server"
 	} else {
 		desc = strconv.Quote(strings.Join(command, " "))
+	}
+	// Every child runs under this program's supervisor, so that what it
+	// starts ends with the gateway however the gateway ends.
+	var supervisor []string
+	if exeErr == nil {
+		supervisor = []string{exe, SuperviseCommand}
+	} else {
+		logger.Warn("cannot find this program to supervise the server processes: what they start may outlive a killed gateway", "err", exeErr)
 	}
 	if f.path == "" || f.path[0] != '/' {
 		return cfg, "", fmt.Errorf("--path %q must start with /", f.path)
@@ -204,6 +212,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	}
 	cfg = pipeline.ServeConfig{
 		Command:                command,
+		Supervisor:             supervisor,
 		Path:                   f.path,
 		AuthToken:              f.authToken,
 		AllowOrigins:           f.allowOrigins,
