@@ -46,7 +46,7 @@ func ErrorResponseData(id ID, code int, msg string, data []byte) Message {
 	b = appendString(b, msg)
 	if len(data) > 0 && gjson.ValidBytes(data) {
 		b = append(b, `,"data":`...)
-		b = append(b, oneLine(data, false)...)
+		b = append(b, normalize(data, false)...)
 	}
 	b = append(b, "}}"...)
 	return fromValid(b)
@@ -59,7 +59,7 @@ func ResultResponse(id ID, result []byte) Message {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id.Raw()...)
 	b = append(b, `,"result":`...)
-	b = append(b, oneLine(result, false)...)
+	b = append(b, normalize(result, false)...)
 	b = append(b, '}')
 	return fromValid(b)
 }

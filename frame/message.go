@@ -7,11 +7,13 @@
 // Nothing in this package re-encodes a message. A Message is read lazily with
 // gjson and edited with sjson, so whatever a stage does not mean to change
 // stays byte-identical: key order, whitespace inside a line, `1.50`, unknown
-// fields and duplicate keys all survive a trip through the gateway. The one
-// rewrite frame ever makes is the one framing requires: a message that
-// arrived spread over several lines (pretty-printed JSON, a multi-line SSE
-// payload) is compacted to one line, which removes only insignificant
-// whitespace.
+// fields and duplicate keys all survive a trip through the gateway. Frame
+// makes two rewrites, both when a message is parsed, so that every message
+// leaving the gateway is one line of valid JSON: a message that arrived
+// spread over several lines (pretty-printed JSON, a multi-line SSE payload)
+// is compacted to one line, which removes only insignificant whitespace;
+// and a byte that is not valid UTF-8, which JSON does not allow, becomes
+// U+FFFD, the character encoding/json reads it as.
 package frame
 
 import (
@@ -125,23 +127,19 @@ var (
 
 // Parse validates b and returns it as a Message. It copies b, so the caller
 // may reuse its buffer. Surrounding whitespace is trimmed and a message
-// spread over several lines is compacted to one; every other byte is kept.
-// Valid JSON that is not a JSON-RPC message parses with Kind [Invalid].
-func Parse(b []byte) (Message, error) {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return Message{}, ErrEmpty
-	}
-	if !gjson.ValidBytes(b) {
-		return Message{}, ErrSyntax
-	}
-	return fromValid(oneLine(b, true)), nil
-}
+// spread over several lines is compacted to one; a byte that is not valid
+// UTF-8 (which can only sit inside a string) becomes U+FFFD, as
+// encoding/json reads it. Every other byte is kept. Valid JSON that is not a
+// valid JSON-RPC message parses with Kind [Invalid]; [Message.Err] says why.
+func Parse(b []byte) (Message, error) { return parse(b, true) }
 
 // ParseOwned is [Parse] for a buffer the caller hands over and never touches
-// again: it is kept, not copied, when it is already one line. Use it for a
-// freshly read body or event to save a copy of a large message.
-func ParseOwned(b []byte) (Message, error) {
+// again: it is kept, not copied, when it is already one line of valid
+// UTF-8. Use it for a freshly read body or event to save a copy of a large
+// message.
+func ParseOwned(b []byte) (Message, error) { return parse(b, false) }
+
+func parse(b []byte, mustCopy bool) (Message, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return Message{}, ErrEmpty
@@ -149,7 +147,7 @@ func ParseOwned(b []byte) (Message, error) {
 	if !gjson.ValidBytes(b) {
 		return Message{}, ErrSyntax
 	}
-	return fromValid(oneLine(b, false)), nil
+	return fromValid(normalize(b, mustCopy)), nil
 }
 
 // MustParse is Parse for literals in tests and examples; it panics on error.
@@ -159,6 +157,16 @@ func MustParse(s string) Message {
 		panic(fmt.Sprintf("frame.MustParse(%q): %v", s, err))
 	}
 	return m
+}
+
+// normalize returns valid JSON b as the bytes of a message: valid UTF-8
+// (see fixUTF8) on one line (see oneLine). b is returned as it is when it is
+// both already, copied if mustCopy.
+func normalize(b []byte, mustCopy bool) []byte {
+	if fixed, ok := fixUTF8(b); ok {
+		b, mustCopy = fixed, false
+	}
+	return oneLine(b, mustCopy)
 }
 
 // oneLine returns valid JSON b as a single line. In valid JSON a CR or LF can
@@ -301,7 +309,8 @@ func (m Message) Get(path string) gjson.Result {
 }
 
 // Set returns a copy of m with the value at path (sjson syntax) replaced by
-// the raw JSON value. Every other byte of the message is kept. Keys
+// the raw JSON value (compacted to one line, invalid UTF-8 replaced as
+// [Parse] does). Every other byte of the message is kept. Keys
 // containing '.', '*', '?' or '/' must be escaped with gjson.Escape, or sjson
 // nests them.
 func (m Message) Set(path string, raw []byte) (Message, error) {
@@ -315,6 +324,7 @@ func (m Message) Set(path string, raw []byte) (Message, error) {
 	if err != nil {
 		return Message{}, fmt.Errorf("frame: set %s: %w", path, err)
 	}
+	out, _ = fixUTF8(out) // the value, or a key the path made, may not be valid UTF-8
 	n := fromValid(out)
 	n.hdr = m.hdr
 	return n, nil
