@@ -34,8 +34,10 @@ import (
 type Kind uint8
 
 const (
-	// Invalid is valid JSON that is not a JSON-RPC message: a scalar, or an
-	// object with neither a method nor a result or error under an id.
+	// Invalid is valid JSON that is not a valid JSON-RPC message: a
+	// scalar, an object with neither a method nor a result or an error, or
+	// one that breaks a rule of its envelope ([EnvelopeError] lists them;
+	// [Message.Err] says which).
 	Invalid Kind = iota
 	// Request has a method and an id.
 	Request
@@ -112,9 +114,11 @@ func IntID(n int64) ID { return ID(fmt.Sprint(n)) }
 type Message struct {
 	raw    []byte
 	hdr    http.Header
-	id     ID
+	id     ID // for an Invalid message, the id to answer it under
 	method string
 	kind   Kind
+	why    reason // why an Invalid message is
+	shape  Kind   // the shape of an Invalid message
 }
 
 // Errors returned by [Parse].
@@ -194,53 +198,6 @@ func oneLine(b []byte, mustCopy bool) []byte {
 	return buf.Bytes()
 }
 
-// fromValid classifies raw, which must be valid, trimmed, single-line JSON
-// that nobody will mutate.
-func fromValid(raw []byte) Message {
-	m := Message{raw: raw}
-	switch raw[0] {
-	case '[':
-		m.kind = Batch
-		return m
-	case '{':
-	default:
-		return m
-	}
-	var hasMethod, hasResult, hasError, hasID bool
-	view(raw).ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "id":
-			if !hasID && (v.Type == gjson.String || v.Type == gjson.Number || v.Type == gjson.Null) {
-				hasID = true
-				m.id = ID(strings.Clone(v.Raw))
-			}
-		case "method":
-			if !hasMethod && v.Type == gjson.String {
-				hasMethod = true
-				m.method = internMethod(v.Str)
-			}
-		case "result":
-			hasResult = true
-		case "error":
-			hasError = true
-		}
-		return true
-	})
-	switch {
-	case hasMethod && hasID:
-		m.kind = Request
-	case hasMethod:
-		m.kind = Notification
-	case hasID && hasError:
-		m.kind = Error
-	case hasID && hasResult:
-		m.kind = Result
-	default:
-		m.id = ""
-	}
-	return m
-}
-
 // view returns raw as a gjson document without copying. Results taken from
 // it point into raw, which is safe because message bytes are never mutated.
 func view(raw []byte) gjson.Result {
@@ -291,7 +248,12 @@ func (m Message) Kind() Kind { return m.kind }
 
 // ID returns the raw id token of a request or response, or "" for a
 // notification, a batch or an invalid message.
-func (m Message) ID() ID { return m.id }
+func (m Message) ID() ID {
+	if m.kind == Invalid {
+		return ""
+	}
+	return m.id
+}
 
 // Method returns the method of a request or notification, or "".
 func (m Message) Method() string { return m.method }
