@@ -203,6 +203,7 @@ func (r *relay) sessionEraStages() []mw.Middleware {
 			r.session.Middleware(),
 			mw.Retry(retry),
 			reauth,
+			mw.SingleAnswers(cfg.Logger),
 		},
 	)
 }
