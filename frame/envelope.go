@@ -120,8 +120,23 @@ const (
 	hasError
 )
 
+// envelope is what fromValid gathers about the members of an object: the
+// first of each name.
+type envelope struct {
+	seen       uint8 // has... bits
+	version    bool  // jsonrpc is "2.0"
+	params     bool  // params is an object
+	result     bool  // result is an object
+	idType     gjson.Type
+	methodType gjson.Type
+	idRaw      string
+	method     string
+	errRaw     string
+}
+
 // fromValid classifies raw, which must be valid, trimmed, single-line JSON
-// that nobody will mutate, by the rules [EnvelopeError] lists.
+// that nobody will mutate, by the rules [EnvelopeError] lists. It runs on
+// every message: keep it cheap.
 func fromValid(raw []byte) Message {
 	m := Message{raw: raw}
 	switch raw[0] {
@@ -133,55 +148,55 @@ func fromValid(raw []byte) Message {
 		m.why = notJSONRPC
 		return m
 	}
-	var (
-		seen       uint8
-		version    bool // jsonrpc is "2.0"
-		idType     gjson.Type
-		idRaw      string
-		methodType gjson.Type
-		method     string
-		params     bool // params is an object
-		result     bool // result is an object
-		errRaw     string
-	)
+	var e envelope
 	view(raw).ForEach(func(k, v gjson.Result) bool {
-		var member uint8
+		// Each case takes the first member of its name only.
 		switch k.Str {
 		case "jsonrpc":
-			member = hasVersion
+			if e.seen&hasVersion == 0 {
+				e.seen |= hasVersion
+				e.version = v.Type == gjson.String && (v.Raw == `"2.0"` || v.Str == "2.0")
+			}
 		case "id":
-			member = hasID
+			if e.seen&hasID == 0 {
+				e.seen |= hasID
+				e.idType, e.idRaw = v.Type, v.Raw
+			}
 		case "method":
-			member = hasMethod
+			if e.seen&hasMethod == 0 {
+				e.seen |= hasMethod
+				e.methodType, e.method = v.Type, v.Str
+			}
 		case "params":
-			member = hasParams
+			if e.seen&hasParams == 0 {
+				e.seen |= hasParams
+				e.params = v.IsObject()
+			}
 		case "result":
-			member = hasResult
+			if e.seen&hasResult == 0 {
+				e.seen |= hasResult
+				e.result = v.IsObject()
+			}
 		case "error":
-			member = hasError
-		}
-		if member == 0 || seen&member != 0 {
-			return true
-		}
-		seen |= member
-		switch member {
-		case hasVersion:
-			version = v.Type == gjson.String && (v.Raw == `"2.0"` || v.Str == "2.0")
-		case hasID:
-			idType, idRaw = v.Type, v.Raw
-		case hasMethod:
-			methodType, method = v.Type, v.Str
-		case hasParams:
-			params = v.IsObject()
-		case hasResult:
-			result = v.IsObject()
-		case hasError:
-			errRaw = v.Raw
+			if e.seen&hasError == 0 {
+				e.seen |= hasError
+				e.errRaw = v.Raw
+			}
 		}
 		return true
 	})
+	seen, version, idType, idRaw, methodType, method, params, result, errRaw :=
+		e.seen, e.version, e.idType, e.idRaw, e.methodType, e.method, e.params, e.result, e.errRaw
 
-	idOK := seen&hasID != 0 && (idType == gjson.String || idType == gjson.Number && isInteger(idRaw))
+	idOK := false // the id is one a request may have
+	if seen&hasID != 0 {
+		switch idType {
+		case gjson.String:
+			idOK = true
+		case gjson.Number:
+			idOK = digitsOnly(idRaw) || isInteger(idRaw)
+		}
+	}
 	var shape Kind
 	var why reason
 	switch {
@@ -242,6 +257,17 @@ func fromValid(raw []byte) Message {
 		m.method = internMethod(method)
 	}
 	return m
+}
+
+// digitsOnly reports whether the JSON number n is written with digits and
+// a sign only, as ids usually are: then it is an integer.
+func digitsOnly(n string) bool {
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; (c < '0' || c > '9') && (c != '-' || i > 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // isInteger reports whether the JSON number n has no fractional part, which
