@@ -29,7 +29,8 @@ const (
 
 // ErrorResponse builds the error response
 // {"jsonrpc":"2.0","id":<id>,"error":{"code":<code>,"message":<msg>}}.
-// An absent id is written as null.
+// An absent id is written as null. Invalid UTF-8 is replaced as [Parse]
+// does.
 func ErrorResponse(id ID, code int, msg string) Message {
 	return ErrorResponseData(id, code, msg, nil)
 }
@@ -46,9 +47,10 @@ func ErrorResponseData(id ID, code int, msg string, data []byte) Message {
 	b = appendString(b, msg)
 	if len(data) > 0 && gjson.ValidBytes(data) {
 		b = append(b, `,"data":`...)
-		b = append(b, normalize(data, false)...)
+		b = append(b, oneLine(data, false)...)
 	}
 	b = append(b, "}}"...)
+	b, _ = fixUTF8(b) // the id or data may hold invalid UTF-8 (an id probed from a cut line)
 	return fromValid(b)
 }
 
@@ -59,8 +61,9 @@ func ResultResponse(id ID, result []byte) Message {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id.Raw()...)
 	b = append(b, `,"result":`...)
-	b = append(b, normalize(result, false)...)
+	b = append(b, oneLine(result, false)...)
 	b = append(b, '}')
+	b, _ = fixUTF8(b) // the id or result may hold invalid UTF-8
 	return fromValid(b)
 }
 

@@ -44,6 +44,7 @@ func FuzzReader(f *testing.F) {
 					if le.ID != "" && !gjson.Valid(string(le.ID)) {
 						t.Fatalf("recovered id %q is not a JSON token", le.ID)
 					}
+					checkOneLine(t, frame.ErrorResponse(le.ID, le.Code(), "bad line").Bytes()) // the answer to the line
 					continue
 				}
 				return

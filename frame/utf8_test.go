@@ -80,6 +80,8 @@ func TestInvalidUTF8EverywhereAMessageIsMade(t *testing.T) {
 	is.Equal(e.String(), `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x\ufffd","data":{"d":"`+ufffd+`"}}}`)
 	r := frame.ResultResponse("1", []byte(`{"t":"`+bad+`"}`))
 	is.Equal(r.String(), `{"jsonrpc":"2.0","id":1,"result":{"t":"`+ufffd+`"}}`)
+	e = frame.ErrorResponse(frame.ID(`"a`+bad+`"`), frame.CodeInvalidRequest, "too large") // an id probed from a cut line
+	is.Equal(e.String(), `{"jsonrpc":"2.0","id":"a`+ufffd+`","error":{"code":-32600,"message":"too large"}}`)
 
 	rd := frame.NewReader(strings.NewReader(`{"jsonrpc":"2.0","method":"m","params":{"t":"`+bad+`"}}`+"\n"), 0)
 	got, err := rd.Read()
