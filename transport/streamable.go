@@ -305,9 +305,10 @@ func (c *StreamableClient) logger() *slog.Logger { return orDiscard(c.Logger) }
 
 // eventMessage returns the JSON-RPC message a "message" event carries. Other
 // event types, and data that is not a valid JSON-RPC message, are skipped
-// (the latter logged without its bulk) — except a response to a request
-// whose envelope is invalid, which is replaced by an error for that request
-// (see standIn), so that the request is not left waiting.
+// (the latter logged without its bulk) — except a response whose envelope
+// is invalid but whose id is fine, which is replaced by an error for the
+// request it answers (see standIn), so that the request is not left
+// waiting.
 func eventMessage(log *slog.Logger, ev frame.Event) (frame.Message, bool) {
 	if ev.Type != "message" {
 		return frame.Message{}, false
