@@ -18,18 +18,20 @@ const DefaultMaxMessageSize = 64 << 20
 // ErrTooLarge means a message exceeded the configured size cap.
 var ErrTooLarge = errors.New("message too large")
 
-// ErrNotJSONRPC means a line or body is valid JSON but not a JSON-RPC
-// message (a message of Kind [Invalid]).
+// ErrNotJSONRPC means a line or body is valid JSON but not a valid
+// JSON-RPC message (a message of Kind [Invalid]). An [*EnvelopeError] says
+// why, and matches it.
 var ErrNotJSONRPC = errors.New("not a JSON-RPC message")
 
 // LineError reports one bad line of newline-delimited JSON. The reader has
 // already skipped the line; the next Read continues with the line after it.
 type LineError struct {
 	Line int   // 1-based line number
-	Err  error // ErrSyntax or ErrTooLarge (from a Reader), or ErrNotJSONRPC
-	// ID is the line's top-level id when it could be recovered (an oversized
-	// request whose id precedes its bulk), else "". It lets the caller answer
-	// the request instead of leaving its sender waiting.
+	Err  error // ErrSyntax or ErrTooLarge (from a Reader), or one matching ErrNotJSONRPC
+	// ID is the id to answer the line under, when it could be recovered (an
+	// oversized request whose id precedes its bulk, a request whose
+	// envelope is invalid but whose id is fine), else "". It lets the
+	// caller answer the request instead of leaving its sender waiting.
 	ID ID
 }
 
@@ -186,7 +188,7 @@ func probeID(prefix []byte) ID {
 	// Walk the top-level members that are complete within the prefix.
 	var id ID
 	gjson.ParseBytes(prefix).ForEach(func(k, v gjson.Result) bool {
-		if k.Str == "id" && (v.Type == gjson.Number || v.Type == gjson.String) && gjson.Valid(v.Raw) {
+		if k.Str == "id" && (v.Type == gjson.String || v.Type == gjson.Number && isInteger(v.Raw)) && gjson.Valid(v.Raw) {
 			id = ID(v.Raw)
 			return false
 		}

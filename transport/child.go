@@ -503,15 +503,33 @@ func (c *Child) readStdout(stdoutDone chan struct{}) {
 }
 
 // badLine deals with a line of the child's stdout that is not a usable
-// message: most likely an oversized response, whose request is answered
-// with an error so its client does not wait forever. Without an id to
-// answer (or when the id was the server's own request, which nobody waits
-// for) the line is dropped.
+// message, so that nobody waits forever for an answer it carried: an
+// oversized response, or a response whose envelope is invalid, answers its
+// request with an error toward the client; a request of the child's whose
+// envelope is invalid is refused on the child's stdin (-32600). Anything
+// else — no id to answer, bad JSON, a bad notification — is dropped (the
+// transport has logged it).
 func (c *Child) badLine(ctx context.Context, le *frame.LineError) {
-	if le.ID.IsZero() || !errors.Is(le.Err, frame.ErrTooLarge) {
+	var m frame.Message
+	switch {
+	case errors.Is(le.Err, frame.ErrTooLarge):
+		if le.ID.IsZero() {
+			return
+		}
+		m = frame.ErrorResponse(le.ID, frame.CodeInternalError, "the server's message exceeded the gateway's size limit")
+	case !le.ID.IsZero():
+		// A request of the child's own with an invalid envelope: the child
+		// waits for its answer, so it gets the refusal, as on the relay's
+		// stdin.
+		_, msg := refusal(le.Err)
+		c.stdio.answer(frame.ErrorResponse(le.ID, le.Code(), msg))
 		return
+	default:
+		var ok bool
+		if m, ok = standIn(le.Err); !ok {
+			return
+		}
 	}
-	m := frame.ErrorResponse(le.ID, frame.CodeInternalError, "the server's message exceeded the gateway's size limit")
 	if err := c.toClient.Handle(ctx, m); err != nil {
 		c.log.Debug("dropped a message from the server process", "err", err)
 	}

@@ -239,6 +239,32 @@ func TestChildOversizedLineIsAnsweredWithAnError(t *testing.T) {
 	}
 }
 
+// A line of the child's whose envelope is invalid leaves nobody waiting: a
+// response gets its request an error toward the client, a request of the
+// child's own is refused on the child's stdin; anything else is dropped.
+func TestChildInvalidEnvelopes(t *testing.T) {
+	is := is.New(t)
+	q := make(messageQueue, 8)
+	c := startTestChild(t, testChildCommand(t, "server"), q)
+	ctx := context.Background()
+
+	is.NoErr(c.Handle(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"raw","params":{"line":"{\"id\":1,\"result\":{}}"}}`)))
+	is.Equal(q.next(t).String(), `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"invalid response from the server: jsonrpc must be \"2.0\""}}`)
+
+	is.NoErr(c.Handle(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":2,"method":"raw","params":{"await":"c1","line":"{\"jsonrpc\":\"2.0\",\"id\":\"c1\",\"method\":\"roots/list\",\"params\":[]}"}}`)))
+	is.Equal(q.next(t).String(), `{"jsonrpc":"2.0","id":2,"result":{"reply":{"jsonrpc":"2.0","id":"c1","error":{"code":-32600,"message":"invalid request: params must be an object"}}}}`)
+
+	for _, line := range []string{
+		`{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":[]}`, // a notification
+		`{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}}`,                          // no id to answer
+		`{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"roots/list\"}`,              // no id to answer under
+	} {
+		is.NoErr(c.Handle(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":3,"method":"raw","params":{"line":"`+line+`"}}`)))
+	}
+	is.NoErr(c.Handle(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":4,"method":"echo","params":{}}`)))
+	is.Equal(q.next(t).String(), `{"jsonrpc":"2.0","id":4,"result":{}}`) // nothing came before it
+}
+
 func TestChildStartFailure(t *testing.T) {
 	is := is.New(t)
 	_, err := StartChild(ChildConfig{Command: []string{"/nonexistent/mcp-server"}}, nil)

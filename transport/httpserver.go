@@ -76,7 +76,9 @@ type HTTPServerConfig struct {
 //     with an event stream when the client accepts text/event-stream, else
 //     with JSON; 415 for another Content-Type, 406 when neither answer is
 //     acceptable, 413 for a body over the cap, 400 for a body that is not
-//     JSON (-32700) or not JSON-RPC (-32600).
+//     JSON (-32700) or not a valid JSON-RPC message (-32600, with the
+//     reason, under the request's id when only the rest of its envelope is
+//     wrong; see frame.EnvelopeError).
 //   - GET: an event stream (406 unless Accept allows one).
 //   - DELETE: 204 once the ServeFunc took it.
 //   - Any other method: 405.
@@ -173,8 +175,9 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusBadRequest, "", frame.CodeParseError, "parse error: the body is not JSON")
 		return
 	}
-	if m.Kind() == frame.Invalid {
-		writeRPCError(w, http.StatusBadRequest, "", frame.CodeInvalidRequest, "invalid request: not a JSON-RPC message")
+	if err := m.Err(); err != nil {
+		id, msg := refusal(err)
+		writeRPCError(w, http.StatusBadRequest, id, frame.CodeInvalidRequest, msg)
 		return
 	}
 	firstID, hasRequest := m.FirstRequestID()

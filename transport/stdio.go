@@ -35,11 +35,14 @@ type StdioConfig struct {
 	DrainTimeout time.Duration
 	// BadLine is called, on the reading goroutine, for each line that is
 	// not a usable message: not JSON or over MaxMessageSize (a
-	// *frame.LineError), or JSON that is not a JSON-RPC message (Err
-	// frame.ErrNotJSONRPC). nil means the line is answered on the writer with
+	// *frame.LineError), or JSON that is not a valid JSON-RPC message (Err
+	// is the message's *frame.EnvelopeError, which matches
+	// frame.ErrNotJSONRPC, and ID the id of a request-shaped message when
+	// that id is fine). nil means the line is answered on the writer with
 	// the JSON-RPC error for it — -32700 for bad JSON, -32600 otherwise,
-	// under the line's id when it could be recovered, else null — which is
-	// what the side that reads requests owes its peer.
+	// with the reason, under the line's ID when it has one, else null —
+	// which is what the side that reads requests owes its peer; nothing of
+	// the line is handed on.
 	BadLine func(ctx context.Context, bad *frame.LineError)
 	// Failed gives the answer to a request whose handler failed with err;
 	// the zero Message means none is due (the client cancelled it). nil
@@ -231,7 +234,7 @@ func (s *Stdio) badLine(ctx context.Context, le *frame.LineError) {
 	case errors.Is(le.Err, frame.ErrTooLarge):
 		msg = fmt.Sprintf("message too large (limit %d bytes)", s.maxSize())
 	case errors.Is(le.Err, frame.ErrNotJSONRPC):
-		msg = "invalid request: not a JSON-RPC message"
+		_, msg = refusal(le.Err)
 	}
 	s.answer(frame.ErrorResponse(le.ID, le.Code(), msg))
 }
@@ -460,8 +463,9 @@ func (r *stdinReader) next() (frame.Message, bool) {
 			}
 			return frame.Message{}, false
 		}
-		if m.Kind() == frame.Invalid {
-			s.badLine(r.ctx, &frame.LineError{Line: s.rd.Line(), Err: frame.ErrNotJSONRPC})
+		if err := m.Err(); err != nil {
+			id, _ := refusal(err)
+			s.badLine(r.ctx, &frame.LineError{Line: s.rd.Line(), Err: err, ID: id})
 			continue
 		}
 		return m, true

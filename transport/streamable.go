@@ -323,6 +323,10 @@ func (c *StreamableClient) readJSON(x *outgoing, resp *http.Response, body io.Re
 		return errEmptyBody
 	}
 	msg, err := frame.ParseOwned(b)
+	if s, ok := standIn(msg.Err()); err == nil && ok {
+		c.logger().Warn("the server's response is not valid JSON-RPC; its request gets an error", "id", s.ID().String(), "reason", msg.Err(), "start", snippet(b))
+		msg = s
+	}
 	if err != nil || msg.Kind() == frame.Invalid {
 		if ct == "" {
 			ct = "none"
@@ -450,14 +454,24 @@ func (c *StreamableClient) maxSize() int {
 func (c *StreamableClient) logger() *slog.Logger { return orDiscard(c.Logger) }
 
 // eventMessage returns the JSON-RPC message a "message" event carries. Other
-// event types, and data that is not a JSON-RPC message, are skipped (the
-// latter logged without its bulk).
+// event types, and data that is not a valid JSON-RPC message, are skipped
+// (the latter logged without its bulk) — except a response whose envelope
+// is invalid but whose id is fine, which is replaced by an error for the
+// request it answers (see standIn), so that the request is not left
+// waiting.
 func eventMessage(log *slog.Logger, ev frame.Event) (frame.Message, bool) {
 	if ev.Type != "message" {
 		return frame.Message{}, false
 	}
 	m, err := frame.ParseOwned(ev.Data)
-	if err != nil || m.Kind() == frame.Invalid {
+	if err == nil {
+		err = m.Err()
+	}
+	if err != nil {
+		if s, ok := standIn(err); ok {
+			log.Warn("the server's response is not valid JSON-RPC; its request gets an error", "id", s.ID().String(), "reason", err, "start", snippet(ev.Data))
+			return s, true
+		}
 		log.Warn("skipping event that is not a JSON-RPC message", "size", len(ev.Data), "start", snippet(ev.Data))
 		return frame.Message{}, false
 	}

@@ -169,6 +169,57 @@ func TestStreamableInvalidJSONResponse(t *testing.T) {
 	}
 }
 
+// A response whose envelope is invalid is not dropped, which would leave its
+// request waiting: the request gets -32603 with the reason instead, on an
+// event stream and in a JSON body alike. Other invalid messages are
+// skipped.
+func TestStreamableInvalidResponseStandsIn(t *testing.T) {
+	const want = `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"invalid response from the server: result must be an object"}}`
+	t.Run("event stream", func(t *testing.T) {
+		is := is.New(t)
+		c, sink := streamable(t, func(w http.ResponseWriter, r *http.Request) {
+			sseHeaders(w)
+			flushWrite(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":[1]}\n\n") // skipped
+			flushWrite(w, "data: {\"jsonrpc\":\"2.0\",\"id\":true,\"result\":{}}\n\n")                            // no id to answer: skipped
+			flushWrite(w, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}\n\n")
+		})
+		is.NoErr(c.Handle(context.Background(), frame.MustParse(pingReq))) // answered
+		is.Equal(sink.lines(), []string{want})
+	})
+	t.Run("JSON body", func(t *testing.T) {
+		is := is.New(t)
+		c, sink := streamable(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":null}`)
+		})
+		is.NoErr(c.Handle(context.Background(), frame.MustParse(pingReq)))
+		is.Equal(sink.lines(), []string{want})
+	})
+}
+
+// Invalid UTF-8 in what the server sends reaches the sink as U+FFFD, in an
+// event and in a JSON body alike.
+func TestStreamableReplacesInvalidUTF8(t *testing.T) {
+	const want = `{"jsonrpc":"2.0","id":1,"result":{"t":"` + "\uFFFD\uFFFD" + `"}}`
+	for _, sse := range []bool{true, false} {
+		t.Run(strconv.FormatBool(sse), func(t *testing.T) {
+			is := is.New(t)
+			c, sink := streamable(t, func(w http.ResponseWriter, r *http.Request) {
+				resp := `{"jsonrpc":"2.0","id":1,"result":{"t":"` + "\xc0\xaf" + `"}}`
+				if sse {
+					sseHeaders(w)
+					flushWrite(w, "data: "+resp+"\n\n")
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, resp)
+			})
+			is.NoErr(c.Handle(context.Background(), frame.MustParse(pingReq)))
+			is.Equal(sink.lines(), []string{want})
+		})
+	}
+}
+
 func TestStreamableStreamEndsBeforeResponse(t *testing.T) {
 	is := is.New(t)
 	c, sink := streamable(t, func(w http.ResponseWriter, r *http.Request) {
