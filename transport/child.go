@@ -57,6 +57,10 @@ type ChildConfig struct {
 	// frame.DefaultMaxMessageSize. A longer line is skipped and, when its id
 	// can be recovered, answered toward the client with an error.
 	MaxMessageSize int
+	// Budget, when set, counts the child's lines longer than
+	// frame.BudgetMin until the Sink has taken them; a line it cannot take
+	// is skipped and answered like an oversized one.
+	Budget *frame.Budget
 	// StdinGrace and TermGrace are the graces of [Child.Close]; 0 means
 	// [DefaultStdinGrace] and [DefaultTermGrace].
 	StdinGrace time.Duration
@@ -168,6 +172,7 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 	c.stdin = stdinW
 	c.stdio = NewStdio(stdoutR, stdinW, StdioConfig{
 		MaxMessageSize: cfg.MaxMessageSize,
+		Budget:         cfg.Budget,
 		BadLine:        c.badLine,
 		Logger:         c.log,
 	})
@@ -309,15 +314,19 @@ func (c *Child) readStdout(done chan struct{}) {
 }
 
 // badLine deals with a line of the child's stdout that is not a usable
-// message: most likely an oversized response, whose request is answered
-// with an error so its client does not wait forever. Without an id to
-// answer (or when the id was the server's own request, which nobody waits
-// for) the line is dropped.
+// message: most likely an oversized response (or one the memory budget
+// could not take), whose request is answered with an error so its client
+// does not wait forever. Without an id to answer (or when the id was the
+// server's own request, which nobody waits for) the line is dropped.
 func (c *Child) badLine(ctx context.Context, le *frame.LineError) {
-	if le.ID.IsZero() || !errors.Is(le.Err, frame.ErrTooLarge) {
+	if le.ID.IsZero() || !errors.Is(le.Err, frame.ErrTooLarge) && !errors.Is(le.Err, frame.ErrOverBudget) {
 		return
 	}
-	m := frame.ErrorResponse(le.ID, frame.CodeInternalError, "the server's message exceeded the gateway's size limit")
+	msg := "the server's message exceeded the gateway's size limit"
+	if errors.Is(le.Err, frame.ErrOverBudget) {
+		msg = "the server's message was dropped: the gateway's memory budget for messages is used up; try again later"
+	}
+	m := frame.ErrorResponse(le.ID, frame.CodeInternalError, msg)
 	if err := c.toClient.Handle(ctx, m); err != nil {
 		c.log.Debug("dropped a message from the server process", "err", err)
 	}
