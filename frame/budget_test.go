@@ -65,27 +65,28 @@ func TestReaderRefusesALineOverTheBudget(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(m.ID(), frame.ID("3"))
 	held := r.TakeHeld()
-	is.True(held >= int64(m.Len())) // the message holds its bytes...
-	is.True(b.Used() > held)        // ...and the scratch buffer its own
-	is.True(b.Used() <= b.Limit())
+	is.True(held >= int64(m.Len())) // the message holds its buffer...
+	is.Equal(b.Used(), held)        // ...and nothing else is kept: no input waits
 	b.Release(held)
 	_, err = r.Read()
 	is.Equal(err, io.EOF)
-	is.Equal(b.Used(), int64(0)) // the end of the input lets the scratch buffer go
+	is.Equal(b.Used(), int64(0))
 }
 
 func TestReaderHandsOverItsBufferWhenACopyDoesNotFit(t *testing.T) {
 	is := is.New(t)
-	// 100 KiB lines: assembled in a 128 KiB scratch buffer, then copied
-	// into the message while the budget has room for the copy.
+	// 100 KiB lines, more input waiting after each but the last: each is
+	// assembled in a 128 KiB scratch buffer, kept for the next, and copied
+	// into its message while the budget has room for the copy.
 	b := frame.NewBudget(300 << 10)
-	r := frame.NewReader(strings.NewReader(bigLine("1", 100<<10)+bigLine("2", 100<<10)), 0)
+	r := frame.NewReader(strings.NewReader(bigLine("1", 100<<10)+bigLine("2", 100<<10)+bigLine("3", 100<<10)), 0)
 	r.SetBudget(b)
 	m, err := r.Read()
 	is.NoErr(err)
 	first := r.TakeHeld()
 	is.Equal(first, int64(m.Len())) // a copy
-	// The second copy would not fit beside the first message and the
+	is.True(b.Used() > first)       // and the kept scratch buffer
+	// The second copy does not fit beside the first message and the
 	// scratch buffer: the buffer itself becomes the message.
 	m, err = r.Read()
 	is.NoErr(err)
@@ -94,7 +95,12 @@ func TestReaderHandsOverItsBufferWhenACopyDoesNotFit(t *testing.T) {
 	is.Equal(b.Used(), first+second)
 	b.Release(first)
 	b.Release(second)
-	_, err = r.Read()
+	// The last line, with nothing after it: its buffer is the message.
+	m, err = r.Read()
+	is.NoErr(err)
+	is.Equal(m.ID(), frame.ID("3"))
+	is.True(b.Used() >= int64(m.Len())) // the message's buffer, and nothing kept
+	_, err = r.Read()                   // releases what nobody took
 	is.Equal(err, io.EOF)
 	is.Equal(b.Used(), int64(0))
 }

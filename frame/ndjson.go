@@ -56,10 +56,13 @@ func (e *LineError) Code() int {
 // A Reader is not safe for concurrent use.
 //
 // A line that fits the read buffer (64 KiB) is copied once, into the
-// message. A longer one is assembled in a scratch buffer, kept while long
-// lines keep coming (so a run of big messages costs one copy each more,
-// and no regrowing) and dropped at the next short line, so that one big
-// message does not pin tens of MiB for the rest of the session.
+// message. A longer one is assembled in a scratch buffer. While more input
+// is already waiting, the line is copied into its message and the buffer
+// kept for the next one (a run of big messages costs one copy each more,
+// and no regrowing), until a short line comes and the buffer is over
+// 1 MiB; when no input is waiting, the buffer itself becomes the message
+// and nothing is kept, so that a big message does not pin its buffer for
+// the rest of a quiet session.
 //
 // With a [Budget] (see [Reader.SetBudget]), the scratch buffer and every
 // message longer than the read buffer are counted against it while they
@@ -129,6 +132,9 @@ func (r *Reader) Read() (Message, error) {
 			continue
 		}
 		own, held := r.own(line)
+		if r.br.Buffered() == 0 {
+			r.dropScratch() // nothing waiting: it would sit idle
+		}
 		m, perr := ParseOwned(own)
 		if perr != nil {
 			r.budget.Release(held)
@@ -143,18 +149,19 @@ func (r *Reader) Read() (Message, error) {
 // hold of the budget.
 func (r *Reader) own(line []byte) ([]byte, int64) {
 	switch {
-	case len(line) > keepScratch:
-		// Only the scratch buffer holds a line this long (the bufio
-		// buffer is smaller): hand it over rather than copy it.
+	case len(line) < BudgetMin:
+		return bytes.Clone(line), 0
+	case len(line) > keepScratch || r.br.Buffered() == 0:
+		// Only the scratch buffer holds a line this long (the read buffer
+		// is smaller). It is not to be kept: hand it over rather than copy
+		// the line.
 		return r.handOver(line)
-	case len(line) < BudgetMin || r.budget == nil:
+	case r.budget == nil:
 		return bytes.Clone(line), 0
 	case r.budget.Acquire(int64(len(line))):
 		return bytes.Clone(line), int64(len(line))
 	}
-	// No room for a copy: the line is in the scratch buffer (it is longer
-	// than the read buffer), which is handed over instead.
-	return r.handOver(line)
+	return r.handOver(line) // no room for a copy
 }
 
 // handOver gives line, which lies in the scratch buffer, to the message,
