@@ -175,3 +175,29 @@ func TestServerRefusesABodyOverTheBudget(t *testing.T) {
 	is.Equal(resp.StatusCode, http.StatusAccepted)
 	is.Equal(b.Used(), int64(0))
 }
+
+// The messages queued on an answer are counted until they are written.
+func TestServerCountsQueuedAnswers(t *testing.T) {
+	for _, accept := range []string{acceptJSON, acceptBoth} {
+		t.Run(accept, func(t *testing.T) {
+			is := is.New(t)
+			b := frame.NewBudget(64 << 20)
+			over := make(chan struct{})
+			result := []byte(`{"s":"` + strings.Repeat("r", 100<<10) + `"}`)
+			var queued int64
+			h := newServerHarness(t, HTTPServerConfig{Budget: b, Serve: func(ctx context.Context, m frame.Message, x *Exchange) error {
+				x.OnDone(func([]frame.Message) { close(over) })
+				if err := x.SendLast(ctx, frame.ResultResponse(m.ID(), result), ""); err != nil {
+					return err
+				}
+				queued = b.Used() // the answer is not being written before this returns
+				return nil
+			}})
+			resp := h.do(t, t.Context(), "POST", `{"jsonrpc":"2.0","id":1,"method":"big"}`, "Accept", accept)
+			is.True(strings.Contains(body(t, resp), string(result)))
+			<-over // the exchange is over: written, and let go
+			is.Equal(queued, int64(frame.ResultResponse("1", result).Len()))
+			is.Equal(b.Used(), int64(0))
+		})
+	}
+}
