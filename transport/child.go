@@ -64,6 +64,10 @@ type ChildConfig struct {
 	// frame.DefaultMaxMessageSize. A longer line is skipped and, when its id
 	// can be recovered, answered toward the client with an error.
 	MaxMessageSize int
+	// Budget, when set, counts the child's lines longer than
+	// frame.BudgetMin until the Sink has taken them; a line it cannot take
+	// is skipped and answered like an oversized one.
+	Budget *frame.Budget
 	// StdinGrace and TermGrace are the graces of [Child.Close]; 0 means
 	// [DefaultStdinGrace] and [DefaultTermGrace].
 	StdinGrace time.Duration
@@ -249,6 +253,7 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 	c.stdin = stdinW
 	c.stdio = NewStdio(stdoutR, stdinW, StdioConfig{
 		MaxMessageSize: cfg.MaxMessageSize,
+		Budget:         cfg.Budget,
 		BadLine:        c.badLine,
 		Logger:         c.log,
 	})
@@ -504,11 +509,11 @@ func (c *Child) readStdout(stdoutDone chan struct{}) {
 
 // badLine deals with a line of the child's stdout that is not a usable
 // message, so that nobody waits forever for an answer it carried: an
-// oversized response, or a response whose envelope is invalid, answers its
-// request with an error toward the client; a request of the child's whose
-// envelope is invalid is refused on the child's stdin (-32600). Anything
-// else — no id to answer, bad JSON, a bad notification — is dropped (the
-// transport has logged it).
+// oversized response (or one the memory budget could not take), or a
+// response whose envelope is invalid, answers its request with an error
+// toward the client; a request of the child's whose envelope is invalid is
+// refused on the child's stdin (-32600). Anything else — no id to answer,
+// bad JSON, a bad notification — is dropped (the transport has logged it).
 func (c *Child) badLine(ctx context.Context, le *frame.LineError) {
 	var m frame.Message
 	switch {
@@ -517,6 +522,11 @@ func (c *Child) badLine(ctx context.Context, le *frame.LineError) {
 			return
 		}
 		m = frame.ErrorResponse(le.ID, frame.CodeInternalError, "the server's message exceeded the gateway's size limit")
+	case errors.Is(le.Err, frame.ErrOverBudget):
+		if le.ID.IsZero() {
+			return
+		}
+		m = frame.ErrorResponse(le.ID, frame.CodeInternalError, "the server's message was dropped: the gateway's memory budget for messages is used up; try again later")
 	case !le.ID.IsZero():
 		// A request of the child's own with an invalid envelope: the child
 		// waits for its answer, so it gets the refusal, as on the relay's

@@ -17,7 +17,13 @@
 //     [http.Client] they share ([NewHTTPClient]).
 //   - HTTP toward remote clients (serve): [HTTPServer], which hands each
 //     request to the pipeline as a Message with the request's headers
-//     attached, together with the [Exchange] its answer is written from.
+//     attached, together with the [Exchange] its answer is written from;
+//     [LimitConnections], the listener that caps its connections.
+//
+// Resource limits are the transports' too: a request body that stops
+// arriving is given up ([BodyLimits.ReadTimeout]), and a [frame.Budget]
+// given to HTTPServer, Stdio and Child counts the large message buffers
+// they hold, process-wide, refusing a body or a line it cannot take.
 //
 // A transport sends a Message's bytes exactly as given. Toward a server,
 // the side channel of a message ([frame.Message.Header]) becomes request

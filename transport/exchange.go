@@ -147,6 +147,7 @@ func (x *Exchange) send(ctx context.Context, m frame.Message, eventID string, la
 // caller holds x.mu.
 func (x *Exchange) push(m frame.Message, id string, last bool) {
 	x.q = append(x.q, outboxItem{m: m, id: id})
+	x.srv.cfg.Budget.Add(int64(m.Len())) // until written or dropped
 	x.ended = x.ended || last
 	x.notify()
 }
@@ -232,6 +233,7 @@ func (x *Exchange) finish() {
 	var unsent []frame.Message
 	for _, it := range x.q {
 		unsent = append(unsent, it.m)
+		x.srv.cfg.Budget.Release(int64(it.m.Len()))
 	}
 	x.q, x.spare = nil, nil
 	hooks := x.onDone
@@ -292,9 +294,13 @@ func (x *Exchange) writeSSE(w http.ResponseWriter, r *http.Request) bool {
 				id = number(it.m)
 			}
 			if frame.WriteSSE(w, id, "message", it.m.Bytes()) != nil {
+				for _, left := range items[i:] {
+					x.srv.cfg.Budget.Release(int64(left.m.Len()))
+				}
 				clear(items)
 				return false
 			}
+			x.srv.cfg.Budget.Release(int64(it.m.Len()))
 			wrote = true
 			items[i] = outboxItem{}
 		}
@@ -345,6 +351,11 @@ func (x *Exchange) writeJSON(w http.ResponseWriter, r *http.Request, batch bool)
 	x.pumping = true
 	x.mu.Unlock()
 	var collected []frame.Message
+	defer func() {
+		for _, m := range collected {
+			x.srv.cfg.Budget.Release(int64(m.Len()))
+		}
+	}()
 	for {
 		items, ended, _ := x.take()
 		for i, it := range items {
