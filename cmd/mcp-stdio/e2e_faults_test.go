@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/matryer/is"
 	"github.com/tidwall/gjson"
@@ -44,6 +45,10 @@ var faultTools = []string{
 	"html",          // a 200 HTML page: an error
 	"bad-json",      // a 200 application/json body that is not JSON: an error
 	"huge",          // an answer over --max-message-size: an error
+	"batch",         // the answer inside a one-element batch: passed on as one object
+	"batch-two",     // a batch of the answer and another message: an error
+	"bad-utf8",      // an answer with bytes that are not UTF-8: passed on, each such byte U+FFFD
+	"bad-envelope",  // an answer whose result is not an object: an error
 	"hang",          // never answers: cancelled by the client, so no answer at all
 }
 
@@ -167,6 +172,14 @@ func (fs *faultServer) callTool(w http.ResponseWriter, r *http.Request, id, tool
 		writeJSON(w, `{"jsonrpc":"2.0","id":`+id+`,"result":{`)
 	case "huge":
 		writeJSON(w, answer(id, strings.Repeat("x", 100_000)))
+	case "batch":
+		writeJSON(w, "["+answer(id, "batch")+"]")
+	case "batch-two":
+		writeJSON(w, "["+answer(id, "one")+`,{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"two"}}]`)
+	case "bad-utf8":
+		writeJSON(w, answer(id, "caf\xe9 \xff"))
+	case "bad-envelope":
+		writeJSON(w, `{"jsonrpc":"2.0","id":`+id+`,"result":["not","an","object"]}`)
 	case "hang":
 		startEvents(w)
 		event(w, ": the call runs\n\n")
@@ -319,7 +332,7 @@ func TestRelayFaults(t *testing.T) {
 
 	for _, line := range got {
 		var v map[string]any
-		if !strings.HasSuffix(line, "\n") || strings.Count(line, "\n") != 1 || json.Unmarshal([]byte(line), &v) != nil {
+		if !strings.HasSuffix(line, "\n") || strings.Count(line, "\n") != 1 || !utf8.ValidString(line) || json.Unmarshal([]byte(line), &v) != nil {
 			t.Errorf("stdout line is not one JSON object: %q", line)
 		}
 	}
@@ -338,9 +351,12 @@ func TestRelayFaults(t *testing.T) {
 			continue
 		}
 		isError := gjson.Get(as[0], "error").Exists()
-		wantError := !slices.Contains([]string{"json", "sse", "twice", "accepted", "resume"}, name)
+		wantError := !slices.Contains([]string{"json", "sse", "twice", "accepted", "resume", "batch", "bad-utf8"}, name)
 		if isError != wantError {
 			t.Errorf("%s (id %s): answer %s, want an error: %v", name, id, as[0], wantError)
+		}
+		if text := gjson.Get(as[0], "result.content.0.text").String(); name == "bad-utf8" && text != "caf\uFFFD \uFFFD" {
+			t.Errorf("bad-utf8 (id %s): text %q, want each invalid byte replaced by U+FFFD", id, text)
 		}
 	}
 	for id, as := range answers {
