@@ -44,7 +44,7 @@ func bigLine(id string, n int) string {
 func TestReaderRefusesALineOverTheBudget(t *testing.T) {
 	is := is.New(t)
 	b := frame.NewBudget(256 << 10)
-	in := bigLine(`"big"`, 300<<10) + `{"id":2,"method":"small"}` + "\n" + bigLine("3", 100<<10)
+	in := bigLine(`"big"`, 300<<10) + `{"jsonrpc":"2.0","id":2,"method":"small"}` + "\n" + bigLine("3", 100<<10)
 	r := frame.NewReader(strings.NewReader(in), 0) // the size cap (64 MiB) is not what stops it
 	r.SetBudget(b)
 
