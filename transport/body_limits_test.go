@@ -3,7 +3,6 @@ package transport
 import (
 	"bufio"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // dialRaw opens a TCP connection to addr (host:port) for a test that
@@ -42,33 +42,6 @@ func postHead(n int, extra ...string) string {
 	return h + "\r\n"
 }
 
-// readResponse reads one response and its whole body from br.
-func readResponse(t *testing.T, br *bufio.Reader) (*http.Response, string) {
-	t.Helper()
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
-}
-
-// closedByPeer reports whether the next read of br finds the connection
-// closed by the other end, with nothing more sent.
-func closedByPeer(br *bufio.Reader) bool {
-	_, err := br.ReadByte()
-	return errors.Is(err, io.EOF)
-}
-
-// noteOf returns a notification of exactly n bytes (n >= 64).
-func noteOf(n int) string {
-	const head, tail = `{"jsonrpc":"2.0","method":"note","params":{"s":"`, `"}}`
-	return head + strings.Repeat("n", n-len(head)-len(tail)) + tail
-}
-
 // A body that stops arriving is answered 408 once nothing has come for
 // the read timeout, and its connection is closed.
 func TestServerCutsABodyThatStops(t *testing.T) {
@@ -80,12 +53,12 @@ func TestServerCutsABodyThatStops(t *testing.T) {
 	_, err := io.WriteString(c, postHead(1000)+`{"jsonrpc":`) // 11 of the 1000 bytes announced
 	is.NoErr(err)
 	br := bufio.NewReader(c)
-	resp, got := readResponse(t, br) // waits for the server, up to serverTestWait
+	resp, got := transporttest.ReadResponse(t, br) // waits for the server, up to serverTestWait
 	is.Equal(resp.StatusCode, http.StatusRequestTimeout)
 	is.True(resp.Close) // Connection: close
 	is.Equal(got, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"request body timed out: nothing arrived for 300ms"}}`)
 	is.True(time.Since(start) >= timeout)
-	is.True(closedByPeer(br))
+	is.True(transporttest.ClosedByPeer(br))
 }
 
 // The read timeout bounds a silence, not the whole upload: a body that
@@ -106,7 +79,7 @@ func TestServerTakesASlowBodyThatKeepsComing(t *testing.T) {
 		is.NoErr(err)
 	}
 	is.True(time.Since(start) > timeout)
-	resp, got := readResponse(t, bufio.NewReader(c))
+	resp, got := transporttest.ReadResponse(t, bufio.NewReader(c))
 	is.Equal(resp.StatusCode, http.StatusOK)
 	is.Equal(got, `{"jsonrpc":"2.0","id":1,"result":{"s":"`+strings.Repeat("t", 60)+`"}}`)
 }
@@ -139,33 +112,33 @@ func TestServerRefusesABodyOverTheBudget(t *testing.T) {
 
 	// The first client announces 700 KiB and waits for 100 Continue,
 	// which comes when the server starts reading: its buffer is counted.
-	held := noteOf(700 << 10)
+	held := transporttest.NotificationOfSize(700 << 10)
 	a := dialRaw(t, addr)
 	_, err := io.WriteString(a, postHead(len(held), "Expect: 100-continue"))
 	is.NoErr(err)
 	abr := bufio.NewReader(a)
-	resp, _ := readResponse(t, abr)
+	resp, _ := transporttest.ReadResponse(t, abr)
 	is.Equal(resp.StatusCode, http.StatusContinue)
 	is.Equal(b.Used(), int64(len(held)))
 
 	// 600 KiB more do not fit in 1 MiB.
-	other := noteOf(600 << 10)
+	other := transporttest.NotificationOfSize(600 << 10)
 	c := dialRaw(t, addr)
 	_, err = io.WriteString(c, postHead(len(other), "Expect: 100-continue"))
 	is.NoErr(err)
 	cbr := bufio.NewReader(c)
-	resp, got := readResponse(t, cbr)
+	resp, got := transporttest.ReadResponse(t, cbr)
 	is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
 	is.Equal(resp.Header.Get("Retry-After"), "1")
 	is.True(resp.Close)
 	is.Equal(got, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"the gateway's memory budget for messages is used up; try again later"}}`)
-	is.True(closedByPeer(cbr))
+	is.True(transporttest.ClosedByPeer(cbr))
 	is.Equal(b.Used(), int64(len(held))) // the refusal counted nothing
 
 	// The held body arrives and is passed on: 202, and nothing counted.
 	_, err = io.WriteString(a, held)
 	is.NoErr(err)
-	resp, _ = readResponse(t, abr)
+	resp, _ = transporttest.ReadResponse(t, abr)
 	is.Equal(resp.StatusCode, http.StatusAccepted)
 	is.Equal(b.Used(), int64(0))
 

@@ -83,13 +83,13 @@ func TestLimitConnections(t *testing.T) {
 		_, err := io.WriteString(c, "GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n")
 		is.NoErr(err)
 		br := bufio.NewReader(c)
-		resp, got := readResponse(t, br)
+		resp, got := transporttest.ReadResponse(t, br)
 		is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
 		is.True(resp.Close)
 		is.Equal(resp.Header.Get("Retry-After"), "1")
 		is.Equal(resp.Header.Get("Content-Type"), "application/json")
 		is.Equal(got, refusalBody)
-		is.True(closedByPeer(br))
+		is.True(transporttest.ClosedByPeer(br))
 	}
 	refused()
 

@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // The resource limits of serve, end to end: the built binary, with the
@@ -60,33 +60,6 @@ var (
 // rawGET is a request the gateway answers at once (404: not its path).
 const rawGET = "GET /elsewhere HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
-// response reads one response and its body.
-func response(t *testing.T, br *bufio.Reader) (*http.Response, string) {
-	t.Helper()
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
-}
-
-// closedByServer reports whether the next read finds the connection closed
-// by the gateway, with nothing more sent.
-func closedByServer(br *bufio.Reader) bool {
-	_, err := br.ReadByte()
-	return errors.Is(err, io.EOF)
-}
-
-// notification returns a notification of exactly n bytes.
-func notification(n int) string {
-	const head, tail = `{"jsonrpc":"2.0","method":"notifications/note","params":{"s":"`, `"}}`
-	return head + strings.Repeat("n", n-len(head)-len(tail)) + tail
-}
-
 // A client that announces a body and stops sending it is answered 408 once
 // nothing has arrived for --read-timeout, and its connection is closed.
 func TestServeCutsABodyThatStops(t *testing.T) {
@@ -96,12 +69,12 @@ func TestServeCutsABodyThatStops(t *testing.T) {
 	start := time.Now()
 	_, err := io.WriteString(c, rawPOST(1000)+`{"jsonrpc":`) // 11 bytes of 1000
 	is.NoErr(err)
-	resp, body := response(t, br)
+	resp, body := transporttest.ReadResponse(t, br)
 	is.Equal(resp.StatusCode, http.StatusRequestTimeout)
 	is.True(resp.Close)
 	is.True(strings.Contains(body, "request body timed out: nothing arrived for 300ms"))
 	is.True(time.Since(start) >= 300*time.Millisecond)
-	is.True(closedByServer(br))
+	is.True(transporttest.ClosedByPeer(br))
 }
 
 // A keep-alive connection that carries no request for --conn-idle-timeout
@@ -112,11 +85,11 @@ func TestServeClosesIdleConnections(t *testing.T) {
 	c, br := gatewayConn(t, endpoint)
 	_, err := io.WriteString(c, rawGET)
 	is.NoErr(err)
-	resp, _ := response(t, br)
+	resp, _ := transporttest.ReadResponse(t, br)
 	is.Equal(resp.StatusCode, http.StatusNotFound)
 	is.True(!resp.Close) // kept alive...
 	answered := time.Now()
-	is.True(closedByServer(br)) // ...until it has been idle long enough
+	is.True(transporttest.ClosedByPeer(br)) // ...until it has been idle long enough
 	is.True(time.Since(answered) >= 300*time.Millisecond)
 }
 
@@ -130,7 +103,7 @@ func TestServeCapsConnections(t *testing.T) {
 		t.Helper()
 		_, err := io.WriteString(c, rawGET)
 		is.NoErr(err)
-		resp, _ := response(t, br)
+		resp, _ := transporttest.ReadResponse(t, br)
 		is.Equal(resp.StatusCode, http.StatusNotFound)
 	}
 	a, abr := gatewayConn(t, endpoint)
@@ -142,12 +115,12 @@ func TestServeCapsConnections(t *testing.T) {
 		c, cbr := gatewayConn(t, endpoint)
 		_, err := io.WriteString(c, rawGET)
 		is.NoErr(err)
-		resp, body := response(t, cbr)
+		resp, body := transporttest.ReadResponse(t, cbr)
 		is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
 		is.True(resp.Close)
 		is.Equal(resp.Header.Get("Retry-After"), "1")
 		is.Equal(body, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many connections (at most 2); try again later"}}`)
-		is.True(closedByServer(cbr))
+		is.True(transporttest.ClosedByPeer(cbr))
 	}
 	served(a, abr) // still served
 	served(b, bbr)
@@ -164,7 +137,7 @@ func TestServeCapsConnections(t *testing.T) {
 		d, dbr := gatewayConn(t, endpoint)
 		_, err := io.WriteString(d, rawGET)
 		is.NoErr(err)
-		resp, _ := response(t, dbr)
+		resp, _ := transporttest.ReadResponse(t, dbr)
 		if resp.StatusCode == http.StatusNotFound {
 			break
 		}
@@ -187,11 +160,11 @@ func TestServeMemoryBudget(t *testing.T) {
 
 	// The first body announces 700 KiB and waits for 100 Continue, which
 	// the gateway sends once it reads the body: its buffer is counted.
-	held := notification(700 << 10)
+	held := transporttest.NotificationOfSize(700 << 10)
 	a, abr := gatewayConn(t, endpoint)
 	_, err := io.WriteString(a, rawPOST(len(held), "Expect: 100-continue"))
 	is.NoErr(err)
-	resp, _ := response(t, abr)
+	resp, _ := transporttest.ReadResponse(t, abr)
 	is.Equal(resp.StatusCode, http.StatusContinue)
 
 	refusedBody := func() int {
@@ -199,7 +172,7 @@ func TestServeMemoryBudget(t *testing.T) {
 		c, cbr := gatewayConn(t, endpoint)
 		_, err := io.WriteString(c, rawPOST(600<<10, "Expect: 100-continue", "Mcp-Session-Id: "+sid))
 		is.NoErr(err)
-		resp, body := response(t, cbr)
+		resp, body := transporttest.ReadResponse(t, cbr)
 		if resp.StatusCode == http.StatusServiceUnavailable {
 			is.Equal(resp.Header.Get("Retry-After"), "1")
 			is.True(resp.Close)
@@ -222,16 +195,16 @@ func TestServeMemoryBudget(t *testing.T) {
 	// The held body arrives and is passed on; then both go through.
 	_, err = io.WriteString(a, held)
 	is.NoErr(err)
-	resp, _ = response(t, abr)
+	resp, _ = transporttest.ReadResponse(t, abr)
 	is.Equal(resp.StatusCode, http.StatusBadRequest) // no session: refused, and let go
 	msgs = postInSession(t, endpoint, sid, call)
 	is.Equal(len(msgs), 1)
 	is.Equal(len(msgs[0].Get("result.content.0.text").Str), 409600)
 	c, cbr := gatewayConn(t, endpoint)
-	other := notification(600 << 10)
+	other := transporttest.NotificationOfSize(600 << 10)
 	_, err = io.WriteString(c, rawPOST(len(other), "Mcp-Session-Id: "+sid)+other)
 	is.NoErr(err)
-	resp, _ = response(t, cbr)
+	resp, _ = transporttest.ReadResponse(t, cbr)
 	is.Equal(resp.StatusCode, http.StatusAccepted)
 }
 
