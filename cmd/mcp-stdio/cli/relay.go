@@ -249,6 +249,7 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 		SSEReadTimeout: f.sseReadTimeout.durationOrOff(),
 		MaxMessageSize: f.maxMessage,
 		NoCancelFilter: f.noCancelFilter,
+		Advice:         f.advice,
 		Logger:         logger,
 	}
 	return cfg, nil

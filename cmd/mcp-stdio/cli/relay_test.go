@@ -112,17 +112,22 @@ func TestRelayCheck(t *testing.T) {
 	is.Equal(hs[0].Get("Accept"), "application/json, text/event-stream")
 }
 
-func TestRelayCheckFailureNeverPrintsBody(t *testing.T) {
+// A failed check prints the server's own words, one line of them, but
+// never the credentials we sent, which servers echo in error pages.
+func TestRelayCheckFailureNeverPrintsTheToken(t *testing.T) {
 	is := is.New(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
-		io.WriteString(w, "secret-token-echo")
+		io.WriteString(w, "token "+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")+" is expired, got "+r.Header.Get("X-Key")+"\nsecond line")
 	}))
 	defer srv.Close()
-	code, _, errOut := runRelay(t, nil, "--transport", "streamable-http", "--check", srv.URL)
+	code, _, errOut := runRelay(t, map[string]string{"MCP_BEARER_TOKEN": "secret-token-echo"}, "--transport", "streamable-http", "-H", "X-Key: another-secret", "--check", srv.URL)
 	is.Equal(code, cli.ExitFailure)
-	is.True(strings.Contains(errOut, "✗ HTTP 401"))
+	is.True(strings.Contains(errOut, "✗ HTTP 401 from "+srv.URL))
+	is.True(strings.Contains(errOut, `the server said: "token … is expired, got …"`))
 	is.True(!strings.Contains(errOut, "secret-token-echo"))
+	is.True(!strings.Contains(errOut, "another-secret"))
+	is.True(!strings.Contains(errOut, "second line"))
 }
 
 func TestRelayTestAliasWarns(t *testing.T) {

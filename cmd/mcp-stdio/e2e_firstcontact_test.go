@@ -1,0 +1,198 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
+)
+
+// First contact: what a user meets before anything works — a wrong URL, a
+// missing token, a server command that does not exist, the help — seen
+// the way the user sees it, through the built binary (issue 10).
+
+// quickFailure bounds a failure that must be reported at once: well under
+// the relay's retries and timeouts.
+const quickFailure = 2 * time.Second
+
+// testEnv is the environment of the binaries these tests run: the test
+// process's own, without the variables that would change what they do.
+func testEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "MCP_BEARER_TOKEN", "MCP_STDIO_SERVE_TOKEN", "MCP_OAUTH_CLIENT_ID", "MCP_OAUTH_CLIENT_SECRET":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// runBinary runs the built mcp-stdio with args to its end and returns its
+// exit code, stdout and stderr, and how long it took.
+func runBinary(t *testing.T, env []string, args ...string) (code int, stdout, stderr string, took time.Duration) {
+	t.Helper()
+	cmd := exec.Command(relayBinary(t), args...)
+	cmd.Env = env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
+	err := cmd.Run()
+	took = time.Since(start)
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errOut.String(), took
+}
+
+// serveURL matches serve's startup line.
+var serveURL = regexp.MustCompile(`serving .* at (http://\S+)`)
+
+// startServeBinary runs the built binary as `mcp-stdio serve` with args and
+// returns its URL and stderr; it is killed at the end of the test.
+func startServeBinary(t *testing.T, env []string, args ...string) (string, *transporttest.SyncBuffer) {
+	t.Helper()
+	cmd := exec.Command(relayBinary(t), append([]string{"serve"}, args...)...)
+	cmd.Env = env
+	stderr := &transporttest.SyncBuffer{}
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(stderr, pipe)
+		stderr.Close()
+		close(copied)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-copied
+		cmd.Wait()
+	})
+	return stderr.Watch(serveURL).Next(t, testTimeout)[1], stderr
+}
+
+// --check against a live server that has no MCP endpoint at the path:
+// the POST and the fallback GET are both refused, and the check says so
+// at once with the status and the URL, instead of retrying the GET for
+// ten seconds.
+func TestCheckWrongURLFailsFast(t *testing.T) {
+	is := is.New(t)
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	url := srv.URL + "/wrong"
+	code, stdout, stderr, took := runBinary(t, testEnv(), "--check", url)
+	is.Equal(code, 1)
+	is.Equal(stdout, "")
+	is.True(took < quickFailure)
+	is.True(strings.Contains(stderr, "✗ HTTP 404 from "+url))
+	is.True(strings.Contains(stderr, "no MCP endpoint at this path"))
+	is.True(!strings.Contains(stderr, "SSE connection failed")) // no retries
+}
+
+// --check of a refused connection is quick too: one attempt, no retries.
+func TestCheckRefusedConnectionFailsFast(t *testing.T) {
+	is := is.New(t)
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL + "/mcp"
+	srv.Close()
+	code, _, stderr, took := runBinary(t, testEnv(), "--check", url)
+	is.Equal(code, 1)
+	is.True(took < quickFailure)
+	is.True(strings.Contains(stderr, "✗ cannot reach "+url+": connection refused"))
+	is.True(strings.Contains(stderr, "check the host and port"))
+	is.Equal(strings.Count(stderr, "WARN"), 0) // the ✗ line says it all
+}
+
+// --check against serve with a token, without one: the check names the
+// environment variable (and the other ways) to give it.
+func TestCheckNamesTheTokenServeWants(t *testing.T) {
+	is := is.New(t)
+	url, _ := startServeBinary(t, testEnv("MCP_STDIO_SERVE_TOKEN=serve-secret-1234"), "--listen", "127.0.0.1:0")
+	code, _, stderr, took := runBinary(t, testEnv(), "--check", url)
+	is.Equal(code, 1)
+	is.True(took < quickFailure)
+	is.True(strings.Contains(stderr, "✗ HTTP 401 from "+url))
+	is.True(strings.Contains(stderr, "WWW-Authenticate: Bearer"))
+	is.True(strings.Contains(stderr, "MCP_BEARER_TOKEN"))
+	is.True(strings.Contains(stderr, "--oauth"))
+
+	// With the token it connects.
+	code, _, stderr, _ = runBinary(t, testEnv("MCP_BEARER_TOKEN=serve-secret-1234"), "--check", url)
+	is.Equal(code, 0)
+	is.True(strings.Contains(stderr, "✓ Connected"))
+}
+
+// --transport sse against a Streamable HTTP endpoint: its GET without a
+// session is refused with 400, and the check says so at once and what to
+// change.
+func TestCheckSSEAgainstStreamable(t *testing.T) {
+	is := is.New(t)
+	url, _ := startServeBinary(t, testEnv(), "--listen", "127.0.0.1:0")
+	code, _, stderr, took := runBinary(t, testEnv(), "--check", "--transport", "sse", url)
+	is.Equal(code, 1)
+	is.True(took < quickFailure)
+	is.True(strings.Contains(stderr, "✗ HTTP 400 from "+url+" to the HTTP+SSE GET"))
+	is.True(strings.Contains(stderr, `the server said: "Bad Request: missing Mcp-Session-Id"`))
+	is.True(strings.Contains(stderr, "leave out --transport sse"))
+}
+
+// As a relay, a wrong URL does not end the process: the host's
+// initialize is answered with an error that says what is wrong, and so is
+// every later request, until stdin closes; then the relay exits 1.
+func TestRelayWrongURLAnswersInitializeAndStays(t *testing.T) {
+	is := is.New(t)
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	url := srv.URL + "/wrong"
+	cmd := exec.Command(relayBinary(t), url)
+	cmd.Env = testEnv()
+	stdin, err := cmd.StdinPipe()
+	is.NoErr(err)
+	stdout, err := cmd.StdoutPipe()
+	is.NoErr(err)
+	stderr := &transporttest.SyncBuffer{}
+	cmd.Stderr = stderr
+	is.NoErr(cmd.Start())
+	defer cmd.Process.Kill()
+	out := bufio.NewScanner(stdout)
+
+	start := time.Now()
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`+"\n")
+	is.True(out.Scan())
+	is.True(time.Since(start) < quickFailure)
+	answer := out.Text()
+	is.True(strings.HasPrefix(answer, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"HTTP 404 from `+url))
+	is.True(strings.Contains(answer, "no MCP endpoint at this path"))
+
+	// Still there: a later request gets the same answer.
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n")
+	is.True(out.Scan())
+	is.Equal(out.Text(), strings.Replace(answer, `"id":1`, `"id":2`, 1))
+
+	stdin.Close()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	is.True(errors.As(err, &ee))
+	is.Equal(ee.ExitCode(), 1)
+	is.True(strings.Contains(stderr.String(), "level=ERROR msg=\"cannot use the MCP server: HTTP 404 from "+url))
+}
