@@ -196,3 +196,67 @@ func TestRelayWrongURLAnswersInitializeAndStays(t *testing.T) {
 	is.Equal(ee.ExitCode(), 1)
 	is.True(strings.Contains(stderr.String(), "level=ERROR msg=\"cannot use the MCP server: HTTP 404 from "+url))
 }
+
+// A server command that cannot run is refused at start, at once, with
+// what to do — not served, to fail every session with a 502.
+func TestServeRefusesACommandThatCannotRun(t *testing.T) {
+	dir := t.TempDir()
+	notExec := dir + "/server.py"
+	if err := os.WriteFile(notExec, []byte("print()\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		command []string
+		want    string
+	}{
+		{[]string{"/nonexistent"}, "cannot run the server command /nonexistent: no such file"},
+		{[]string{"no-such-program-for-mcp-stdio", "--flag"}, "cannot run the server command no-such-program-for-mcp-stdio: not found in PATH"},
+		{[]string{notExec}, "it is not executable; make it so (chmod +x " + notExec + ")"},
+		{[]string{dir}, "it is a directory"},
+	} {
+		t.Run(tt.command[0], func(t *testing.T) {
+			is := is.New(t)
+			code, _, stderr, took := runBinary(t, testEnv(), append([]string{"serve", "--listen", "127.0.0.1:0", "--"}, tt.command...)...)
+			is.Equal(code, 1)
+			is.True(took < quickFailure)
+			is.True(strings.HasPrefix(stderr, "mcp-stdio serve: "))
+			is.True(strings.Contains(stderr, tt.want))
+			is.Equal(strings.Count(stderr, "\n"), 1) // one line
+			is.True(!strings.Contains(stderr, "serving"))
+		})
+	}
+}
+
+// The startup line names the address serve really bound and who can
+// reach it: for --listen :0, all interfaces, and the warning stays.
+func TestServeBannerNamesAllInterfaces(t *testing.T) {
+	is := is.New(t)
+	_, stderr := startServeBinary(t, testEnv(), "--listen", ":0")
+	line := regexp.MustCompile(`mcp-stdio: serving the bundled example server on (\S+) \(all interfaces: reachable from the network\) at http://127\.0\.0\.1:(\d+)/mcp`).FindStringSubmatch(stderr.String())
+	if line == nil {
+		t.Fatalf("no startup line naming all interfaces:\n%s", stderr)
+	}
+	is.True(strings.HasSuffix(line[1], ":"+line[2])) // [::]:PORT or 0.0.0.0:PORT
+	is.True(strings.Contains(stderr.String(), "listening beyond loopback without authentication"))
+}
+
+// The startup line quotes the command as a shell would, says loopback;
+// a server that fails is a warning with its status and last stderr line.
+func TestServeBannerQuotesAndChildFailureIsWarned(t *testing.T) {
+	is := is.New(t)
+	url, stderr := startServeBinary(t, testEnv(), "--listen", "127.0.0.1:0", "--", "sh", "-c", `echo "it's broken: no config" >&2; exit 3`)
+	is.True(strings.Contains(stderr.String(), `mcp-stdio: serving sh -c 'echo "it'\''s broken: no config" >&2; exit 3' on 127.0.0.1:`))
+	is.True(strings.Contains(stderr.String(), "(loopback only) at "+url))
+
+	warned := stderr.Watch(regexp.MustCompile(`level=WARN msg="server process exited with an error" .*status="exit status 3" last_stderr="it's broken: no config"`))
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	if resp, err := client.Do(req); err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	warned.Next(t, testTimeout)
+}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -121,6 +122,12 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
 		return &ExitError{Code: ExitUsage}
 	}
+	// A command that cannot run would fail every session with a 502:
+	// better to say so now, once.
+	if err := checkCommand(cfg.Command); err != nil {
+		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
+		return &ExitError{Code: ExitFailure}
+	}
 	if opt.OwnProcess {
 		tuneServeProcess(getenv, logger)
 	}
@@ -136,9 +143,9 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	}
 	ln = transport.LimitConnections(ln, f.maxConns, logger)
 	logger.Debug("limits", "max_connections", f.maxConns, "max_buffered", int64(f.maxBuffered), "read_timeout", f.readTimeout, "conn_idle_timeout", f.connIdle)
-	loopback := isLoopbackListener(f.listen)
-	if !loopback && cfg.AuthToken == "" {
-		logger.Warn("listening beyond loopback without authentication: anyone who can reach this address can run the server; set " + pipeline.ServeTokenEnv)
+	reach := reachability(ln.Addr())
+	if reach != reachLoopback && cfg.AuthToken == "" {
+		logger.Warn("listening beyond loopback without authentication: anyone who can reach this address can run the server; set " + pipeline.ServeTokenEnv + " (or listen on 127.0.0.1)")
 	}
 	httpSrv := &http.Server{
 		Handler:           srv.Handler(),
@@ -149,7 +156,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	}
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
-	fmt.Fprintf(stderr, "mcp-stdio: serving %s at %s\n", desc, endpointURL(ln.Addr(), f.listen, cfg.Path))
+	fmt.Fprintf(stderr, "mcp-stdio: serving %s on %s (%s) at %s\n", desc, ln.Addr(), reach, endpointURL(ln.Addr(), f.listen, cfg.Path))
 
 	var runErr error
 	select {
@@ -195,7 +202,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		command = []string{exe, ExampleServerCommand}
 		desc = "the bundled example server"
 	} else {
-		desc = strconv.Quote(strings.Join(command, " "))
+		desc = shellQuote(command)
 	}
 	// Every child runs under this program's supervisor, so that what it
 	// starts ends with the gateway however the gateway ends.
@@ -290,6 +297,101 @@ func isLoopbackListener(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// Reachabilities of a bound address, as the startup line says them.
+const (
+	reachLoopback = "loopback only"
+	reachAll      = "all interfaces: reachable from the network"
+	reachNetwork  = "reachable from the network"
+)
+
+// reachability says who can reach a bound address.
+func reachability(bound net.Addr) string {
+	host, _, err := net.SplitHostPort(bound.String())
+	ip := net.ParseIP(host)
+	switch {
+	case err != nil || ip == nil:
+		return reachNetwork
+	case ip.IsLoopback():
+		return reachLoopback
+	case ip.IsUnspecified():
+		return reachAll
+	}
+	return reachNetwork
+}
+
+// checkCommand reports, in a sentence that says what to do, why the server
+// command cannot be started: not found, not a file, not executable.
+func checkCommand(command []string) error {
+	name := command[0]
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return nil
+	}
+	what := fmt.Sprintf("cannot run the server command %s", shellQuote(command[:1]))
+	var st os.FileInfo
+	switch {
+	case errors.Is(err, exec.ErrDot):
+		return fmt.Errorf("%s: it is in the current directory, which PATH lookups skip; write ./%s", what, name)
+	case !strings.ContainsAny(name, "/"+string(os.PathSeparator)) && errors.Is(err, exec.ErrNotFound):
+		return fmt.Errorf("%s: not found in PATH; give its full path, or install it", what)
+	}
+	if path == "" {
+		path = name
+	}
+	if st, err = os.Stat(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: no such file; check the command after --", what)
+		}
+		return fmt.Errorf("%s: %v", what, err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("%s: it is a directory; give the program after --", what)
+	}
+	return fmt.Errorf("%s: it is not executable; make it so (chmod +x %s) or run it through its interpreter", what, shellQuote(command[:1]))
+}
+
+// shellQuote writes argv as a shell would read it back, on one line:
+// words of plain characters as they are, the others in single quotes, and
+// those holding control characters (a newline in a script) in bash's
+// $'…' with escapes.
+func shellQuote(argv []string) string {
+	var b strings.Builder
+	for i, a := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		switch {
+		case a != "" && strings.Trim(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789@%+=:,./_-") == "":
+			b.WriteString(a)
+		case strings.IndexFunc(a, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+			b.WriteString("$'")
+			for _, c := range []byte(a) {
+				switch c {
+				case '\n':
+					b.WriteString(`\n`)
+				case '\t':
+					b.WriteString(`\t`)
+				case '\r':
+					b.WriteString(`\r`)
+				case '\\', '\'':
+					b.WriteByte('\\')
+					b.WriteByte(c)
+				default:
+					if c < 0x20 || c == 0x7f {
+						fmt.Fprintf(&b, `\x%02x`, c)
+					} else {
+						b.WriteByte(c)
+					}
+				}
+			}
+			b.WriteByte('\'')
+		default:
+			b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+		}
+	}
+	return b.String()
 }
 
 // endpointURL returns the URL clients use: the bound address, with a
