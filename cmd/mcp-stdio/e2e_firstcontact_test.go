@@ -260,3 +260,30 @@ func TestServeBannerQuotesAndChildFailureIsWarned(t *testing.T) {
 	}
 	warned.Next(t, testTimeout)
 }
+
+// `mcp-stdio help [serve]` works like --help: the help on stdout, exit 0.
+func TestHelpCommand(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"help"}, "usage: mcp-stdio [flags] URL\n"},
+		{[]string{"--help"}, "usage: mcp-stdio [flags] URL\n"},
+		{[]string{"help", "serve"}, "usage: mcp-stdio serve [flags] [-- CMD ARGS...]\n"},
+		{[]string{"serve", "--help"}, "usage: mcp-stdio serve [flags] [-- CMD ARGS...]\n"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			is := is.New(t)
+			code, stdout, stderr, _ := runBinary(t, testEnv(), tt.args...)
+			is.Equal(code, 0)
+			is.Equal(stderr, "")
+			is.True(strings.HasPrefix(stdout, tt.want))
+			is.True(strings.Contains(stdout, "\n  --log-level LEVEL\n"))
+		})
+	}
+	is := is.New(t)
+	code, stdout, stderr, _ := runBinary(t, testEnv(), "help", "nonsense")
+	is.Equal(code, 2)
+	is.Equal(stdout, "")
+	is.True(strings.Contains(stderr, "try 'mcp-stdio help' or 'mcp-stdio help serve'"))
+}
