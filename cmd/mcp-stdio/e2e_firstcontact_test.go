@@ -287,3 +287,26 @@ func TestHelpCommand(t *testing.T) {
 	is.Equal(stdout, "")
 	is.True(strings.Contains(stderr, "try 'mcp-stdio help' or 'mcp-stdio help serve'"))
 }
+
+// --health-path answers probes before authentication; supergateway's
+// --healthEndpoint is the same flag.
+func TestServeHealthEndpoint(t *testing.T) {
+	for _, flag := range []string{"--health-path", "--healthEndpoint"} {
+		t.Run(flag, func(t *testing.T) {
+			is := is.New(t)
+			url, _ := startServeBinary(t, testEnv("MCP_STDIO_SERVE_TOKEN=serve-secret-1234"), "--listen", "127.0.0.1:0", flag, "/healthz")
+			health := strings.TrimSuffix(url, "/mcp") + "/healthz"
+			resp, err := http.Get(health)
+			is.NoErr(err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			is.Equal(resp.StatusCode, 200)
+			is.Equal(string(body), "ok\n")
+			resp, err = http.Get(url) // the endpoint still wants its token
+			is.NoErr(err)
+			resp.Body.Close()
+			is.Equal(resp.StatusCode, 401)
+			http.DefaultClient.CloseIdleConnections()
+		})
+	}
+}

@@ -38,13 +38,20 @@ of bytes, or one with KiB, MiB or GiB (64MiB).
 Flags:
 `
 
+// serveHelpFooter follows the flags in serve's help.
+const serveHelpFooter = `
+Also accepted:
+  --healthEndpoint PATH   (supergateway's name for --health-path)
+`
+
 // serveHelp is how serve's help lists its flags.
 func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
 		order: []string{"listen", "path", "auth-token", "public-url", "allow-origin", "allow-host",
-			"drop-client-capability", "session-idle-timeout", "max-sessions",
+			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level"},
+		hidden:   []string{"healthEndpoint"},
 		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "max-buffered": maxBufferedNote},
 	}
 }
@@ -69,6 +76,7 @@ type serveFlags struct {
 	allowOrigins stringList
 	allowHosts   stringList
 	publicURL    string
+	healthPath   string
 	dropCaps     stringList
 	idleTimeout  duration
 	maxSessions  int
@@ -102,6 +110,8 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.StringVar(&f.authToken, "auth-token", "", "require `TOKEN` as the bearer token of every request (prefer the "+pipeline.ServeTokenEnv+" env var: flags show in ps)")
 	fs.Var(&f.allowOrigins, "allow-origin", "also allow browser pages from `ORIGIN`, exact match, any scheme (repeatable)")
 	fs.Var(&f.allowHosts, "allow-host", "also allow `NAME` in the Host header when listening on loopback (repeatable)")
+	fs.StringVar(&f.healthPath, "health-path", "", "answer GET `PATH` with 200 \"ok\", before any check, for load balancers and probes (off by default)")
+	fs.StringVar(&f.healthPath, "healthEndpoint", "", "supergateway's name for --health-path")
 	fs.StringVar(&f.publicURL, "public-url", "", "the server's external `URL` (behind a proxy or tunnel); its origin and host are allowed")
 	fs.Var(&f.dropCaps, "drop-client-capability", "remove `CAPABILITY` (roots, sampling or elicitation) from the client's initialize before the server sees it (repeatable)")
 	fs.Var(&f.idleTimeout, "session-idle-timeout", "end a session (and its process) idle for `DURATION` (0 = never)")
@@ -129,7 +139,11 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer, opt Options) error {
 	var f serveFlags
 	fs, layout := newServeFlagSet(&f)
-	usage := usagePrinter(fs, serveUsage, layout)
+	flags := usagePrinter(fs, serveUsage, layout)
+	usage := func(w io.Writer) {
+		flags(w)
+		fmt.Fprint(w, serveHelpFooter)
+	}
 	if err := fs.Parse(args); err != nil {
 		return parseError(err, "mcp-stdio serve", usage, stdout, stderr)
 	}
@@ -251,6 +265,9 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	if f.maxConns <= 0 {
 		return cfg, "", errors.New("--max-connections must be positive")
 	}
+	if f.healthPath != "" && (f.healthPath[0] != '/' || f.healthPath == f.path) {
+		return cfg, "", fmt.Errorf("--health-path %q must start with / and differ from --path", f.healthPath)
+	}
 	if f.connIdle <= 0 {
 		return cfg, "", errors.New("--conn-idle-timeout must be positive")
 	}
@@ -278,6 +295,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		CheckHost:              isLoopbackListener(f.listen) || len(f.allowHosts) > 0,
 		AllowHosts:             f.allowHosts,
 		PublicURL:              f.publicURL,
+		HealthPath:             f.healthPath,
 		DropClientCapabilities: f.dropCaps,
 		MaxSessions:            f.maxSessions,
 		SessionIdleTimeout:     idle,
