@@ -310,3 +310,47 @@ func TestServeHealthEndpoint(t *testing.T) {
 		})
 	}
 }
+
+// A user coming from mcp-remote pastes its arguments: --transport
+// http-only, --debug, a header with no space after the colon whose value
+// comes from the environment, the callback port after the URL. The relay
+// takes them as they are meant.
+func TestRelayAliasesThroughTheBinary(t *testing.T) {
+	is := is.New(t)
+	var got http.Header
+	seen := make(chan struct{}, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		if !strings.Contains(string(body), `"initialize"`) {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		got = r.Header.Clone()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`)
+		seen <- struct{}{}
+	}))
+	defer srv.Close()
+	cmd := exec.Command(relayBinary(t), srv.URL+"/mcp", "--transport", "http-only", "--debug", "--header", "Authorization:${AUTH_HEADER}")
+	cmd.Env = testEnv("AUTH_HEADER=Bearer from-env-1234")
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}` + "\n")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	is.NoErr(cmd.Run())
+	<-seen
+	is.Equal(got.Get("Authorization"), "Bearer from-env-1234")
+	is.True(strings.Contains(stdout.String(), `"serverInfo":{"name":"s"`))
+	is.True(strings.Contains(stderr.String(), "level=DEBUG"))               // --debug
+	is.True(strings.Contains(stderr.String(), "transport=streamable-http")) // http-only
+	is.True(!strings.Contains(stderr.String(), "plain http"))               // loopback
+
+	// The callback port after the URL means OAuth, which a bearer token
+	// excludes.
+	code, _, errOut, _ := runBinary(t, testEnv("MCP_BEARER_TOKEN=tok"), srv.URL+"/mcp", "9696")
+	is.Equal(code, 2)
+	is.True(strings.Contains(errOut, "--oauth and --bearer-token"))
+}

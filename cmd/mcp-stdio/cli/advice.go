@@ -51,5 +51,10 @@ func (f *relayFlags) authAdvice(u *pipeline.Unreachable) string {
 	case strings.Contains(challenge, "resource_metadata") || strings.HasPrefix(challenge, "bearer"):
 		return "the server asks for a Bearer token: sign in with --oauth, or set MCP_BEARER_TOKEN (or -H 'Authorization: Bearer …')"
 	}
+	if u.Status == http.StatusForbidden {
+		// Without a challenge a 403 may be about anything: a policy, the
+		// client's address, a Host the server does not serve.
+		return "if the server wants credentials, set MCP_BEARER_TOKEN (or -H 'Authorization: …'), or sign in with --oauth"
+	}
 	return "set MCP_BEARER_TOKEN (or -H 'Authorization: …'), or sign in with --oauth"
 }

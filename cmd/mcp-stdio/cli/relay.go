@@ -8,8 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/auth"
@@ -34,18 +38,25 @@ Flags:
 
 // relayHelpFooter follows the flags in the relay's help.
 const relayHelpFooter = `
-Also accepted:
-  --test    (deprecated: --check)
+Also accepted, for users of other gateways (see the README):
+  --transport http-first, sse-first (auto), http-only, streamablehttp
+      (streamable-http), sse-only (sse)
+  --debug (--log-level debug), --silent (--log-level error),
+  --auth-timeout SECONDS (--oauth-timeout), --oauth2Bearer TOKEN
+  (--bearer-token), --enable-proxy (proxies are always honoured)
+  URL PORT: the callback port after the URL (--oauth-callback-port PORT)
+  ${NAME} in a header value is taken from the environment
+  --test (deprecated: --check)
 `
 
 // relayHelp is how the relay's help lists its flags.
 var relayHelp = helpLayout{
 	order: []string{"bearer-token", "header", "transport", "check", "timeout-connect", "timeout-read",
-		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "max-message-size", "log-level",
+		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "max-message-size", "allow-http", "log-level",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
-		"oauth-timeout", "oauth-eager", "no-oauth-reauth", "version"},
+		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "version"},
 	short:  map[string]string{"header": "H", "version": "V"},
-	hidden: []string{"test"},
+	hidden: []string{"test", "debug", "silent", "auth-timeout", "oauth2Bearer", "enable-proxy"},
 	defaults: map[string]string{
 		"bearer-token":  "$MCP_BEARER_TOKEN",
 		"client-id":     "$MCP_OAUTH_CLIENT_ID",
@@ -70,6 +81,12 @@ type relayFlags struct {
 	version        bool
 	maxMessage     byteSize
 	logLevel       logLevel
+	allowHTTP      bool
+
+	// Other gateways' names (see relayHelpFooter).
+	debug       bool
+	silent      bool
+	enableProxy bool
 
 	// OAuth 2.1 (see package auth).
 	oauth          bool
@@ -79,6 +96,7 @@ type relayFlags struct {
 	oauthScope     string
 	oauthDevice    bool
 	oauthTimeout   duration
+	callbackPort   int
 	oauthEager     bool
 	noOAuthReauth  bool
 }
@@ -109,6 +127,11 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.BoolVar(&f.version, "V", false, "shorthand for --version")
 	fs.Var(&f.maxMessage, "max-message-size", "refuse messages larger than `BYTES`, in either direction")
 	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
+	fs.BoolVar(&f.allowHTTP, "allow-http", false, "send credentials over plain http to a host beyond loopback without a warning")
+	fs.BoolVar(&f.debug, "debug", false, "mcp-remote's name for --log-level debug")
+	fs.BoolVar(&f.silent, "silent", false, "mcp-remote's name for --log-level error")
+	fs.BoolVar(&f.enableProxy, "enable-proxy", false, "mcp-remote's flag to honour HTTP(S)_PROXY, which is always done")
+	fs.StringVar(&f.bearer, "oauth2Bearer", "", "supergateway's name for --bearer-token")
 
 	f.oauthTimeout = duration(auth.DefaultTimeout)
 	fs.BoolVar(&f.oauth, "oauth", false, "sign in with OAuth 2.1 (browser, PKCE); tokens are kept in ~/.config/mcp-stdio/tokens.json")
@@ -118,6 +141,8 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.StringVar(&f.oauthScope, "oauth-scope", "", "`SCOPE` to request (default: the server's challenge, else its scopes_supported)")
 	fs.BoolVar(&f.oauthDevice, "oauth-device", false, "sign in with the device grant (prints a code to enter elsewhere); implies --oauth")
 	fs.Var(&f.oauthTimeout, "oauth-timeout", "give one sign-in at most `DURATION`")
+	fs.Var(&f.oauthTimeout, "auth-timeout", "mcp-remote's name for --oauth-timeout")
+	fs.IntVar(&f.callbackPort, "oauth-callback-port", 0, "take the browser sign-in's redirect on loopback `PORT` (redirect URI http://127.0.0.1:PORT/callback), for servers that want it registered beforehand; implies --oauth (default: a fresh port each time)")
 	fs.BoolVar(&f.oauthEager, "oauth-eager", false, "sign in at start instead of at the first 401")
 	fs.BoolVar(&f.noOAuthReauth, "no-oauth-reauth", false, "when the grant is revoked, fail requests instead of signing in again in the background")
 	return fs
@@ -134,7 +159,7 @@ func (f *relayFlags) fromEnv(fs *flag.FlagSet, getenv func(string) string) {
 		{"client-id", "MCP_OAUTH_CLIENT_ID", &f.clientID},
 		{"client-secret", "MCP_OAUTH_CLIENT_SECRET", &f.clientSecret},
 	} {
-		if !flagSet(fs, d.flag) {
+		if !flagSet(fs, d.flag) && *d.v == "" {
 			*d.v = getenv(d.env)
 		}
 	}
@@ -154,6 +179,12 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 		fmt.Fprintf(stdout, "mcp-stdio %s\n", opt.Version)
 		return nil
 	}
+	switch {
+	case f.debug:
+		f.logLevel = logLevel(slog.LevelDebug)
+	case f.silent:
+		f.logLevel = logLevel(slog.LevelError)
+	}
 	logger := newLogger(stderr, f.logLevel.level())
 	if f.test {
 		logger.Warn("--test is deprecated; use --check instead")
@@ -165,6 +196,7 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 		fmt.Fprintf(stderr, "mcp-stdio: %v (run 'mcp-stdio --help' for the flags)\n", err)
 		return &ExitError{Code: ExitUsage}
 	}
+	f.warnPlainHTTP(cfg.URL, logger)
 	if f.oauth {
 		oc, err := f.oauthClient(&cfg, getenv, stderr, logger)
 		if err != nil {
@@ -230,6 +262,7 @@ func (f *relayFlags) oauthClient(cfg *pipeline.RelayConfig, getenv func(string) 
 		Scope:             f.oauthScope,
 		Device:            f.oauthDevice,
 		Timeout:           f.oauthTimeout.std(),
+		CallbackPort:      f.callbackPort,
 		Eager:             f.oauthEager,
 		NoReauth:          f.noOAuthReauth,
 		HTTPClient:        asClient,
@@ -255,6 +288,16 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	case 0:
 		return cfg, errors.New("missing the server URL, as in: mcp-stdio https://example.com/mcp")
 	case 1:
+	case 2:
+		// mcp-remote's form: URL PORT, the OAuth callback port.
+		port, err := callbackPort(positional[1])
+		if err != nil {
+			return cfg, fmt.Errorf("one server URL expected, got %q after it (a port after the URL is the OAuth callback port: %v)", positional[1], err)
+		}
+		if f.callbackPort != 0 && f.callbackPort != port {
+			return cfg, fmt.Errorf("the callback port after the URL (%d) differs from --oauth-callback-port (%d)", port, f.callbackPort)
+		}
+		f.callbackPort = port
 	default:
 		return cfg, fmt.Errorf("one server URL expected, got %d arguments", len(positional))
 	}
@@ -262,10 +305,19 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return cfg, fmt.Errorf("invalid server URL %q: want http(s)://host/path", positional[0])
 	}
+	if t, ok := transportAliases[f.transport]; ok {
+		f.transport = t
+	}
 	switch f.transport {
 	case pipeline.TransportAuto, pipeline.TransportStreamable, pipeline.TransportSSE:
 	default:
 		return cfg, fmt.Errorf("invalid --transport %q: want auto, streamable-http or sse", f.transport)
+	}
+	if f.callbackPort < 0 || f.callbackPort > 65535 {
+		return cfg, fmt.Errorf("invalid --oauth-callback-port %d: want a port, 1 to 65535", f.callbackPort)
+	}
+	if f.callbackPort != 0 {
+		f.oauth = true
 	}
 	if f.maxMessage <= 0 || f.maxMessage > math.MaxInt32 {
 		return cfg, errors.New("--max-message-size must be positive and under 2GiB")
@@ -286,7 +338,11 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 		h.Set("Authorization", "Bearer "+f.bearer)
 	}
 	for _, kv := range f.headers {
-		h.Set(kv[0], kv[1])
+		v, err := expandEnv(kv[1], getenv)
+		if err != nil {
+			return cfg, fmt.Errorf("header %s: %w", kv[0], err)
+		}
+		h.Set(kv[0], v)
 	}
 	cfg = pipeline.RelayConfig{
 		URL:       u.String(),
@@ -305,6 +361,79 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 		Logger:         logger,
 	}
 	return cfg, nil
+}
+
+// transportAliases maps other gateways' transport names to ours:
+// mcp-remote's strategies (its sse-first tries HTTP+SSE first; auto tries
+// Streamable HTTP first, and lands on the same transport) and mcp-proxy's
+// streamablehttp.
+var transportAliases = map[string]string{
+	"http-first":     pipeline.TransportAuto,
+	"sse-first":      pipeline.TransportAuto,
+	"http-only":      pipeline.TransportStreamable,
+	"sse-only":       pipeline.TransportSSE,
+	"streamablehttp": pipeline.TransportStreamable,
+}
+
+// callbackPort parses mcp-remote's positional callback port.
+func callbackPort(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 65535 {
+		return 0, errors.New("want 1 to 65535")
+	}
+	return n, nil
+}
+
+// envReference is ${NAME} in a header value.
+var envReference = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expandEnv replaces each ${NAME} in a header value with the environment
+// variable's value, as mcp-remote does (so that a host's config can keep
+// a token in env and out of args). A variable that is not set is an
+// error, not an empty value.
+func expandEnv(v string, getenv func(string) string) (string, error) {
+	var missing string
+	v = envReference.ReplaceAllStringFunc(v, func(ref string) string {
+		name := envReference.FindStringSubmatch(ref)[1]
+		val := getenv(name)
+		if val == "" && missing == "" {
+			missing = name
+		}
+		return val
+	})
+	if missing != "" {
+		return "", fmt.Errorf("${%s} is not set in the environment", missing)
+	}
+	if _, _, err := transport.ParseHeader("X:" + v); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
+// warnPlainHTTP warns when credentials would cross the network in clear:
+// a bearer token or an OAuth token sent over http:// to a host that is
+// not loopback. --allow-http silences it.
+func (f *relayFlags) warnPlainHTTP(rawURL string, logger *slog.Logger) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "http" || f.allowHTTP || loopbackHost(u.Hostname()) {
+		return
+	}
+	credentials := f.oauth || f.bearer != ""
+	for _, kv := range f.headers {
+		credentials = credentials || kv[0] == "Authorization"
+	}
+	if credentials {
+		logger.Warn("sending credentials over plain http to " + u.Host + ": anyone on the network path can read the token and use it; use https, or pass --allow-http if this network is trusted")
+	}
+}
+
+// loopbackHost reports whether a URL's host name is this machine.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // parseInterspersed parses flags wherever they appear among the positional
