@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
@@ -31,6 +32,8 @@ func (x *benchExchange) End()                                    { x.ended = tru
 func (x *benchExchange) OnDone(f func([]frame.Message))          { x.done = append(x.done, f) }
 func (x *benchExchange) HoldHeader()                             {}
 func (x *benchExchange) NumberEvents(func(frame.Message) string) {}
+func (x *benchExchange) Prime(string, time.Duration)             {}
+func (x *benchExchange) Cut() []frame.Message                    { x.ended = true; return nil }
 
 // echoChild answers every request at once, client-bound, as a child's
 // reader would.
