@@ -56,10 +56,13 @@ type RouteOptions struct {
 //     exchange that cannot take a message without a wait that could stall
 //     the server ([frame.ErrBusy]) is passed over.
 //
-// A GET opens the standalone stream (one at a time: a second gets 409).
-// Its events carry ids (g1, g2, …) and the latest 256 are kept: a GET with
-// Last-Event-ID gets the events after it again, then the backlog. What a
-// stream did not take when it ended goes back to the backlog.
+// A GET opens the standalone stream. A session has one: a new GET takes
+// over from one still open, which ends at once (a client whose connection
+// broke without the server noticing comes back on a new one), and what
+// the old one had not taken goes to the new one. Its events carry ids
+// (g1, g2, …) and the latest 256 are kept: a GET with Last-Event-ID gets
+// the events after it again, then the backlog. What a stream did not take
+// when it ended goes back to the backlog.
 //
 // A client's notifications/cancelled finishes the cancelled request's POST
 // at once (the server need not answer it): an event stream simply ends
@@ -76,11 +79,12 @@ func Route(o RouteOptions) Middleware {
 	}
 	return func(next Duplex) Duplex {
 		r := &router{
-			next:     next,
-			log:      loggerOrDiscard(o.Logger),
-			backlogN: o.Backlog,
-			pending:  make(map[frame.ID]*post),
-			progress: make(map[string]*post),
+			next:      next,
+			log:       loggerOrDiscard(o.Logger),
+			backlogN:  o.Backlog,
+			pending:   make(map[frame.ID]*post),
+			progress:  make(map[string]*post),
+			getEvents: events{prefix: "g"},
 		}
 		r.life, r.stop = context.WithCancel(context.Background())
 		r.now, r.nowStop = context.WithCancel(context.Background())
@@ -107,11 +111,9 @@ type router struct {
 	progress map[string]*post   // raw progressToken → its POST
 	open     []*post            // event-stream POSTs carrying requests, oldest first
 	get      Exchange           // the standalone stream, if open
-	backlog  []frame.Message
-	// The standalone stream's events carry ids "g1", "g2", … (getSeq is
-	// the last); sent keeps the latest of them.
-	getSeq uint64
-	sent   []sentEvent
+	// getEvents names and keeps the standalone stream's events.
+	getEvents events
+	backlog   []frame.Message
 }
 
 // post is a POST carrying requests: the ids it waits for and, on an event
@@ -124,11 +126,58 @@ type post struct {
 	tokens    []string // raw progressToken values registered for it
 }
 
-// sentEvent is an event the standalone stream carried, kept for a
-// reconnect.
+// events names the events of a stream (its prefix, then a count from 1)
+// and keeps the latest keptEvents of them for a client that resumes it.
+// The transport names events while it holds a lock of its own that
+// [Exchange.Cut] waits for, so events has its own mutex and never takes
+// the router's.
+type events struct {
+	prefix string
+
+	mu   sync.Mutex
+	seq  uint64 // the last event's number
+	sent []sentEvent
+}
+
+// sentEvent is an event a stream carried, kept for a reconnect.
 type sentEvent struct {
 	id string
 	m  frame.Message
+}
+
+// name gives m the stream's next event id and keeps the event (the oldest
+// beyond keptEvents are forgotten). An event is kept before it is written:
+// one the connection broke on is sent again to a client that resumes
+// from before it.
+func (e *events) name(m frame.Message) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.seq++
+	var buf [48]byte
+	id := string(strconv.AppendUint(append(buf[:0], e.prefix...), e.seq, 10))
+	if len(e.sent) >= keptEvents {
+		e.sent[0] = sentEvent{}
+		e.sent = e.sent[1:]
+	}
+	e.sent = append(e.sent, sentEvent{id: id, m: m})
+	return id
+}
+
+// after returns the kept events after the one numbered n; nothing when n
+// is the latest or beyond. missed is the id of the oldest kept event when
+// events after n are no longer kept (the run starts there), else "".
+func (e *events) after(n uint64) (run []sentEvent, missed string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n >= e.seq || len(e.sent) == 0 {
+		return nil, ""
+	}
+	first := e.seq - uint64(len(e.sent)) + 1 // the number of sent[0]
+	if n+1 < first {
+		missed = e.sent[0].id
+		n = first - 1
+	}
+	return slices.Clone(e.sent[n+1-first:]), missed
 }
 
 func (r *router) toServer(ctx context.Context, m frame.Message) error {
@@ -410,25 +459,27 @@ func (r *router) keepLocked(m frame.Message) {
 	r.backlog = append(r.backlog, m)
 }
 
-// listen opens the standalone stream on a GET's exchange x.
+// listen opens the standalone stream on a GET's exchange x, taking over
+// from the one open.
 func (r *router) listen(m frame.Message, x Exchange) error {
 	r.mu.Lock()
-	switch {
-	case r.closed:
+	if r.closed {
 		r.mu.Unlock()
 		return Refuse(http.StatusNotFound, "", frame.CodeInvalidRequest, "session not found")
-	case r.get != nil:
-		r.mu.Unlock()
-		return Refuse(http.StatusConflict, "", frame.CodeInvalidRequest, "Conflict: the session's stream is already open")
+	}
+	var left []frame.Message
+	if r.get != nil {
+		left = r.get.Cut() // it ends; what it had not taken goes to x
+		r.log.Info("a new GET stream takes over from the one open")
 	}
 	r.get = x
-	x.NumberEvents(r.number)
+	x.NumberEvents(r.getEvents.name)
 	for _, e := range r.replayFrom(m.Header().Get(frame.HeaderLastEventID)) {
 		_ = x.Send(r.now, e.m, e.id)
 	}
 	backlog := r.backlog // what waited goes first
 	r.backlog = nil
-	for _, b := range backlog {
+	for _, b := range slices.Concat(left, backlog) {
 		if x.Send(r.now, b, "") != nil {
 			r.keepLocked(b)
 		}
@@ -459,38 +510,20 @@ func (r *router) unlisten(x Exchange, unsent []frame.Message) {
 	}
 }
 
-// number gives the standalone stream's next event its id and keeps the
-// event (the oldest beyond keptEvents are forgotten). An event is kept
-// before it is written: one the connection broke on is sent again to a
-// client that resumes from before it.
-func (r *router) number(m frame.Message) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.getSeq++
-	id := "g" + strconv.FormatUint(r.getSeq, 10)
-	if len(r.sent) >= keptEvents {
-		r.sent[0] = sentEvent{}
-		r.sent = r.sent[1:]
-	}
-	r.sent = append(r.sent, sentEvent{id: id, m: m})
-	return id
-}
-
 // replayFrom returns the kept events after the one lastID names, for a
 // client that reconnects with Last-Event-ID; nothing when lastID is empty
-// or names no event of this stream. The caller holds r.mu.
+// or names no event of this stream.
 func (r *router) replayFrom(lastID string) []sentEvent {
 	digits, ok := strings.CutPrefix(lastID, "g")
 	n, err := strconv.ParseUint(digits, 10, 64)
-	if !ok || err != nil || n >= r.getSeq || len(r.sent) == 0 {
-		return nil // not ours, or nothing after it
+	if !ok || err != nil {
+		return nil // not ours
 	}
-	first := r.getSeq - uint64(len(r.sent)) + 1 // the id number of sent[0]
-	if n+1 < first {
-		r.log.Warn("a resumed GET stream missed events no longer kept", "last_event_id", lastID, "oldest_kept", "g"+strconv.FormatUint(first, 10))
-		n = first - 1
+	run, missed := r.getEvents.after(n)
+	if missed != "" {
+		r.log.Warn("a resumed GET stream missed events no longer kept", "last_event_id", lastID, "oldest_kept", missed)
 	}
-	return slices.Clone(r.sent[n+1-first:])
+	return run
 }
 
 // closeAll lets everything go when the connection ends: every request
@@ -509,8 +542,11 @@ func (r *router) closeAll(cause error) {
 	}
 	get := r.get
 	clear(r.progress)
-	r.open, r.backlog, r.sent = nil, nil, nil
+	r.open, r.backlog = nil, nil
 	r.mu.Unlock()
+	r.getEvents.mu.Lock()
+	r.getEvents.sent = nil
+	r.getEvents.mu.Unlock()
 	for id, p := range pending {
 		_ = p.x.Send(r.now, frame.ErrorResponse(id, frame.CodeGateway, "session ended: "+cause.Error()), "")
 	}

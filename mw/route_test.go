@@ -112,10 +112,6 @@ func TestRouteStandaloneStream(t *testing.T) {
 
 	first := newGET()
 	is.NoErr(h.get(t, first, ""))
-	err := h.get(t, newGET(), "")
-	var st *frame.StatusError
-	is.True(errors.As(err, &st))
-	is.Equal(st.Code, http.StatusConflict) // one stream at a time
 	is.Equal(first.lines(), []string{`g1 {"jsonrpc":"2.0","method":"b"}`, `g2 {"jsonrpc":"2.0","method":"c"}`})
 	h.fromServer(t, `{"jsonrpc":"2.0","method":"d"}`)
 	first.finish() // d was never taken (nor named)
@@ -128,6 +124,37 @@ func TestRouteStandaloneStream(t *testing.T) {
 		`g3 {"jsonrpc":"2.0","method":"d"}`, // d went back to the backlog, ahead of e
 		`g4 {"jsonrpc":"2.0","method":"e"}`,
 	})
+}
+
+// A new GET takes over from the standalone stream still open (its
+// connection may have died unnoticed): the old one ends, what it had not
+// taken goes to the new one, and so does everything later.
+func TestRouteNewestGETWins(t *testing.T) {
+	is := is.New(t)
+	h := newRouteHarness(0)
+	stale := newGET()
+	is.NoErr(h.get(t, stale, ""))
+	h.fromServer(t, `{"jsonrpc":"2.0","method":"a"}`)
+	is.Equal(stale.lines(), []string{`g1 {"jsonrpc":"2.0","method":"a"}`}) // written, never read
+	h.fromServer(t, `{"jsonrpc":"2.0","method":"b"}`)                      // queued on the stale stream
+
+	fresh := newGET()
+	is.NoErr(h.get(t, fresh, "")) // no 409
+	is.True(stale.isEnded())
+	h.fromServer(t, `{"jsonrpc":"2.0","method":"c"}`)
+	is.Equal(fresh.lines(), []string{`g2 {"jsonrpc":"2.0","method":"b"}`, `g3 {"jsonrpc":"2.0","method":"c"}`})
+	is.Equal(stale.lines(), []string{`g1 {"jsonrpc":"2.0","method":"a"}`}) // nothing more
+
+	stale.finish() // the old connection's end changes nothing
+	h.fromServer(t, `{"jsonrpc":"2.0","method":"d"}`)
+	is.Equal(fresh.lines()[2], `g4 {"jsonrpc":"2.0","method":"d"}`)
+
+	// A client that says what it saw gets it again on the stream that
+	// takes over.
+	third := newGET()
+	is.NoErr(h.get(t, third, "g2"))
+	is.True(fresh.isEnded())
+	is.Equal(third.lines(), []string{`g3 {"jsonrpc":"2.0","method":"c"}`, `g4 {"jsonrpc":"2.0","method":"d"}`})
 }
 
 func TestRouteCancel(t *testing.T) {
@@ -221,11 +248,11 @@ func FuzzReplayFrom(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, last string) {
-		r := &router{log: loggerOrDiscard(nil)}
+		r := &router{log: loggerOrDiscard(nil), getEvents: events{prefix: "g"}}
 		for range 5 {
-			r.number(frame.MustParse(`{"jsonrpc":"2.0","method":"n"}`))
+			r.getEvents.name(frame.MustParse(`{"jsonrpc":"2.0","method":"n"}`))
 		}
-		r.sent = r.sent[2:] // g3, g4 and g5 are kept
+		r.getEvents.sent = r.getEvents.sent[2:] // g3, g4 and g5 are kept
 		got := r.replayFrom(last)
 		if len(got) > 3 {
 			t.Fatalf("replayed %d events from %q", len(got), last)
