@@ -169,7 +169,12 @@ func (x *fakeExchange) firstHeader() http.Header {
 
 // finish makes the exchange over; what was never taken is reported
 // unsent.
-func (x *fakeExchange) finish() {
+func (x *fakeExchange) finish() { x.goneUnheard()() }
+
+// goneUnheard makes the exchange over (its client gone) and returns the
+// function that runs its OnDone functions: in between, the exchange
+// refuses every send while nobody has heard that it is over yet.
+func (x *fakeExchange) goneUnheard() (report func()) {
 	x.mu.Lock()
 	x.over = true
 	var unsent []frame.Message
@@ -180,8 +185,10 @@ func (x *fakeExchange) finish() {
 	hooks := x.onDone
 	x.onDone = nil
 	x.mu.Unlock()
-	for _, f := range hooks {
-		f(unsent)
+	return func() {
+		for _, f := range hooks {
+			f(unsent)
+		}
 	}
 }
 

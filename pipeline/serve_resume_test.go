@@ -3,11 +3,13 @@
 package pipeline
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,8 +22,9 @@ import (
 )
 
 // Streams that break, end to end over loopback with the scripted child:
-// a GET stream whose connection died unnoticed, replaced by the client's
-// next GET (issue 9, item 6).
+// a POST's event stream resumed with GET and Last-Event-ID (issue 9, item
+// 12), and a GET stream whose connection died unnoticed, replaced by the
+// client's next GET (item 6).
 
 // cutProxy forwards loopback TCP connections to a server, one HTTP
 // request per connection. cut closes the client's side of the
@@ -183,6 +186,37 @@ func (g *sessionGateway) doVia(t *testing.T, ctx context.Context, url, method, s
 	return resp
 }
 
+// primingEvent reads the first event of a POST's stream, which must be a
+// priming event (an id and empty data), and returns its id and retry.
+func primingEvent(t *testing.T, br *bufio.Reader) (id, retry string) {
+	t.Helper()
+	sawData := false
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended before its priming event: %v", err)
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case line == "" && id == "" && !sawData: // the end of a comment's event
+		case line == "":
+			if !sawData || id == "" {
+				t.Fatalf("not a priming event: id %q, data %v", id, sawData)
+			}
+			return id, retry
+		case strings.HasPrefix(line, "id: "):
+			id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "retry: "):
+			retry = strings.TrimPrefix(line, "retry: ")
+		case line == "data:":
+			sawData = true
+		case strings.HasPrefix(line, ":"): // a comment
+		default:
+			t.Fatalf("not a priming event: %q", line)
+		}
+	}
+}
+
 // sseEvent reads the next event of a stream: its id and its message.
 func sseEvent(t *testing.T, r *frame.SSEReader) (id, msg string) {
 	t.Helper()
@@ -191,6 +225,74 @@ func sseEvent(t *testing.T, r *frame.SSEReader) (id, msg string) {
 		t.Fatalf("event stream: %v", err)
 	}
 	return ev.ID, string(ev.Data)
+}
+
+// The client of a long call closes its connection mid-call: the call goes
+// on, and a GET with Last-Event-ID gets the events after that id again,
+// then the answer, and ends.
+func TestSessionsPOSTStreamResumesAfterTheClientLeft(t *testing.T) {
+	is := is.New(t)
+	g := newSessionGateway(t, nil)
+	sid := g.initialize(t)
+	waiting := g.logs.Watch(regexp.MustCompile(`the stream waits for a resume`))
+
+	ctx, leave := context.WithCancel(context.Background())
+	resp := g.do(t, ctx, http.MethodPost, sid, acceptBoth, `{"jsonrpc":"2.0","id":"long","method":"wait"}`)
+	br := bufio.NewReader(resp.Body)
+	id, retry := primingEvent(t, br)
+	is.Equal([]string{id, retry}, []string{"p1-0", "2000"})
+	// A JSON POST cannot carry the child's notification: it rides on the
+	// oldest event stream, the long call's.
+	msgs, _ := g.call(t, sid, acceptJSON, `{"jsonrpc":"2.0","id":1,"method":"notify","params":{"data":"during the call"}}`)
+	is.Equal(len(msgs), 1)
+	events := frame.NewSSEReader(br, 0)
+	id, msg := sseEvent(t, events)
+	is.Equal(id, "p1-1")
+	is.Equal(gjson.Get(msg, "params.data").Str, "during the call")
+	leave() // the client goes away
+	resp.Body.Close()
+	waiting.Next(t, serveTestWait)
+
+	is.Equal(g.status(t, "POST", sid, `{"jsonrpc":"2.0","method":"release"}`), http.StatusAccepted) // the call ends
+	get := g.do(t, context.Background(), http.MethodGet, sid, "text/event-stream", "", "Last-Event-ID", "p1-0")
+	defer get.Body.Close()
+	is.Equal(get.StatusCode, http.StatusOK)
+	resumed := frame.NewSSEReader(get.Body, 0)
+	id, msg = sseEvent(t, resumed)
+	is.Equal(id, "p1-1") // sent again: the client said it had not seen it
+	is.Equal(gjson.Get(msg, "params.data").Str, "during the call")
+	id, msg = sseEvent(t, resumed)
+	is.Equal([]string{id, msg}, []string{"p1-2", `{"jsonrpc":"2.0","id":"long","result":{}}`})
+	_, err := resumed.Next()
+	is.Equal(err, io.EOF) // it ends after the answer, as the POST would have
+}
+
+// The connection of a long call dies without serve noticing: the client's
+// GET with Last-Event-ID takes the stream over from the dead connection
+// and gets the answer that went there.
+func TestSessionsPOSTStreamResumesFromADeadConnection(t *testing.T) {
+	is := is.New(t)
+	g := newSessionGateway(t, nil)
+	sid := g.initialize(t)
+	proxy := newCutProxy(t, g.url)
+
+	resp := g.doVia(t, context.Background(), proxy.url, http.MethodPost, sid, acceptBoth, `{"jsonrpc":"2.0","id":"long","method":"wait"}`)
+	br := bufio.NewReader(resp.Body)
+	id, _ := primingEvent(t, br)
+	is.Equal(id, "p1-0")
+	is.Equal(proxy.cut(http.MethodPost), 1)
+	_, _ = io.Copy(io.Discard, br) // the client's side is gone
+	resp.Body.Close()
+
+	is.Equal(g.status(t, "POST", sid, `{"jsonrpc":"2.0","method":"release"}`), http.StatusAccepted) // answered into the dead connection, or not yet
+	get := g.doVia(t, context.Background(), proxy.url, http.MethodGet, sid, "text/event-stream", "", "Last-Event-ID", "p1-0")
+	defer get.Body.Close()
+	is.Equal(get.StatusCode, http.StatusOK)
+	resumed := frame.NewSSEReader(get.Body, 0)
+	id, msg := sseEvent(t, resumed)
+	is.Equal([]string{id, msg}, []string{"p1-1", `{"jsonrpc":"2.0","id":"long","result":{}}`})
+	_, err := resumed.Next()
+	is.Equal(err, io.EOF)
 }
 
 // The GET stream's connection dies without serve noticing (the proxy cuts
