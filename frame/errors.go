@@ -29,7 +29,8 @@ const (
 
 // ErrorResponse builds the error response
 // {"jsonrpc":"2.0","id":<id>,"error":{"code":<code>,"message":<msg>}}.
-// An absent id is written as null.
+// An absent id is written as null. Invalid UTF-8 is replaced as [Parse]
+// does.
 func ErrorResponse(id ID, code int, msg string) Message {
 	return ErrorResponseData(id, code, msg, nil)
 }
@@ -49,6 +50,7 @@ func ErrorResponseData(id ID, code int, msg string, data []byte) Message {
 		b = append(b, oneLine(data, false)...)
 	}
 	b = append(b, "}}"...)
+	b, _ = fixUTF8(b) // the id or data may hold invalid UTF-8 (an id probed from a cut line)
 	return fromValid(b)
 }
 
@@ -61,6 +63,7 @@ func ResultResponse(id ID, result []byte) Message {
 	b = append(b, `,"result":`...)
 	b = append(b, oneLine(result, false)...)
 	b = append(b, '}')
+	b, _ = fixUTF8(b) // the id or result may hold invalid UTF-8
 	return fromValid(b)
 }
 

@@ -7,11 +7,13 @@
 // Nothing in this package re-encodes a message. A Message is read lazily with
 // gjson and edited with sjson, so whatever a stage does not mean to change
 // stays byte-identical: key order, whitespace inside a line, `1.50`, unknown
-// fields and duplicate keys all survive a trip through the gateway. The one
-// rewrite frame ever makes is the one framing requires: a message that
-// arrived spread over several lines (pretty-printed JSON, a multi-line SSE
-// payload) is compacted to one line, which removes only insignificant
-// whitespace.
+// fields and duplicate keys all survive a trip through the gateway. Frame
+// makes two rewrites, both when a message is parsed, so that every message
+// leaving the gateway is one line of valid JSON: a message that arrived
+// spread over several lines (pretty-printed JSON, a multi-line SSE payload)
+// is compacted to one line, which removes only insignificant whitespace;
+// and a byte that is not valid UTF-8, which JSON does not allow, becomes
+// U+FFFD, the character encoding/json reads it as.
 package frame
 
 import (
@@ -32,8 +34,10 @@ import (
 type Kind uint8
 
 const (
-	// Invalid is valid JSON that is not a JSON-RPC message: a scalar, or an
-	// object with neither a method nor a result or error under an id.
+	// Invalid is valid JSON that is not a valid JSON-RPC message: a
+	// scalar, an object with neither a method nor a result or an error, or
+	// one that breaks a rule of its envelope ([EnvelopeError] lists them;
+	// [Message.Err] says which).
 	Invalid Kind = iota
 	// Request has a method and an id.
 	Request
@@ -110,9 +114,11 @@ func IntID(n int64) ID { return ID(fmt.Sprint(n)) }
 type Message struct {
 	raw    []byte
 	hdr    http.Header
-	id     ID
+	id     ID // for an Invalid message, the id to answer it under
 	method string
 	kind   Kind
+	why    reason // why an Invalid message is
+	shape  Kind   // the shape of an Invalid message
 }
 
 // Errors returned by [Parse].
@@ -125,23 +131,19 @@ var (
 
 // Parse validates b and returns it as a Message. It copies b, so the caller
 // may reuse its buffer. Surrounding whitespace is trimmed and a message
-// spread over several lines is compacted to one; every other byte is kept.
-// Valid JSON that is not a JSON-RPC message parses with Kind [Invalid].
-func Parse(b []byte) (Message, error) {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return Message{}, ErrEmpty
-	}
-	if !gjson.ValidBytes(b) {
-		return Message{}, ErrSyntax
-	}
-	return fromValid(oneLine(b, true)), nil
-}
+// spread over several lines is compacted to one; a byte that is not valid
+// UTF-8 (which can only sit inside a string) becomes U+FFFD, as
+// encoding/json reads it. Every other byte is kept. Valid JSON that is not a
+// valid JSON-RPC message parses with Kind [Invalid]; [Message.Err] says why.
+func Parse(b []byte) (Message, error) { return parse(b, true) }
 
 // ParseOwned is [Parse] for a buffer the caller hands over and never touches
-// again: it is kept, not copied, when it is already one line. Use it for a
-// freshly read body or event to save a copy of a large message.
-func ParseOwned(b []byte) (Message, error) {
+// again: it is kept, not copied, when it is already one line of valid
+// UTF-8. Use it for a freshly read body or event to save a copy of a large
+// message.
+func ParseOwned(b []byte) (Message, error) { return parse(b, false) }
+
+func parse(b []byte, mustCopy bool) (Message, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return Message{}, ErrEmpty
@@ -149,7 +151,7 @@ func ParseOwned(b []byte) (Message, error) {
 	if !gjson.ValidBytes(b) {
 		return Message{}, ErrSyntax
 	}
-	return fromValid(oneLine(b, false)), nil
+	return fromValid(normalize(b, mustCopy)), nil
 }
 
 // MustParse is Parse for literals in tests and examples; it panics on error.
@@ -159,6 +161,16 @@ func MustParse(s string) Message {
 		panic(fmt.Sprintf("frame.MustParse(%q): %v", s, err))
 	}
 	return m
+}
+
+// normalize returns valid JSON b as the bytes of a message: valid UTF-8
+// (see fixUTF8) on one line (see oneLine). b is returned as it is when it is
+// both already, copied if mustCopy.
+func normalize(b []byte, mustCopy bool) []byte {
+	if fixed, ok := fixUTF8(b); ok {
+		b, mustCopy = fixed, false
+	}
+	return oneLine(b, mustCopy)
 }
 
 // oneLine returns valid JSON b as a single line. In valid JSON a CR or LF can
@@ -184,53 +196,6 @@ func oneLine(b []byte, mustCopy bool) []byte {
 		}
 	}
 	return buf.Bytes()
-}
-
-// fromValid classifies raw, which must be valid, trimmed, single-line JSON
-// that nobody will mutate.
-func fromValid(raw []byte) Message {
-	m := Message{raw: raw}
-	switch raw[0] {
-	case '[':
-		m.kind = Batch
-		return m
-	case '{':
-	default:
-		return m
-	}
-	var hasMethod, hasResult, hasError, hasID bool
-	view(raw).ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "id":
-			if !hasID && (v.Type == gjson.String || v.Type == gjson.Number || v.Type == gjson.Null) {
-				hasID = true
-				m.id = ID(strings.Clone(v.Raw))
-			}
-		case "method":
-			if !hasMethod && v.Type == gjson.String {
-				hasMethod = true
-				m.method = internMethod(v.Str)
-			}
-		case "result":
-			hasResult = true
-		case "error":
-			hasError = true
-		}
-		return true
-	})
-	switch {
-	case hasMethod && hasID:
-		m.kind = Request
-	case hasMethod:
-		m.kind = Notification
-	case hasID && hasError:
-		m.kind = Error
-	case hasID && hasResult:
-		m.kind = Result
-	default:
-		m.id = ""
-	}
-	return m
 }
 
 // view returns raw as a gjson document without copying. Results taken from
@@ -283,7 +248,12 @@ func (m Message) Kind() Kind { return m.kind }
 
 // ID returns the raw id token of a request or response, or "" for a
 // notification, a batch or an invalid message.
-func (m Message) ID() ID { return m.id }
+func (m Message) ID() ID {
+	if m.kind == Invalid {
+		return ""
+	}
+	return m.id
+}
 
 // Method returns the method of a request or notification, or "".
 func (m Message) Method() string { return m.method }
@@ -301,7 +271,8 @@ func (m Message) Get(path string) gjson.Result {
 }
 
 // Set returns a copy of m with the value at path (sjson syntax) replaced by
-// the raw JSON value. Every other byte of the message is kept. Keys
+// the raw JSON value (compacted to one line, invalid UTF-8 replaced as
+// [Parse] does). Every other byte of the message is kept. Keys
 // containing '.', '*', '?' or '/' must be escaped with gjson.Escape, or sjson
 // nests them.
 func (m Message) Set(path string, raw []byte) (Message, error) {
@@ -315,6 +286,7 @@ func (m Message) Set(path string, raw []byte) (Message, error) {
 	if err != nil {
 		return Message{}, fmt.Errorf("frame: set %s: %w", path, err)
 	}
+	out, _ = fixUTF8(out) // the value, or a key the path made, may not be valid UTF-8
 	n := fromValid(out)
 	n.hdr = m.hdr
 	return n, nil

@@ -1,6 +1,7 @@
 package frame_test
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 
@@ -165,6 +166,11 @@ func TestStatusErrorResponse(t *testing.T) {
 	is.True(ok)
 	is.Equal(m.ID(), frame.ID("5"))
 	is.Equal(m.Get("error.code").Int(), int64(-32602))
+	m, ok = (&frame.StatusError{Code: 400, Body: []byte(`{"jsonrpc":"2.0","error":{"code":-32600,"message":"no session"}}`)}).Response("5")
+	is.True(ok) // no id at all (MCP 2025-11-25) is taken as answering it too
+	is.Equal(m.String(), `{"jsonrpc":"2.0","error":{"code":-32600,"message":"no session"},"id":5}`)
+	_, ok = (&frame.StatusError{Code: 400, Body: []byte(`{"id":5,"error":{"code":-32600,"message":"x"}}`)}).Response("5")
+	is.True(!ok) // not a valid JSON-RPC error: no jsonrpc
 	_, ok = (&frame.StatusError{Code: 500, Body: []byte("<html>")}).Response("5")
 	is.True(!ok)
 	_, ok = (&frame.StatusError{Code: 400, Body: []byte(`{"jsonrpc":"2.0","id":9,"error":{"code":1,"message":""}}`)}).Response("5")
@@ -222,4 +228,142 @@ func TestSent(t *testing.T) {
 	is.True(frame.Sent(&frame.StatusError{Code: 500}))
 	is.True(!frame.Sent(&frame.SendError{Sent: false, Err: frame.ErrStreamEnded}))
 	is.True(frame.Sent(frame.ErrStreamEnded))
+}
+
+func TestEnvelopeRules(t *testing.T) {
+	const (
+		version   = `jsonrpc must be "2.0"`
+		method    = "method must be a string"
+		reqID     = "the id of a request must be a string or an integer"
+		params    = "params must be an object"
+		both      = "a response has a result or an error, not both"
+		resultID  = "a result needs an id that is a string or an integer"
+		result    = "result must be an object"
+		errorID   = "the id of an error must be a string, an integer or null"
+		errorObj  = "error must be an object with an integer code and a string message"
+		notJSONRP = "not a JSON-RPC message"
+	)
+	tests := []struct {
+		in     string
+		kind   frame.Kind // of a valid message
+		id     frame.ID   // ID() of a valid one, EnvelopeError.ID of an invalid one
+		reason string     // "" for a valid message
+		shape  frame.Kind // EnvelopeError.Shape
+	}{
+		// Valid: what both JSON-RPC 2.0 and MCP's schema accept.
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, frame.Request, "1", "", 0},
+		{`{"jsonrpc":"2.0","id":"a","method":"ping","params":{}}`, frame.Request, `"a"`, "", 0},
+		{`{"jsonrpc":"2.0","id":-0,"method":"ping"}`, frame.Request, "-0", "", 0},
+		{`{"jsonrpc":"2.0","id":1.0,"method":"ping"}`, frame.Request, "1.0", "", 0},       // JSON Schema's integer
+		{`{"jsonrpc":"2.0","id":1.50e2,"method":"ping"}`, frame.Request, "1.50e2", "", 0}, // 150
+		{`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, frame.Request, "1e400", "", 0},
+		{`{"jsonrpc":"2.0","id":100E-2,"method":"ping"}`, frame.Request, "100E-2", "", 0}, // 1
+		{`{"jsonrpc":"2.0","id":0.000e-9,"method":"ping"}`, frame.Request, "0.000e-9", "", 0},
+		{`{"jsonrpc":"2.0","id":-12.3400e2,"method":"ping"}`, frame.Request, "-12.3400e2", "", 0},
+		{`{"jsonrpc":"2\u002e0","id":1,"method":"ping"}`, frame.Request, "1", "", 0},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, frame.Notification, "", "", 0},
+		{`{"jsonrpc":"2.0","method":"n","params":{"a":1},"extra":[true]}`, frame.Notification, "", "", 0},
+		{`{"jsonrpc":"2.0","id":1,"method":"x","result":5}`, frame.Request, "1", "", 0}, // other members are free
+		{`{"jsonrpc":"2.0","id":7,"result":{}}`, frame.Result, "7", "", 0},
+		{`{"jsonrpc":"2.0","id":7,"result":{},"method":null}`, frame.Result, "7", "", 0},
+		{`{"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"no"}}`, frame.Error, `"x"`, "", 0},
+		{`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error","data":[1]}}`, frame.Error, "null", "", 0},
+		{`{"jsonrpc":"2.0","error":{"code":-32700,"message":""}}`, frame.Error, "", "", 0}, // MCP 2025-11-25: id optional
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-3.2e4,"message":"m"}}`, frame.Error, "1", "", 0},
+		{`{"jsonrpc":"2.0","id":1,"method":"a","id":true,"jsonrpc":"1.0"}`, frame.Request, "1", "", 0}, // the first of a name counts
+
+		// jsonrpc
+		{`{"id":1,"method":"ping"}`, 0, "1", version, frame.Request},
+		{`{"jsonrpc":"1.0","id":1,"method":"ping"}`, 0, "1", version, frame.Request},
+		{`{"jsonrpc":2.0,"id":1,"method":"ping"}`, 0, "1", version, frame.Request},
+		{`{"jsonrpc":"2.0 ","method":"n"}`, 0, "", version, frame.Notification},
+		{`{"id":1,"result":{}}`, 0, "1", version, frame.Result},
+		{`{"id":1,"error":{"code":1,"message":""}}`, 0, "1", version, frame.Error},
+		// ids
+		{`{"jsonrpc":"2.0","id":true,"method":"ping"}`, 0, "", reqID, frame.Request},
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, 0, "", reqID, frame.Request},
+		{`{"jsonrpc":"2.0","id":[1],"method":"ping"}`, 0, "", reqID, frame.Request},
+		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, 0, "", reqID, frame.Request}, // MCP: not null
+		{`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, 0, "", reqID, frame.Request},  // MCP: an integer
+		{`{"jsonrpc":"2.0","id":1e-1,"method":"ping"}`, 0, "", reqID, frame.Request},
+		{`{"jsonrpc":"2.0","id":150e-2,"method":"ping"}`, 0, "", reqID, frame.Request},
+		{`{"jsonrpc":"2.0","id":-12.345e2,"method":"ping"}`, 0, "", reqID, frame.Request},
+		{`{"jsonrpc":"2.0","id":null,"result":{}}`, 0, "", resultID, frame.Result},
+		{`{"jsonrpc":"2.0","result":{}}`, 0, "", resultID, frame.Result},
+		{`{"jsonrpc":"2.0","id":false,"error":{"code":1,"message":""}}`, 0, "", errorID, frame.Error},
+		{`{"jsonrpc":"2.0","id":0.5,"error":{"code":1,"message":""}}`, 0, "", errorID, frame.Error},
+		// method and params
+		{`{"jsonrpc":"2.0","id":1,"method":5}`, 0, "1", method, frame.Request},
+		{`{"jsonrpc":"2.0","method":null}`, 0, "", method, frame.Notification},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}`, 0, "1", params, frame.Request}, // JSON-RPC allows it, MCP does not
+		{`{"jsonrpc":"2.0","method":"m","params":null}`, 0, "", params, frame.Notification},
+		// responses
+		{`{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":""}}`, 0, "1", both, frame.Error},
+		{`{"jsonrpc":"2.0","id":1,"result":null}`, 0, "1", result, frame.Result},
+		{`{"jsonrpc":"2.0","id":1,"result":[]}`, 0, "1", result, frame.Result},
+		{`{"jsonrpc":"2.0","id":1,"error":"boom"}`, 0, "1", errorObj, frame.Error},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":"1","message":""}}`, 0, "1", errorObj, frame.Error},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":""}}`, 0, "1", errorObj, frame.Error},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":1}}`, 0, "1", errorObj, frame.Error},
+		{`{"jsonrpc":"2.0","id":1,"error":{"message":"m"}}`, 0, "1", errorObj, frame.Error},
+		// not JSON-RPC at all
+		{`{"hello":"world"}`, 0, "", notJSONRP, frame.Invalid},
+		{`{"jsonrpc":"2.0","id":1}`, 0, "1", notJSONRP, frame.Invalid},
+		{`{}`, 0, "", notJSONRP, frame.Invalid},
+		{`"ping"`, 0, "", notJSONRP, frame.Invalid},
+		{`null`, 0, "", notJSONRP, frame.Invalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			is := is.New(t)
+			m, err := frame.Parse([]byte(tt.in))
+			is.NoErr(err)
+			is.Equal(m.String(), tt.in) // bytes kept, valid or not
+			if tt.reason == "" {
+				is.NoErr(m.Err())
+				is.Equal(m.Kind(), tt.kind)
+				is.Equal(m.ID(), tt.id)
+				return
+			}
+			is.Equal(m.Kind(), frame.Invalid)
+			is.Equal(m.ID(), frame.ID("")) // an invalid message has no id to correlate on
+			is.Equal(m.Method(), "")
+			var env *frame.EnvelopeError
+			is.True(errors.As(m.Err(), &env))
+			is.True(errors.Is(m.Err(), frame.ErrNotJSONRPC))
+			is.Equal(env.Reason, tt.reason)
+			is.Equal(env.Shape, tt.shape)
+			is.Equal(env.ID, tt.id)
+		})
+	}
+}
+
+func TestErrOfOtherMessages(t *testing.T) {
+	is := is.New(t)
+	is.Equal(frame.Message{}.Err(), frame.ErrEmpty)
+	is.NoErr(frame.MustParse(`[{"id":true}]`).Err()) // a batch's elements are judged one by one
+	for el := range frame.MustParse(`[{"jsonrpc":"2.0","id":true,"method":"x"},{"jsonrpc":"2.0","method":"n"}]`).Elements() {
+		if el.Method() == "n" {
+			is.NoErr(el.Err())
+		} else {
+			is.True(errors.Is(el.Err(), frame.ErrNotJSONRPC))
+		}
+	}
+}
+
+func TestEditsAreJudgedAgain(t *testing.T) {
+	is := is.New(t)
+	m := frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"x"}`)
+	bad, err := m.Set("params", []byte(`[1]`))
+	is.NoErr(err)
+	is.Equal(bad.Kind(), frame.Invalid)
+	good, err := bad.Delete("params")
+	is.NoErr(err)
+	is.Equal(good.Kind(), frame.Request)
+	r, err := frame.MustParse(`{"jsonrpc":"2.0","id":"a","result":{}}`).WithID("null")
+	is.NoErr(err)
+	is.Equal(r.Kind(), frame.Invalid) // a result needs a real id
+	e := frame.ErrorResponse("", frame.CodeInvalidRequest, "x")
+	is.Equal(e.Kind(), frame.Error) // the gateway's own answers are valid
+	is.Equal(e.ID(), frame.ID("null"))
 }

@@ -18,18 +18,20 @@ const DefaultMaxMessageSize = 64 << 20
 // ErrTooLarge means a message exceeded the configured size cap.
 var ErrTooLarge = errors.New("message too large")
 
-// ErrNotJSONRPC means a line or body is valid JSON but not a JSON-RPC
-// message (a message of Kind [Invalid]).
+// ErrNotJSONRPC means a line or body is valid JSON but not a valid
+// JSON-RPC message (a message of Kind [Invalid]). An [*EnvelopeError] says
+// why, and matches it.
 var ErrNotJSONRPC = errors.New("not a JSON-RPC message")
 
 // LineError reports one bad line of newline-delimited JSON. The reader has
 // already skipped the line; the next Read continues with the line after it.
 type LineError struct {
 	Line int   // 1-based line number
-	Err  error // ErrSyntax or ErrTooLarge (from a Reader), or ErrNotJSONRPC
-	// ID is the line's top-level id when it could be recovered (an oversized
-	// request whose id precedes its bulk), else "". It lets the caller answer
-	// the request instead of leaving its sender waiting.
+	Err  error // ErrSyntax, ErrTooLarge or ErrOverBudget (from a Reader), or one matching ErrNotJSONRPC
+	// ID is the id to answer the line under, when it could be recovered (an
+	// oversized request whose id precedes its bulk, a request whose
+	// envelope is invalid but whose id is fine), else "". It lets the
+	// caller answer the request instead of leaving its sender waiting.
 	ID ID
 }
 
@@ -38,9 +40,13 @@ func (e *LineError) Unwrap() error { return e.Err }
 
 // Code returns the JSON-RPC error code that answers the line:
 // [CodeParseError] for bad JSON, [CodeInvalidRequest] for an oversized
-// line or one that is not a JSON-RPC message.
+// line or one that is not a JSON-RPC message, [CodeGateway] for a line
+// refused for the memory budget.
 func (e *LineError) Code() int {
-	if errors.Is(e.Err, ErrTooLarge) || errors.Is(e.Err, ErrNotJSONRPC) {
+	switch {
+	case errors.Is(e.Err, ErrOverBudget):
+		return CodeGateway
+	case errors.Is(e.Err, ErrTooLarge) || errors.Is(e.Err, ErrNotJSONRPC):
 		return CodeInvalidRequest
 	}
 	return CodeParseError
@@ -52,15 +58,26 @@ func (e *LineError) Code() int {
 // A Reader is not safe for concurrent use.
 //
 // A line that fits the read buffer (64 KiB) is copied once, into the
-// message. A longer one is assembled in a scratch buffer, kept while long
-// lines keep coming (so a run of big messages costs one copy each more,
-// and no regrowing) and dropped at the next short line, so that one big
-// message does not pin tens of MiB for the rest of the session.
+// message. A longer one is assembled in a scratch buffer. While more input
+// is already waiting, the line is copied into its message and the buffer
+// kept for the next one (a run of big messages costs one copy each more,
+// and no regrowing), until a short line comes and the buffer is over
+// 1 MiB; when no input is waiting, the buffer itself becomes the message
+// and nothing is kept, so that a big message does not pin its buffer for
+// the rest of a quiet session.
+//
+// With a [Budget] (see [Reader.SetBudget]), the scratch buffer and every
+// message longer than the read buffer are counted against it while they
+// are held; a line the budget cannot take is skipped like an oversized one
+// and reported as a [LineError] with [ErrOverBudget].
 type Reader struct {
 	br      *bufio.Reader
 	max     int
 	line    int
 	scratch []byte
+	budget  *Budget
+	held    int64 // counted for the scratch buffer (the line being assembled)
+	passed  int64 // counted for the message Read returned last, not yet taken
 }
 
 // idProbe is how much of an oversized line is kept to look for its id.
@@ -72,7 +89,24 @@ func NewReader(r io.Reader, max int) *Reader {
 	if max <= 0 {
 		max = DefaultMaxMessageSize
 	}
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+	// The read buffer is BudgetMin long: the lines that do not fit it are
+	// exactly the ones a budget counts.
+	return &Reader{br: bufio.NewReaderSize(r, BudgetMin), max: max}
+}
+
+// SetBudget has the Reader count its buffers against b: the scratch buffer
+// a line longer than the read buffer is assembled in, and the message such
+// a line becomes (see [Reader.TakeHeld]). Call it before the first Read.
+func (r *Reader) SetBudget(b *Budget) { r.budget = b }
+
+// TakeHeld returns the bytes of the budget that the message Read returned
+// last holds (0 for a short message, or without a budget) and hands them to
+// the caller, who releases them ([Budget.Release]) once done with the
+// message. Bytes nobody took are released at the next Read.
+func (r *Reader) TakeHeld() int64 {
+	n := r.passed
+	r.passed = 0
+	return n
 }
 
 // Read returns the next message. Errors are either a *[LineError] for a line
@@ -80,36 +114,71 @@ func NewReader(r io.Reader, max int) *Reader {
 // io.EOF at a clean end, after which the Reader is done. A final line without
 // a newline still counts as a line.
 func (r *Reader) Read() (Message, error) {
+	r.budget.Release(r.TakeHeld())
 	for {
-		line, tooLong, err := r.readLine()
-		if len(line) == 0 && !tooLong && err != nil {
+		line, bad, err := r.readLine()
+		if len(line) == 0 && bad == nil && err != nil {
+			r.dropScratch()
 			return Message{}, err
 		}
 		r.line++
-		if tooLong {
-			return Message{}, &LineError{Line: r.line, Err: ErrTooLarge, ID: probeID(line)}
+		if bad != nil {
+			return Message{}, &LineError{Line: r.line, Err: bad, ID: probeID(line)}
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			if err != nil {
+				r.dropScratch()
 				return Message{}, err
 			}
 			continue
 		}
-		var own []byte
-		if len(line) > keepScratch {
-			// Only the scratch buffer holds a line this long (the bufio
-			// buffer is smaller): hand it over rather than copy it.
-			own, r.scratch = line, nil
-		} else {
-			own = bytes.Clone(line)
+		own, held := r.own(line)
+		if r.br.Buffered() == 0 {
+			r.dropScratch() // nothing waiting: it would sit idle
 		}
 		m, perr := ParseOwned(own)
 		if perr != nil {
+			r.budget.Release(held)
 			return Message{}, &LineError{Line: r.line, Err: perr}
 		}
+		r.passed = held
 		return m, nil
 	}
+}
+
+// own returns the bytes of a message of its own for line, and what they
+// hold of the budget.
+func (r *Reader) own(line []byte) ([]byte, int64) {
+	switch {
+	case len(line) < BudgetMin:
+		return bytes.Clone(line), 0
+	case len(line) > keepScratch || r.br.Buffered() == 0:
+		// Only the scratch buffer holds a line this long (the read buffer
+		// is smaller). It is not to be kept: hand it over rather than copy
+		// the line.
+		return r.handOver(line)
+	case r.budget == nil:
+		return bytes.Clone(line), 0
+	case r.budget.Acquire(int64(len(line))):
+		return bytes.Clone(line), int64(len(line))
+	}
+	return r.handOver(line) // no room for a copy
+}
+
+// handOver gives line, which lies in the scratch buffer, to the message,
+// together with what the buffer holds of the budget.
+func (r *Reader) handOver(line []byte) ([]byte, int64) {
+	held := r.held
+	r.scratch, r.held = nil, 0
+	return line, held
+}
+
+// dropScratch lets the scratch buffer go.
+func (r *Reader) dropScratch() {
+	r.scratch = nil
+	r.budget.Release(r.held)
+	r.held = 0
 }
 
 // Line returns the number of lines read so far, blank ones included: the
@@ -117,39 +186,50 @@ func (r *Reader) Read() (Message, error) {
 func (r *Reader) Line() int { return r.line }
 
 // readLine returns the next line without its terminator, valid until the
-// next call. For an oversized line it returns only the first idProbe bytes
-// and tooLong. err is non-nil only when the input ended (the line, if any,
-// is still valid).
-func (r *Reader) readLine() (line []byte, tooLong bool, err error) {
+// next call. For a line that cannot be used whole it returns only the
+// first idProbe bytes and why (ErrTooLarge, ErrOverBudget). err is non-nil
+// only when the input ended (the line, if any, is still valid).
+func (r *Reader) readLine() (line []byte, bad, err error) {
 	chunk, err := r.br.ReadSlice('\n')
 	if !errors.Is(err, bufio.ErrBufferFull) {
 		if cap(r.scratch) > keepScratch {
-			r.scratch = nil // the long lines are over: let their buffer go
+			r.dropScratch() // the long lines are over: let their buffer go
 		}
 		if line := trimEOL(chunk); len(line) <= r.max {
-			return line, false, err
+			return line, nil, err
 		}
-		return chunk[:min(idProbe, len(chunk))], true, err
+		return chunk[:min(idProbe, len(chunk))], ErrTooLarge, err
 	}
 	buf := r.scratch[:0]
 	for {
-		if !tooLong {
+		if bad == nil {
+			var ok bool
 			if len(buf)+len(chunk) > r.max+2 {
-				tooLong = true
+				bad = ErrTooLarge
+			} else if buf, ok = r.grow(buf, len(chunk)); ok {
+				buf = append(buf, chunk...)
+			} else {
+				bad = ErrOverBudget
+			}
+			if bad != nil {
 				if len(buf) < idProbe {
 					buf = append(buf, chunk[:min(idProbe-len(buf), len(chunk))]...)
 				}
 				buf = buf[:min(len(buf), idProbe)]
-			} else {
-				buf = appendDoubling(buf, chunk)
 			}
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			r.scratch = buf[:0]
-			if line := trimEOL(buf); !tooLong && len(line) <= r.max {
-				return line, false, err
+			if line := trimEOL(buf); bad == nil && len(line) <= r.max {
+				r.scratch = buf[:0]
+				return line, nil, err
 			}
-			return buf[:min(idProbe, len(buf))], true, err
+			// A line that is not kept leaves no buffer behind: the probe
+			// stays valid for the caller as long as it needs it.
+			r.dropScratch()
+			if bad == nil {
+				bad = ErrTooLarge
+			}
+			return buf[:min(idProbe, len(buf))], bad, err
 		}
 		chunk, err = r.br.ReadSlice('\n')
 	}
@@ -157,6 +237,30 @@ func (r *Reader) readLine() (line []byte, tooLong bool, err error) {
 
 // keepScratch is the largest line buffer kept past a short line.
 const keepScratch = 1 << 20
+
+// grow returns buf with room for n more bytes: its capacity doubles (up to
+// the longest line and its terminator) when it runs out, where append
+// grows a big slice by a quarter at a time and so copies a 64 MiB line
+// some twenty times over. The new capacity is counted against the budget
+// first (what lies beyond the message cap, the terminator, is not); when
+// the budget refuses, ok is false and buf is returned as it was.
+func (r *Reader) grow(buf []byte, n int) (_ []byte, ok bool) {
+	need := len(buf) + n
+	if need <= cap(buf) {
+		return buf, true
+	}
+	c := max(min(max(2*cap(buf), 4<<10), r.max+2), need)
+	if r.budget != nil {
+		counted := int64(min(c, r.max))
+		if !r.budget.Acquire(counted - r.held) {
+			return buf, false
+		}
+		r.held = counted
+	}
+	grown := make([]byte, len(buf), c)
+	copy(grown, buf)
+	return grown, true
+}
 
 // appendDoubling is append for buffers that may grow to tens of MiB: it
 // doubles the capacity when it runs out, where append grows a big slice by
@@ -186,7 +290,7 @@ func probeID(prefix []byte) ID {
 	// Walk the top-level members that are complete within the prefix.
 	var id ID
 	gjson.ParseBytes(prefix).ForEach(func(k, v gjson.Result) bool {
-		if k.Str == "id" && (v.Type == gjson.Number || v.Type == gjson.String) && gjson.Valid(v.Raw) {
+		if k.Str == "id" && (v.Type == gjson.String || v.Type == gjson.Number && isInteger(v.Raw)) && gjson.Valid(v.Raw) {
 			id = ID(v.Raw)
 			return false
 		}

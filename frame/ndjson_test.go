@@ -108,7 +108,7 @@ func TestWriterOneLinePerMessage(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m := frame.MustParse("{\n\"id\":" + frame.IntID(int64(i)).String() + ",\r\n\"result\":{\"s\":\"" + strings.Repeat("z", 10000) + "\"}}")
+			m := frame.MustParse("{\n\"jsonrpc\":\"2.0\",\"id\":" + frame.IntID(int64(i)).String() + ",\r\n\"result\":{\"s\":\"" + strings.Repeat("z", 10000) + "\"}}")
 			is.NoErr(w.Write(m))
 		}()
 	}

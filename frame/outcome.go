@@ -27,7 +27,7 @@ type StatusError struct {
 func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d", e.Code) }
 
 // Response returns the JSON-RPC error response the body carries, if it is
-// one, answering id (a body with a null id is taken as answering id).
+// one, answering id (a body with a null or no id is taken as answering id).
 func (e *StatusError) Response(id ID) (Message, bool) {
 	m, err := Parse(e.Body)
 	if err != nil || m.Kind() != Error {
@@ -36,7 +36,7 @@ func (e *StatusError) Response(id ID) (Message, bool) {
 	switch m.ID() {
 	case id:
 		return m, true
-	case "null":
+	case "null", "":
 		if id == "" {
 			return m, true
 		}

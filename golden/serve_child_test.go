@@ -16,15 +16,25 @@ import (
 const serveVersion = "golden"
 
 // The test binary doubles as the mcp-stdio binary's hidden example-server
-// subcommand (see transporttest.RunProgram). `mcp-stdio serve` without a
-// command starts `<its own executable> example-server`; in these tests its
-// own executable is the test binary, so a serve transcript publishes the
+// and supervise subcommands (see transporttest.RunProgram). `mcp-stdio
+// serve` without a command starts `<its own executable> example-server`,
+// under `<its own executable> supervise`; in these tests its own
+// executable is the test binary, so a serve transcript publishes the
 // bundled example server exactly as the real binary does, each session in
 // a real child process.
 func init() {
 	transporttest.RunProgram(map[string]func(args []string) int{
 		cli.ExampleServerCommand: exampleServer,
+		cli.SuperviseCommand:     supervise,
 	})
+}
+
+// supervise runs the supervisor with args, and leaves as exampleServer
+// does.
+func supervise(args []string) int {
+	err := cli.Supervise(context.Background(), args, os.Getenv, os.Stdin, os.Stdout, os.Stderr, cli.Options{})
+	syscall.Exit(cli.ExitCode(err))
+	panic("not reached")
 }
 
 // exampleServer runs the example server with args.

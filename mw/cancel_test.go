@@ -308,7 +308,7 @@ func FuzzCancelledRequestID(f *testing.F) {
 		if !ok {
 			return
 		}
-		p, err := frame.Parse([]byte(`{"id":` + string(id) + `,"result":{}}`))
+		p, err := frame.Parse([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{}}`))
 		if err != nil || p.ID() != id {
 			t.Fatalf("id %q from %q does not round-trip as an id", id, line)
 		}

@@ -49,7 +49,7 @@ func TestChainOnionOrder(t *testing.T) {
 	})
 	d := Chain(tracer("a", &log, &mu), nil, tracer("b", &log, &mu), tracer("c", &log, &mu))(Duplex{ToServer: server, ToClient: client})
 	toClient.Bind(d.ToClient)
-	is.NoErr(d.ToServer.Handle(context.Background(), frame.MustParse(`{"id":1,"method":"ping"}`)))
+	is.NoErr(d.ToServer.Handle(context.Background(), frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)))
 	is.Equal(strings.Join(log, " "), "a> b> c> <c <b <a")
 	is.Equal(got, []string{`{"jsonrpc":"2.0","id":1,"result":{}}`})
 }
@@ -95,7 +95,7 @@ func TestIDMinter(t *testing.T) {
 	is.True(IsMinted(a))
 	is.True(!IsMinted(`"mcp-stdioX"`))
 	is.True(!IsMinted(`1`))
-	m, err := frame.MustParse(`{"id":1,"method":"x"}`).WithID(a)
+	m, err := frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"x"}`).WithID(a)
 	is.NoErr(err)
 	is.Equal(m.ID(), a)
 }

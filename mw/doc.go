@@ -29,6 +29,7 @@
 //	  Session                the session kept, recovered after a 404
 //	  Retry                  another attempt when it cannot run twice
 //	  Reauth                 401 and 403 handed to the OAuth client
+//	  SingleAnswers          a single request never gets a batch back
 //	HTTP transport (transport.StreamableClient, SSEClient or Auto)
 //
 // serve, from the network in:

@@ -371,7 +371,13 @@ func FuzzPaginationMerge(f *testing.F) {
 			}
 			p := pages[n]
 			n++
-			return []frame.Message{answerWith(m, p)}, nil
+			a := answerWith(m, p)
+			if a.Kind() == frame.Invalid {
+				// A transport never delivers an invalid answer: it stands
+				// in for one with an error.
+				a = frame.ErrorResponse(m.ID(), frame.CodeInternalError, "invalid response")
+			}
+			return []frame.Message{a}, nil
 		}}
 		toServer, client := pipeline(srv, PaginationMerge(PaginationOptions{MaxPages: 3}))
 		err := toServer.Handle(context.Background(), frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))

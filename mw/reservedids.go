@@ -7,9 +7,10 @@ import (
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
-// ReservedIDs returns the stage that keeps the ids stages mint ([MintedIDPrefix])
-// apart from the client's. It sits outermost in the relay's chain (see the
-// package documentation):
+// ReservedIDs returns the stage that keeps the ids stages mint
+// ([MintedIDPrefix]) apart from the client's. It sits just inside
+// [AnswerOnce], near the client end of the relay's chain (see the package
+// documentation):
 //
 //   - server-bound, a client request whose id is a JSON string starting
 //     with "mcp-stdio/ is answered with -32600 under its own id and not

@@ -94,8 +94,11 @@ const DefaultStreamWait = 2 * time.Second
 // resuming with Last-Event-ID when the server numbered its events. A 4xx
 // stops it: 405 means the server offers no stream; 404 means the session
 // is gone, and the next request recovers it and restarts the stream. 401,
-// 403 and 429 do not: a token being refreshed or a rate limit passes, so
-// the stream is retried after ListenBackoff like a broken one.
+// 403, 409 and 429 do not: a token being refreshed or a rate limit passes,
+// and a 409 (the server still counts a stream of the session as open, one
+// whose connection dropped without it noticing) passes once the server
+// lets that stream go, so the stream is retried after ListenBackoff like a
+// broken one, for as long as the session lasts.
 //
 // A Session serves one pipeline: call Middleware once, and Close when the
 // pipeline is done.
@@ -609,9 +612,11 @@ func (s *Session) listen(ctx context.Context, h http.Header, opened func()) {
 		case errors.As(err, &st) && st.Code == http.StatusMethodNotAllowed:
 			s.log.Debug("server offers no GET stream", "session", sid)
 			return
-		case errors.As(err, &st) && (st.Code == http.StatusUnauthorized || st.Code == http.StatusForbidden || st.Code == http.StatusTooManyRequests):
+		case errors.As(err, &st) && (st.Code == http.StatusUnauthorized || st.Code == http.StatusForbidden ||
+			st.Code == http.StatusConflict || st.Code == http.StatusTooManyRequests):
 			// Credentials being renewed (the next attempt carries the
-			// current token) or a rate limit: worth trying again later.
+			// current token), a stale stream the server has yet to let
+			// go, or a rate limit: worth trying again later.
 			attempt++
 			s.log.Debug("GET stream refused for now", "session", sid, "status", st.Code)
 		case errors.As(err, &st) && st.Code >= 400 && st.Code < 500:

@@ -208,6 +208,7 @@ func (r *relay) sessionEraStages() []mw.Middleware {
 			r.session.Middleware(),
 			mw.Retry(retry),
 			reauth,
+			mw.SingleAnswers(cfg.Logger),
 		},
 	)
 }

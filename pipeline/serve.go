@@ -47,6 +47,12 @@ type ServeConfig struct {
 	Env []string
 	// Dir is the children's working directory; "" means the gateway's.
 	Dir string
+	// Supervisor is the command each child runs under, on Linux (see
+	// transport.ChildConfig.Supervisor): for mcp-stdio, its own executable
+	// and "supervise". Under it the processes a child starts end with the
+	// gateway even when it is killed; nil starts children directly, and
+	// then only the child itself does.
+	Supervisor []string
 	// Path is the MCP endpoint's path; "" means DefaultServePath. Other
 	// paths get 404.
 	Path string
@@ -88,6 +94,19 @@ type ServeConfig struct {
 	// MaxMessageSize caps a line a child writes; 0 means
 	// frame.DefaultMaxMessageSize.
 	MaxMessageSize int
+	// ReadTimeout bounds the silence while a request body arrives: a body
+	// that stops arriving for this long gets 408 and its connection is
+	// closed. 0 means transport.DefaultBodyReadTimeout, negative no bound.
+	ReadTimeout time.Duration
+	// Budget, when set, bounds the message bytes the server holds, across
+	// all sessions (and anything else given the same budget): request
+	// bodies while they are read and handed to a child, children's lines
+	// until they are queued for their client, and answers until they are
+	// written (see transport.HTTPServerConfig.Budget). A body it cannot
+	// take gets 503; a child's line it cannot take is dropped and its
+	// request answered with an error. nil means no bound but the caps of
+	// one message.
+	Budget *frame.Budget
 	// StdinGrace and TermGrace time a child's shutdown: stdin closed, then
 	// SIGTERM after StdinGrace, then SIGKILL after TermGrace; 0 means the
 	// transport defaults (2s each).
@@ -169,6 +188,8 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 			return eras.Handle(mw.WithExchange(ctx, x), m)
 		},
 		MaxBodySize: cfg.MaxBodySize,
+		ReadTimeout: cfg.ReadTimeout,
+		Budget:      cfg.Budget,
 		Logger:      cfg.Logger,
 	})
 	s.handler = mw.Guards(s.guards()...)(s.http)
@@ -260,9 +281,11 @@ func (s *Server) startSession(_ context.Context, id string, conn *mw.Conn) (mw.B
 		Command:        s.cfg.Command,
 		Env:            s.env,
 		Dir:            s.cfg.Dir,
+		Supervisor:     s.cfg.Supervisor,
 		Stderr:         s.stderr,
 		StderrPrefix:   "[" + short + "] ",
 		MaxMessageSize: s.cfg.MaxMessageSize,
+		Budget:         s.cfg.Budget,
 		StdinGrace:     s.cfg.StdinGrace,
 		TermGrace:      s.cfg.TermGrace,
 		Context:        mw.WithConn(context.Background(), conn),

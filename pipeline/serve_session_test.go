@@ -731,8 +731,9 @@ func TestSessionsThousand(t *testing.T) {
 		t.Skip("soak test")
 	}
 	is := is.New(t)
-	// A shell server: answers the initialize, then reads until stdin ends.
-	script := `read -r line; printf '%s\n' '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"sh","version":"1"}}}'; exec cat >/dev/null`
+	// A shell server: answers the initialize, then reads until stdin ends,
+	// its stdout still open (a server that closes it ends its session).
+	script := `read -r line; printf '%s\n' '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"sh","version":"1"}}}'; while read -r line; do :; done`
 	g := newSessionGateway(t, func(c *ServeConfig) {
 		c.Command, c.Env = []string{"/bin/sh", "-c", script}, nil
 		c.MaxSessions = 20

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +30,12 @@ const (
 // read after the child itself has exited. Only a grandchild that inherited
 // them can keep them open that long; its output is then cut off.
 const childDrainGrace = time.Second
+
+// stdoutSettle is how long a child whose stdout has ended may take to be
+// seen exiting before it counts as having closed its stdout while still
+// running. A process that exits closes its stdout a moment before it can
+// be reaped.
+const stdoutSettle = 100 * time.Millisecond
 
 // stderrLineMax is the longest stderr line passed on in one piece; longer
 // lines are split, each piece prefixed.
@@ -57,10 +64,23 @@ type ChildConfig struct {
 	// frame.DefaultMaxMessageSize. A longer line is skipped and, when its id
 	// can be recovered, answered toward the client with an error.
 	MaxMessageSize int
+	// Budget, when set, counts the child's lines longer than
+	// frame.BudgetMin until the Sink has taken them; a line it cannot take
+	// is skipped and answered like an oversized one.
+	Budget *frame.Budget
 	// StdinGrace and TermGrace are the graces of [Child.Close]; 0 means
 	// [DefaultStdinGrace] and [DefaultTermGrace].
 	StdinGrace time.Duration
 	TermGrace  time.Duration
+	// Supervisor, when set, is the command of a supervisor to run the
+	// server under: a program that calls [Supervise] with the arguments it
+	// is given after these (for mcp-stdio: its own executable and
+	// "supervise"). Command[0] is still looked up here, and the server
+	// gets Env and Dir as it would without. With a supervisor the whole
+	// process group of the server ends when the gateway dies, however it
+	// dies; see [Child]. Linux only: elsewhere, and when nil, the server
+	// is started directly.
+	Supervisor []string
 	// Context carries the values every message the child writes is handed
 	// to the Sink under (a connection's state, say); its cancellation is
 	// not looked at. nil means context.Background().
@@ -74,15 +94,37 @@ type ChildConfig struct {
 // writes to stdout is handed to the Sink given to [StartChild]. Its stderr
 // passes through to ChildConfig.Stderr, line by line.
 //
-// The child runs in a process group of its own. On Linux it is also killed
-// (SIGKILL) when the gateway dies, however it dies, so a crashed gateway
-// leaves no server running; that guard covers the child itself, not
-// processes it starts in turn, which [Child.Close] reaches through the
-// group. When the child exits, its group is killed too.
+// The server runs in a process group of its own, which [Child.Close]
+// signals, so that it reaches the processes the server starts in turn;
+// when the server exits, what is left of its group is killed.
+//
+// What happens when the gateway dies without closing its children (it is
+// killed, or crashes) depends on how the server was started, on Linux:
+//
+//   - Under a supervisor (ChildConfig.Supervisor), the server's whole group
+//     ends: the supervisor sees its control socket end, however the gateway
+//     died, SIGKILL included, and stops the group as Close would (the
+//     server's stdin has ended; SIGTERM after StdinGrace, SIGKILL after
+//     TermGrace). The supervisor is the process the gateway starts; the
+//     server is its child, started on the very pipes the gateway made. A
+//     process of the server's that leaves the group (setsid, setpgid)
+//     escapes this, as it escapes Close.
+//   - Started directly, the server itself is killed (SIGKILL) by the
+//     kernel when the gateway dies; the processes it started are not.
+//
+// Elsewhere the server shares the gateway's process group, and only Close
+// ends it.
+//
+// A child is over for its client once its stdout ends: when it exits, and
+// also when it closes its stdout but keeps running, since it can answer
+// nothing more. [Child.Done] is closed then, and a child still running is
+// stopped the way [Child.Close] stops it, and logged as such.
 type Child struct {
 	cfg      ChildConfig
 	log      *slog.Logger
-	cmd      *exec.Cmd
+	cmd      *exec.Cmd // the process started: the server, or its supervisor
+	pid      int       // the server's pid
+	ctl      *os.File  // the supervisor's control socket; nil without one
 	stdin    *os.File
 	stdio    *Stdio // over the child's stdout and stdin
 	toClient Sink
@@ -90,12 +132,20 @@ type Child struct {
 	ctx    context.Context // ends when the child has exited and been drained
 	cancel context.CancelFunc
 
-	exited chan struct{} // closed once the process has exited
-	done   chan struct{} // closed once it has exited and its output is drained
-	err    error         // the exit status; read after exited is closed
+	exited   chan struct{} // closed once the process has exited
+	done     chan struct{} // see Done
+	doneOnce sync.Once
+	gone     chan struct{} // closed once it has exited and its output is drained
+	err      error         // the exit status; read after exited is closed
 
-	closeOnce sync.Once
-	closeErr  error
+	stopOnce  sync.Once
+	hurry     chan struct{} // closed to skip the polite steps of a stop
+	hurryOnce sync.Once
+
+	// reapMu orders signals against reaping: once the process is reaped
+	// its pid, and so its group id, may name another process.
+	reapMu sync.Mutex
+	reaped bool
 }
 
 // StartChild starts the child and begins handing its stdout messages to
@@ -122,11 +172,25 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 		toClient: toClient,
 		exited:   make(chan struct{}),
 		done:     make(chan struct{}),
+		gone:     make(chan struct{}),
+		hurry:    make(chan struct{}),
 	}
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
+	supervised := len(cfg.Supervisor) > 0 && supervisorSupported
+	if supervised {
+		if cmd.Err != nil {
+			return nil, fmt.Errorf("transport: start %s: %w", cfg.Command[0], cmd.Err)
+		}
+		cmd = exec.Command(cfg.Supervisor[0], slices.Concat(cfg.Supervisor[1:], supervisorArgs(supervisorOptions{
+			path:       cmd.Path,
+			argv:       cfg.Command,
+			stdinGrace: cfg.StdinGrace,
+			termGrace:  cfg.TermGrace,
+		}))...)
+	}
 	cmd.Env = cfg.Env
 	cmd.Dir = cfg.Dir
-	setProcessAttributes(cmd)
+	setProcessAttributes(cmd, supervised)
 
 	// Our own pipes rather than exec's: exec would close its pipes when the
 	// process exits, racing the read of its last lines; and these support
@@ -154,6 +218,15 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 		return nil, fmt.Errorf("transport: stderr pipe: %w", err)
 	}
 	toClose = append(toClose, stderrR, stderrW)
+	var ctl, ctlChild *os.File
+	if supervised {
+		if ctl, ctlChild, err = controlPair(); err != nil {
+			closeAll()
+			return nil, err
+		}
+		toClose = append(toClose, ctl, ctlChild)
+		cmd.ExtraFiles = []*os.File{ctlChild}
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
 	if err := cmd.Start(); err != nil {
 		closeAll()
@@ -163,11 +236,24 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 	stdinR.Close()
 	stdoutW.Close()
 	stderrW.Close()
-
 	c.cmd = cmd
+	c.pid = cmd.Process.Pid
+	if supervised {
+		ctlChild.Close()
+		c.ctl = ctl
+		if c.pid, err = readStarted(ctl); err != nil {
+			// The supervisor has ended, or is about to; it started nothing.
+			killGroup(cmd.Process)
+			_ = cmd.Wait()
+			closeAll()
+			return nil, fmt.Errorf("transport: start %s: %w", cfg.Command[0], err)
+		}
+	}
+
 	c.stdin = stdinW
 	c.stdio = NewStdio(stdoutR, stdinW, StdioConfig{
 		MaxMessageSize: cfg.MaxMessageSize,
+		Budget:         cfg.Budget,
 		BadLine:        c.badLine,
 		Logger:         c.log,
 	})
@@ -176,7 +262,11 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 		base = context.Background()
 	}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(base))
-	c.log.Debug("server process started", "pid", cmd.Process.Pid, "command", cfg.Command[0])
+	if supervised {
+		c.log.Debug("server process started", "pid", c.pid, "command", cfg.Command[0], "supervisor", cmd.Process.Pid)
+	} else {
+		c.log.Debug("server process started", "pid", c.pid, "command", cfg.Command[0])
+	}
 
 	stdoutDone := make(chan struct{})
 	stderrDone := make(chan struct{})
@@ -186,9 +276,11 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 	return c, nil
 }
 
-// PID returns the child's process id (also its process group id where
-// groups are used).
-func (c *Child) PID() int { return c.cmd.Process.Pid }
+// PID returns the server's process id (also its process group id where
+// groups are used). Under a supervisor it is the server's, not the
+// supervisor's: the process that answers, and the group that holds what it
+// starts.
+func (c *Child) PID() int { return c.pid }
 
 // Handle writes m to the child's stdin as one line. It returns once the
 // line is in the pipe, not when the child answers. Lines never interleave.
@@ -216,11 +308,15 @@ func (c *Child) Handle(ctx context.Context, m frame.Message) error {
 }
 
 // Done is closed once the child has exited and what it wrote before has
-// been handed on.
+// been handed on — or, for a child that closed its stdout and did not exit
+// within 100 ms, then, what it wrote on stdout handed on (it is being
+// stopped, see [Child]).
 func (c *Child) Done() <-chan struct{} { return c.done }
 
-// Err returns how the child ended (nil for exit status 0, else an
-// *exec.ExitError); it is meaningful once Done is closed.
+// Err returns how the child process ended (nil for exit status 0, else an
+// *exec.ExitError); it is meaningful once the process has exited: once
+// Done is closed, unless the child was still running when its stdout
+// ended, and after [Child.Close] has returned.
 func (c *Child) Err() error {
 	select {
 	case <-c.exited:
@@ -232,39 +328,109 @@ func (c *Child) Err() error {
 
 // Close ends the child politely, then firmly: it closes the child's stdin
 // (the stdio way to say "you are done") and waits StdinGrace; if the child
-// is still running it sends SIGTERM to its process group and waits
-// TermGrace; then SIGKILL. When ctx ends first the child is killed at once.
+// is still running it sends SIGTERM to its process group (through the
+// supervisor, when there is one) and waits TermGrace; then SIGKILL. When
+// ctx ends first the child is killed at once.
 // Close returns once the child has exited and its output is drained; it
-// returns ctx.Err() if ctx ended before the polite steps were through, and
-// is safe to call more than once and concurrently.
+// returns ctx.Err() if ctx ended before the child had exited, and is safe
+// to call more than once and concurrently (the stop happens once; any
+// caller's ctx can hurry it).
 func (c *Child) Close(ctx context.Context) error {
-	c.closeOnce.Do(func() { c.closeErr = c.shutdown(ctx) })
-	<-c.done
-	return c.closeErr
-}
-
-func (c *Child) shutdown(ctx context.Context) error {
-	c.stdin.Close()
-	if c.await(ctx, c.cfg.StdinGrace) {
-		return nil
+	if ctx.Err() != nil {
+		c.hurryUp()
 	}
-	if ctx.Err() == nil {
-		c.log.Debug("server process still running after stdin closed; sending SIGTERM", "pid", c.PID())
-		terminateGroup(c.cmd.Process)
-		if c.await(ctx, c.cfg.TermGrace) {
-			return nil
+	c.stop()
+	select {
+	case <-c.exited:
+	case <-ctx.Done():
+		select {
+		case <-c.exited:
+		default:
+			c.hurryUp()
+			<-c.gone
+			return ctx.Err()
 		}
 	}
-	if ctx.Err() == nil {
-		c.log.Warn("server process ignored SIGTERM; killing it", "pid", c.PID())
-	}
-	killGroup(c.cmd.Process)
-	<-c.exited
-	return ctx.Err()
+	<-c.gone
+	return nil
 }
 
-// await waits up to d for the child to exit and reports whether it did.
-func (c *Child) await(ctx context.Context, d time.Duration) bool {
+// stop starts ending the child, once, on a goroutine of its own.
+func (c *Child) stop() {
+	c.stopOnce.Do(func() { go c.shutdown() })
+}
+
+// hurryUp makes a stop skip what is left of its polite steps.
+func (c *Child) hurryUp() {
+	c.hurryOnce.Do(func() { close(c.hurry) })
+}
+
+// shutdown takes the steps of a stop; see Close.
+func (c *Child) shutdown() {
+	c.stdin.Close()
+	if c.await(c.cfg.StdinGrace) {
+		return
+	}
+	if !c.hurried() {
+		c.log.Debug("server process still running after stdin closed; sending SIGTERM", "pid", c.PID())
+		c.terminate()
+		if c.await(c.cfg.TermGrace) {
+			return
+		}
+		if !c.hurried() {
+			c.log.Warn("server process ignored SIGTERM; killing it", "pid", c.PID())
+		}
+	}
+	c.kill()
+}
+
+// terminate sends SIGTERM to the server's process group, or asks its
+// supervisor to.
+func (c *Child) terminate() {
+	if c.ctl != nil {
+		c.tell(ctlTerminate)
+		return
+	}
+	c.signal(terminateGroup)
+}
+
+// kill sends SIGKILL to the server's process group, or asks its supervisor
+// to; a supervisor that does not end in time is killed with its own group
+// (the server dies with it, what the server started may not).
+func (c *Child) kill() {
+	if c.ctl == nil {
+		c.signal(killGroup)
+		return
+	}
+	c.tell(ctlKill)
+	t := time.NewTimer(supervisorKillWait)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+	case <-t.C:
+		c.log.Warn("the supervisor did not end the server process; killing it", "pid", c.PID(), "supervisor", c.cmd.Process.Pid)
+		c.signal(killGroup)
+	}
+}
+
+// tell writes a request to the supervisor; one that has ended needs none.
+func (c *Child) tell(b byte) {
+	_, _ = c.ctl.Write([]byte{b})
+}
+
+// signal applies send (terminateGroup or killGroup) to the child's process
+// unless it has been reaped already.
+func (c *Child) signal(send func(*os.Process)) {
+	c.reapMu.Lock()
+	defer c.reapMu.Unlock()
+	if !c.reaped {
+		send(c.cmd.Process)
+	}
+}
+
+// await waits up to d for the child to exit and reports whether it did;
+// it gives up early when the stop is hurried.
+func (c *Child) await(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -272,20 +438,36 @@ func (c *Child) await(ctx context.Context, d time.Duration) bool {
 		return true
 	case <-t.C:
 		return false
-	case <-ctx.Done():
+	case <-c.hurry:
+		return false
+	}
+}
+
+// hurried reports whether the stop has been hurried.
+func (c *Child) hurried() bool {
+	select {
+	case <-c.hurry:
+		return true
+	default:
 		return false
 	}
 }
 
 // wait reaps the child, kills what is left of its process group, and
-// closes done once the output readers are finished.
+// closes done and gone once the output readers are finished.
 func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct{}) {
 	// Kill whatever the child left behind in its group while the child is
 	// not yet reaped, so that its group id cannot have been reused.
 	awaitExitAndKillGroup(c.cmd.Process)
+	c.reapMu.Lock()
 	c.err = c.cmd.Wait()
+	c.reaped = true
+	c.reapMu.Unlock()
 	close(c.exited)
 	c.stdin.Close()
+	if c.ctl != nil {
+		c.ctl.Close()
+	}
 	if c.err != nil {
 		c.log.Info("server process exited", "pid", c.PID(), "status", c.err.Error())
 	} else {
@@ -299,25 +481,65 @@ func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct
 	stdout.Close()
 	stderr.Close()
 	c.cancel()
-	close(c.done)
+	c.closeDone()
+	close(c.gone)
 }
 
-// readStdout hands each message the child writes to toClient, in order.
-func (c *Child) readStdout(done chan struct{}) {
-	defer close(done)
+// closeDone closes done, once.
+func (c *Child) closeDone() { c.doneOnce.Do(func() { close(c.done) }) }
+
+// readStdout hands each message the child writes to toClient, in order,
+// and closes stdoutDone when the child's stdout has ended. A child that
+// ends its stdout without exiting can answer nothing more: unless it is
+// seen exiting within stdoutSettle, it is done (its stderr may still be
+// open) and it is stopped.
+func (c *Child) readStdout(stdoutDone chan struct{}) {
+	defer close(stdoutDone)
 	_ = c.stdio.Serve(c.ctx, c.toClient) // ends at EOF, or at the drain deadline
+	t := time.NewTimer(stdoutSettle)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+	case <-t.C:
+		c.log.Warn("server process closed its stdout but is still running; stopping it", "pid", c.PID())
+		c.closeDone()
+		c.stop()
+	}
 }
 
 // badLine deals with a line of the child's stdout that is not a usable
-// message: most likely an oversized response, whose request is answered
-// with an error so its client does not wait forever. Without an id to
-// answer (or when the id was the server's own request, which nobody waits
-// for) the line is dropped.
+// message, so that nobody waits forever for an answer it carried: an
+// oversized response (or one the memory budget could not take), or a
+// response whose envelope is invalid, answers its request with an error
+// toward the client; a request of the child's whose envelope is invalid is
+// refused on the child's stdin (-32600). Anything else — no id to answer,
+// bad JSON, a bad notification — is dropped (the transport has logged it).
 func (c *Child) badLine(ctx context.Context, le *frame.LineError) {
-	if le.ID.IsZero() || !errors.Is(le.Err, frame.ErrTooLarge) {
+	var m frame.Message
+	switch {
+	case errors.Is(le.Err, frame.ErrTooLarge):
+		if le.ID.IsZero() {
+			return
+		}
+		m = frame.ErrorResponse(le.ID, frame.CodeInternalError, "the server's message exceeded the gateway's size limit")
+	case errors.Is(le.Err, frame.ErrOverBudget):
+		if le.ID.IsZero() {
+			return
+		}
+		m = frame.ErrorResponse(le.ID, frame.CodeInternalError, "the server's message was dropped: the gateway's memory budget for messages is used up; try again later")
+	case !le.ID.IsZero():
+		// A request of the child's own with an invalid envelope: the child
+		// waits for its answer, so it gets the refusal, as on the relay's
+		// stdin.
+		_, msg := refusal(le.Err)
+		c.stdio.answer(frame.ErrorResponse(le.ID, le.Code(), msg))
 		return
+	default:
+		var ok bool
+		if m, ok = standIn(le.Err); !ok {
+			return
+		}
 	}
-	m := frame.ErrorResponse(le.ID, frame.CodeInternalError, "the server's message exceeded the gateway's size limit")
 	if err := c.toClient.Handle(ctx, m); err != nil {
 		c.log.Debug("dropped a message from the server process", "err", err)
 	}

@@ -3,26 +3,25 @@
 package transport
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
-// setProcessAttributes puts the child in a process group of its own, so
-// that signals reach everything it starts, and asks the kernel to SIGKILL it
-// when the gateway dies.
+// setProcessAttributes puts the process in a process group of its own, so
+// that signals reach everything it starts. A server started directly is
+// also killed (SIGKILL) by the kernel when the gateway dies; a supervisor
+// is not (it watches its control socket instead, and ends the server's
+// group itself).
 //
 // Pdeathsig fires when the thread that started the child exits. Go threads
 // outlive the goroutines that use them unless a goroutine exits while
 // locked to its thread (runtime.LockOSThread without Unlock); nothing in
 // this program does that.
-func setProcessAttributes(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:   true,
-		Pdeathsig: syscall.SIGKILL,
+func setProcessAttributes(cmd *exec.Cmd, supervisor bool) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if !supervisor {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}
 }
 
@@ -37,12 +36,6 @@ func killGroup(p *os.Process) { _ = syscall.Kill(-p.Pid, syscall.SIGKILL) }
 // unreaped its pid, and so its group id, cannot be reused by an unrelated
 // process.
 func awaitExitAndKillGroup(p *os.Process) {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, p.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
+	awaitExit(p.Pid)
 	killGroup(p)
 }

@@ -10,7 +10,7 @@ import (
 
 // setProcessAttributes does nothing outside Linux: the child shares the
 // gateway's process group and is not killed when the gateway dies.
-func setProcessAttributes(*exec.Cmd) {}
+func setProcessAttributes(*exec.Cmd, bool) {}
 
 // terminateGroup asks the child to stop (SIGTERM where signals exist).
 func terminateGroup(p *os.Process) { _ = p.Signal(syscall.SIGTERM) }

@@ -8,14 +8,22 @@
 //   - stdio: [Stdio], newline-delimited JSON-RPC over a reader and a
 //     writer — the relay's client on stdin and stdout, and serve's
 //     children through [Child] (a process in its own group, ended
-//     gracefully), with the reading goroutine handing requests on.
+//     gracefully; on Linux under a supervisor, [Supervise], which ends
+//     that group when the gateway dies), with the reading goroutine
+//     handing requests on.
 //   - HTTP toward a remote server (the relay): the Streamable HTTP client
 //     ([StreamableClient]), the HTTP+SSE client of 2024-11-05
 //     ([SSEClient]), the automatic choice between them ([Auto]), and the
 //     [http.Client] they share ([NewHTTPClient]).
 //   - HTTP toward remote clients (serve): [HTTPServer], which hands each
 //     request to the pipeline as a Message with the request's headers
-//     attached, together with the [Exchange] its answer is written from.
+//     attached, together with the [Exchange] its answer is written from;
+//     [LimitConnections], the listener that caps its connections.
+//
+// Resource limits are the transports' too: a request body that stops
+// arriving is given up ([BodyLimits.ReadTimeout]), and a [frame.Budget]
+// given to HTTPServer, Stdio and Child counts the large message buffers
+// they hold, process-wide, refusing a body or a line it cannot take.
 //
 // A transport sends a Message's bytes exactly as given. Toward a server,
 // the side channel of a message ([frame.Message.Header]) becomes request

@@ -153,6 +153,7 @@ func (x *Exchange) send(ctx context.Context, m frame.Message, eventID string, la
 // caller holds x.mu.
 func (x *Exchange) push(m frame.Message, id string, last bool) {
 	x.q = append(x.q, outboxItem{m: m, id: id})
+	x.srv.cfg.Budget.Add(int64(m.Len())) // until written or dropped
 	x.ended = x.ended || last
 	x.notify()
 }
@@ -229,6 +230,7 @@ func (x *Exchange) Cut() []frame.Message {
 		for i, it := range x.q {
 			back[i] = it.m
 		}
+		x.release(x.q) // whoever takes them counts them again
 		clear(x.q)
 		x.q = x.q[:0]
 	}
@@ -239,6 +241,14 @@ func (x *Exchange) Cut() []frame.Message {
 	}
 	x.notify()
 	return back
+}
+
+// release gives back to the budget the bytes of items, which were queued
+// and will not be written.
+func (x *Exchange) release(items []outboxItem) {
+	for _, it := range items {
+		x.srv.cfg.Budget.Release(int64(it.m.Len()))
+	}
 }
 
 // OnDone has f run once the exchange is over — its answer written, or its
@@ -295,6 +305,7 @@ func (x *Exchange) finish() {
 	var unsent []frame.Message
 	for _, it := range x.q {
 		unsent = append(unsent, it.m)
+		x.srv.cfg.Budget.Release(int64(it.m.Len()))
 	}
 	x.q, x.spare = nil, nil
 	hooks := x.onDone
@@ -351,13 +362,16 @@ func (x *Exchange) writeSSE(w http.ResponseWriter, r *http.Request) bool {
 		items, ended := x.take()
 		for i, it := range items {
 			if !headerSent && sendHeader(it.m) != nil {
+				x.release(items[i:])
 				clear(items)
 				return false
 			}
 			if frame.WriteSSE(w, it.id, "message", it.m.Bytes()) != nil {
+				x.release(items[i:])
 				clear(items)
 				return false
 			}
+			x.srv.cfg.Budget.Release(int64(it.m.Len()))
 			wrote = true
 			items[i] = outboxItem{}
 		}
@@ -409,6 +423,11 @@ func (x *Exchange) writeJSON(w http.ResponseWriter, r *http.Request, batch bool)
 	x.pumping = true
 	x.mu.Unlock()
 	var collected []frame.Message
+	defer func() {
+		for _, m := range collected {
+			x.srv.cfg.Budget.Release(int64(m.Len()))
+		}
+	}()
 	for {
 		items, ended := x.take()
 		for i, it := range items {

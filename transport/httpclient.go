@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
-	"github.com/tidwall/gjson"
 	"golang.org/x/net/http/httpproxy"
 )
 
@@ -331,19 +330,19 @@ func isEventStream(contentType string) bool {
 }
 
 // eachResponseID calls fn with the id of every response m carries: m itself
-// when it is a response, its response elements when it is a batch. fn
-// returns false to stop.
+// when it is a response, its response elements when it is a batch (judged
+// as frame judges a single message). fn returns false to stop.
 func eachResponseID(m frame.Message, fn func(frame.ID) bool) {
-	switch {
-	case m.Kind().IsResponse():
-		fn(m.ID())
-	case m.Kind() == frame.Batch:
-		m.Get("@this").ForEach(func(_, el gjson.Result) bool {
-			if id, ok := responseID(el); ok {
-				return fn(id)
-			}
-			return true
-		})
+	if m.Kind() != frame.Batch {
+		if m.Kind().IsResponse() {
+			fn(m.ID())
+		}
+		return
+	}
+	for el := range m.Elements() {
+		if el.Kind().IsResponse() && !fn(el.ID()) {
+			return
+		}
 	}
 }
 
@@ -355,30 +354,6 @@ func answers(m frame.Message, id frame.ID) bool {
 		return !found
 	})
 	return found
-}
-
-// responseID returns the id of a batch element that is a response, by the
-// rules frame uses for a single message.
-func responseID(el gjson.Result) (frame.ID, bool) {
-	if !el.IsObject() {
-		return "", false
-	}
-	var id string
-	var hasID, hasMethod, hasOutcome bool
-	el.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "id":
-			if !hasID && (v.Type == gjson.String || v.Type == gjson.Number || v.Type == gjson.Null) {
-				hasID, id = true, v.Raw
-			}
-		case "method":
-			hasMethod = hasMethod || v.Type == gjson.String
-		case "result", "error":
-			hasOutcome = true
-		}
-		return true
-	})
-	return frame.ID(id), hasID && hasOutcome && !hasMethod
 }
 
 // snippet returns the start of b for a log line, never the whole of a large

@@ -3,11 +3,9 @@ package transport
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -45,6 +43,19 @@ type HTTPServerConfig struct {
 	// MaxBodySize bounds a POST body; 0 means frame.DefaultMaxMessageSize.
 	// (Put a body cap in front to answer 413 before a long body is read.)
 	MaxBodySize int64
+	// ReadTimeout bounds the silence while a POST body arrives (see
+	// [BodyLimits]): a body that stops arriving for this long is answered
+	// 408 and its connection closed. 0 means [DefaultBodyReadTimeout]; a
+	// negative value turns it off.
+	ReadTimeout time.Duration
+	// Budget, when set, counts the message bytes the server holds: a POST
+	// body of frame.BudgetMin bytes or more while it is read and until the
+	// handler has passed it on (one the budget cannot take gets 503), and
+	// every message queued on an answer until it is written or dropped.
+	// Queued messages are counted whatever their size and whatever the
+	// total: they are in memory already, and the next body or line read
+	// against the budget sees them.
+	Budget *frame.Budget
 	// HeaderHold is how long the header of an event-stream answer to a
 	// POST waits for the first message to go out with it; 0 means
 	// [DefaultHeaderHold]. A quick answer then leaves in one write together
@@ -75,8 +86,13 @@ type HTTPServerConfig struct {
 //   - POST: the body is one JSON-RPC message or a batch. It is answered
 //     with an event stream when the client accepts text/event-stream, else
 //     with JSON; 415 for another Content-Type, 406 when neither answer is
-//     acceptable, 413 for a body over the cap, 400 for a body that is not
-//     JSON (-32700) or not JSON-RPC (-32600).
+//     acceptable, 413 for a body over the cap, 408 for one that stopped
+//     arriving (see ReadTimeout), 503 for one the memory budget cannot
+//     take, 400 for a body that is not JSON (-32700) or not a valid
+//     JSON-RPC message (-32600, with the reason, under the request's id
+//     when only the rest of its envelope is wrong; see
+//     frame.EnvelopeError). The connection of a body that could not be
+//     read is closed.
 //   - GET: an event stream (406 unless Accept allows one).
 //   - DELETE: 204 once the ServeFunc took it.
 //   - Any other method: 405.
@@ -84,8 +100,9 @@ type HTTPServerConfig struct {
 // It has no policy about who may call it: put the guards in front (see
 // package mw).
 type HTTPServer struct {
-	cfg HTTPServerConfig
-	log *slog.Logger
+	cfg      HTTPServerConfig
+	log      *slog.Logger
+	refusals rateLog // of bodies refused for the budget
 
 	mu       sync.Mutex
 	draining bool // no new requests
@@ -104,10 +121,14 @@ func NewHTTPServer(cfg HTTPServerConfig) *HTTPServer {
 	if cfg.KeepAlive == 0 {
 		cfg.KeepAlive = DefaultKeepAlive
 	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = DefaultBodyReadTimeout
+	}
 	return &HTTPServer{
-		cfg:     cfg,
-		log:     orDiscard(cfg.Logger),
-		drained: make(chan struct{}),
+		cfg:      cfg,
+		log:      orDiscard(cfg.Logger),
+		refusals: rateLog{every: refusalLogEvery},
+		drained:  make(chan struct{}),
 	}
 }
 
@@ -162,19 +183,32 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusNotAcceptable, "", frame.CodeInvalidRequest, "Accept must include application/json or text/event-stream")
 		return
 	}
-	body, err := ReadBody(r, s.cfg.MaxBodySize)
+	body, held, err := ReadBodyLimited(w, r, BodyLimits{
+		Max:         s.cfg.MaxBodySize,
+		ReadTimeout: max(s.cfg.ReadTimeout, 0),
+		Budget:      s.cfg.Budget,
+	})
 	if err != nil {
-		writeBodyError(w, err)
+		if errors.Is(err, frame.ErrOverBudget) {
+			if ok, unlogged := s.refusals.allow(time.Now()); ok {
+				s.log.Warn("refusing request bodies: the memory budget for messages is used up", "budget", s.cfg.Budget.Limit(), "refused", unlogged+1)
+			}
+		}
+		writeBodyError(w, err, s.cfg.ReadTimeout)
 		return
 	}
+	// The body is counted until the handler has passed it on (or it is
+	// refused here).
+	defer func() { s.cfg.Budget.Release(held) }()
 	m, err := frame.ParseOwned(body) // the body is ours: no copy
 	body = nil
 	if err != nil {
 		writeRPCError(w, http.StatusBadRequest, "", frame.CodeParseError, "parse error: the body is not JSON")
 		return
 	}
-	if m.Kind() == frame.Invalid {
-		writeRPCError(w, http.StatusBadRequest, "", frame.CodeInvalidRequest, "invalid request: not a JSON-RPC message")
+	if err := m.Err(); err != nil {
+		id, msg := refusal(err)
+		writeRPCError(w, http.StatusBadRequest, id, frame.CodeInvalidRequest, msg)
 		return
 	}
 	firstID, hasRequest := m.FirstRequestID()
@@ -187,7 +221,11 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	x := newExchange(s, http.MethodPost, wantSSE)
 	defer x.finish()
-	if err := s.cfg.Serve(r.Context(), m.WithHeaders(r.Header), x); err != nil {
+	batch := m.Kind() == frame.Batch
+	err = s.cfg.Serve(r.Context(), m.WithHeaders(r.Header), x)
+	s.cfg.Budget.Release(held)
+	held = 0
+	if err != nil {
 		s.refuse(w, firstID, err)
 		return
 	}
@@ -197,7 +235,7 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 	case wantSSE:
 		x.writeSSE(w, r)
 	default:
-		x.writeJSON(w, r, m.Kind() == frame.Batch)
+		x.writeJSON(w, r, batch)
 	}
 }
 
@@ -275,69 +313,4 @@ func writeRPCError(w http.ResponseWriter, status int, id frame.ID, code int, msg
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-}
-
-// bodyChunk is the most ReadBody allocates ahead of the bytes that have
-// actually arrived, so a large Content-Length alone costs little memory.
-const bodyChunk = 4 << 20
-
-// ReadBody reads r's body, at most limit bytes. A longer body fails with
-// *http.MaxBytesError, whatever the Content-Length claimed (and an
-// http.MaxBytesReader put in front fails the same way).
-func ReadBody(r *http.Request, limit int64) ([]byte, error) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
-	}
-	if r.ContentLength > limit {
-		return nil, &http.MaxBytesError{Limit: limit}
-	}
-	want := limit + 1 // unknown length: read until EOF or past the cap
-	if r.ContentLength >= 0 {
-		want = r.ContentLength
-	}
-	buf := make([]byte, 0, min(want, bodyChunk))
-	for {
-		if int64(len(buf)) >= want {
-			if r.ContentLength >= 0 {
-				return buf, nil
-			}
-			return nil, &http.MaxBytesError{Limit: limit}
-		}
-		if len(buf) == cap(buf) {
-			// The first chunk arrived: trust the announced length now (one
-			// copy), or keep doubling for a body of unknown length.
-			grow := want - int64(len(buf))
-			if r.ContentLength < 0 {
-				grow = min(grow, int64(max(len(buf), bodyChunk)))
-			}
-			buf = slices.Grow(buf, int(grow))
-		}
-		end := min(int64(cap(buf)), want)
-		n, err := r.Body.Read(buf[len(buf):end])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			if r.ContentLength >= 0 && int64(len(buf)) < r.ContentLength {
-				return nil, io.ErrUnexpectedEOF
-			}
-			if int64(len(buf)) > limit {
-				return nil, &http.MaxBytesError{Limit: limit}
-			}
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-}
-
-// writeBodyError answers a POST whose body [ReadBody] could not read: 413
-// for a body over the cap, 400 otherwise.
-func writeBodyError(w http.ResponseWriter, err error) {
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		w.Header().Set("Connection", "close")
-		writeRPCError(w, http.StatusRequestEntityTooLarge, "", frame.CodeInvalidRequest, "request body too large")
-		return
-	}
-	writeRPCError(w, http.StatusBadRequest, "", frame.CodeInvalidRequest, "cannot read the request body")
 }

@@ -123,6 +123,13 @@ func TestServerHTTPErrors(t *testing.T) {
 		{"empty body", "POST", ``, []string{"Accept", acceptBoth}, 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: the body is not JSON"}}`},
 		{"not a message", "POST", `42`, []string{"Accept", acceptBoth}, 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: not a JSON-RPC message"}}`},
 		{"object without method", "POST", `{"jsonrpc":"2.0","foo":1}`, []string{"Accept", acceptBoth}, 400, ""},
+		{"id true", "POST", `{"jsonrpc":"2.0","id":true,"method":"echo"}`, []string{"Accept", acceptBoth}, 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: the id of a request must be a string or an integer"}}`},
+		{"null id", "POST", `{"jsonrpc":"2.0","id":null,"method":"echo"}`, []string{"Accept", acceptBoth}, 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: the id of a request must be a string or an integer"}}`},
+		{"no jsonrpc", "POST", `{"id":3,"method":"echo"}`, []string{"Accept", acceptBoth}, 400, `{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"invalid request: jsonrpc must be \"2.0\""}}`},
+		{"params array", "POST", `{"jsonrpc":"2.0","id":"p","method":"echo","params":[1]}`, []string{"Accept", acceptBoth}, 400, `{"jsonrpc":"2.0","id":"p","error":{"code":-32600,"message":"invalid request: params must be an object"}}`},
+		{"bad notification", "POST", `{"jsonrpc":"2.0","method":"n","params":7}`, []string{"Accept", acceptBoth}, 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: params must be an object"}}`},
+		{"invalid UTF-8 replaced", "POST", `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"t":"` + "\xffa\xe2\x82" + `"}}`, []string{"Accept", acceptJSON}, 200, `{"jsonrpc":"2.0","id":1,"result":{"t":"` + "\uFFFDa\uFFFD\uFFFD" + `"}}`},
+		{"bad response", "POST", `{"jsonrpc":"2.0","id":4,"result":[]}`, []string{"Accept", acceptBoth}, 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: result must be an object"}}`},
 		{"PUT", "PUT", "", nil, 405, ""},
 		{"GET wrong Accept", "GET", "", []string{"Accept", "application/json"}, 406, ""},
 	} {

@@ -58,19 +58,24 @@ func TestServerPrimedStream(t *testing.T) {
 }
 
 // Cut hands back what is queued and not taken, ends the answer, and leaves
-// nothing for OnDone; later sends fail.
+// nothing for OnDone; later sends fail. What it hands back no longer
+// counts against the budget: whoever sends it again counts it again.
 func TestServerCut(t *testing.T) {
 	is := is.New(t)
 	var back, unsent []frame.Message
 	var sendErr error
-	h := newServerHarness(t, HTTPServerConfig{Serve: func(ctx context.Context, m frame.Message, x *Exchange) error {
+	var queued, afterCut int64
+	b := frame.NewBudget(1 << 20)
+	h := newServerHarness(t, HTTPServerConfig{Budget: b, Serve: func(ctx context.Context, m frame.Message, x *Exchange) error {
 		x.OnDone(func(left []frame.Message) { unsent = left })
 		for _, method := range []string{"a", "b"} {
 			if err := x.Send(ctx, frame.MustParse(`{"jsonrpc":"2.0","method":"`+method+`"}`), ""); err != nil {
 				return err
 			}
 		}
+		queued = b.Used()
 		back = x.Cut() // before the server took anything
+		afterCut = b.Used()
 		sendErr = x.Send(ctx, frame.MustParse(`{"jsonrpc":"2.0","method":"c"}`), "")
 		is.Equal(x.Cut(), []frame.Message(nil)) // nothing left
 		return nil
@@ -83,6 +88,8 @@ func TestServerCut(t *testing.T) {
 	is.Equal(back[1].Method(), "b")
 	is.True(errors.Is(sendErr, frame.ErrExchangeOver))
 	is.Equal(len(unsent), 0)
+	is.True(queued > 0)
+	is.Equal(afterCut, int64(0))
 }
 
 // Whenever Cut comes, every message sent before it is either named (taken

@@ -35,17 +35,25 @@ type StdioConfig struct {
 	DrainTimeout time.Duration
 	// BadLine is called, on the reading goroutine, for each line that is
 	// not a usable message: not JSON or over MaxMessageSize (a
-	// *frame.LineError), or JSON that is not a JSON-RPC message (Err
-	// frame.ErrNotJSONRPC). nil means the line is answered on the writer with
+	// *frame.LineError), or JSON that is not a valid JSON-RPC message (Err
+	// is the message's *frame.EnvelopeError, which matches
+	// frame.ErrNotJSONRPC, and ID the id of a request-shaped message when
+	// that id is fine). nil means the line is answered on the writer with
 	// the JSON-RPC error for it — -32700 for bad JSON, -32600 otherwise,
-	// under the line's id when it could be recovered, else null — which is
-	// what the side that reads requests owes its peer.
+	// with the reason, under the line's ID when it has one, else null —
+	// which is what the side that reads requests owes its peer; nothing of
+	// the line is handed on.
 	BadLine func(ctx context.Context, bad *frame.LineError)
 	// Failed gives the answer to a request whose handler failed with err;
 	// the zero Message means none is due (the client cancelled it). nil
 	// means -32000 with the error's text. Failed answers each request of a
 	// failed batch, and the answers go out as one batch.
 	Failed func(req frame.Message, err error) frame.Message
+	// Budget, when set, counts the lines read that are longer than
+	// frame.BudgetMin while they are held: from the read until the handler
+	// has returned. A line it cannot take is skipped and reported as a bad
+	// line (frame.ErrOverBudget).
+	Budget *frame.Budget
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
@@ -73,6 +81,7 @@ func NewStdio(in io.Reader, out io.Writer, cfg StdioConfig) *Stdio {
 	s := &Stdio{cfg: cfg, log: orDiscard(cfg.Logger), in: in, w: frame.NewWriter(out)}
 	if in != nil {
 		s.rd = frame.NewReader(in, cfg.MaxMessageSize)
+		s.rd.SetBudget(cfg.Budget)
 	}
 	return s
 }
@@ -230,8 +239,10 @@ func (s *Stdio) badLine(ctx context.Context, le *frame.LineError) {
 	switch {
 	case errors.Is(le.Err, frame.ErrTooLarge):
 		msg = fmt.Sprintf("message too large (limit %d bytes)", s.maxSize())
+	case errors.Is(le.Err, frame.ErrOverBudget):
+		msg = "message refused: the gateway's memory budget for messages is used up"
 	case errors.Is(le.Err, frame.ErrNotJSONRPC):
-		msg = "invalid request: not a JSON-RPC message"
+		_, msg = refusal(le.Err)
 	}
 	s.answer(frame.ErrorResponse(le.ID, le.Code(), msg))
 }
@@ -265,11 +276,13 @@ type dispatcher struct {
 // d.requests until send returns); anything else is queued in order and send
 // is nil. dispatch blocks while every slot is taken or the ordered queue is
 // full, and gives up (ok false) when ctx ends or the transport stopped
-// dispatching. Without MaxInFlight it hands m over itself.
-func (d *dispatcher) dispatch(ctx context.Context, m frame.Message) (send func(), ok bool) {
+// dispatching. Without MaxInFlight it hands m over itself. held is what m
+// holds of the budget, released once m has been handled or given up.
+func (d *dispatcher) dispatch(ctx context.Context, m frame.Message, held int64) (send func(), ok bool) {
 	isRequest := m.Kind() == frame.Request || m.Kind() == frame.Batch
 	if d.s.cfg.MaxInFlight <= 0 {
 		d.handle(d.work, m, isRequest)
+		d.s.cfg.Budget.Release(held)
 		return nil, true
 	}
 	if isRequest {
@@ -277,6 +290,7 @@ func (d *dispatcher) dispatch(ctx context.Context, m frame.Message) (send func()
 		case d.slots <- struct{}{}:
 		case <-ctx.Done():
 			d.s.failed(d.work, m, frame.ErrClosed)
+			d.s.cfg.Budget.Release(held)
 			return nil, false
 		}
 		d.mu.Lock()
@@ -284,6 +298,7 @@ func (d *dispatcher) dispatch(ctx context.Context, m frame.Message) (send func()
 			d.mu.Unlock()
 			<-d.slots
 			d.s.failed(d.work, m, frame.ErrClosed)
+			d.s.cfg.Budget.Release(held)
 			return nil, false
 		}
 		after := d.lastQueued
@@ -297,21 +312,22 @@ func (d *dispatcher) dispatch(ctx context.Context, m frame.Message) (send func()
 			case <-d.work.Done():
 			}
 			d.handle(d.work, m, true)
+			d.s.cfg.Budget.Release(held)
 		}, true
 	}
-	q := queued{m: m, done: make(chan struct{})}
+	q := queued{m: m, held: held, done: make(chan struct{})}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed {
-		return nil, false
+	if !d.closed {
+		select {
+		case d.ordered <- q:
+			d.lastQueued = q.done
+			return nil, true
+		case <-ctx.Done():
+		}
 	}
-	select {
-	case d.ordered <- q:
-		d.lastQueued = q.done
-		return nil, true
-	case <-ctx.Done():
-		return nil, false
-	}
+	d.s.cfg.Budget.Release(held)
+	return nil, false
 }
 
 // handle hands one message to the handler and answers a request it
@@ -339,6 +355,7 @@ func (d *dispatcher) close() {
 func (d *dispatcher) deliverOrdered() {
 	for q := range d.ordered {
 		d.handle(d.work, q.m, false)
+		d.s.cfg.Budget.Release(q.held)
 		close(q.done)
 	}
 }
@@ -346,6 +363,7 @@ func (d *dispatcher) deliverOrdered() {
 // queued is a message waiting for its turn.
 type queued struct {
 	m    frame.Message
+	held int64         // what m holds of the budget
 	done chan struct{} // closed once m was handled
 }
 
@@ -392,12 +410,12 @@ func newStdinReader(s *Stdio, ctx context.Context, d *dispatcher) *stdinReader {
 // on, sends the request and parks; it closes done when reading ends.
 func (r *stdinReader) run() {
 	for {
-		m, ok := r.next()
+		m, held, ok := r.next()
 		if !ok {
 			close(r.done)
 			return
 		}
-		send, ok := r.d.dispatch(r.ctx, m)
+		send, ok := r.d.dispatch(r.ctx, m, held)
 		if !ok {
 			close(r.done)
 			return
@@ -439,12 +457,13 @@ func (r *stdinReader) park() bool {
 	}
 }
 
-// next returns the next usable message, dealing with the lines that are
-// not; ok is false once the input has ended or failed.
-func (r *stdinReader) next() (frame.Message, bool) {
+// next returns the next usable message and what it holds of the budget,
+// dealing with the lines that are not; ok is false once the input has
+// ended or failed.
+func (r *stdinReader) next() (_ frame.Message, held int64, ok bool) {
 	s := r.s
 	if s.rd == nil {
-		return frame.Message{}, false
+		return frame.Message{}, 0, false
 	}
 	for {
 		m, err := s.rd.Read()
@@ -458,12 +477,13 @@ func (r *stdinReader) next() (frame.Message, bool) {
 				s.log.Warn("read failed", "err", err)
 				r.err = err
 			}
-			return frame.Message{}, false
+			return frame.Message{}, 0, false
 		}
-		if m.Kind() == frame.Invalid {
-			s.badLine(r.ctx, &frame.LineError{Line: s.rd.Line(), Err: frame.ErrNotJSONRPC})
+		if err := m.Err(); err != nil {
+			id, _ := refusal(err)
+			s.badLine(r.ctx, &frame.LineError{Line: s.rd.Line(), Err: err, ID: id})
 			continue
 		}
-		return m, true
+		return m, s.rd.TakeHeld(), true
 	}
 }

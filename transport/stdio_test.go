@@ -64,6 +64,51 @@ func TestStdioAnswersBadLines(t *testing.T) {
 	})
 }
 
+// A message whose envelope is invalid is answered -32600 with the reason,
+// under its id when it is a request whose id is fine, else under null, and
+// is not handed over. A response-shaped one is answered under null too: its
+// id is the peer's, not one the sender waits on.
+func TestStdioAnswersInvalidEnvelopes(t *testing.T) {
+	is := is.New(t)
+	in := `{"jsonrpc":"2.0","id":true,"method":"ping"}` + "\n" +
+		`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}` + "\n" +
+		`{"jsonrpc":"2.0","id":null,"method":"ping"}` + "\n" +
+		`{"id":5,"method":"ping"}` + "\n" +
+		`{"jsonrpc":"1.0","id":"x","method":"ping"}` + "\n" +
+		`{"jsonrpc":"2.0","id":6,"method":"tools/list","params":[]}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized","params":null}` + "\n" +
+		`{"id":7,"result":{}}` + "\n" +
+		`{"jsonrpc":"2.0","id":8,"result":{},"error":{"code":1,"message":""}}` + "\n" +
+		`{"jsonrpc":"2.0","id":9,"method":"ping"}` + "\n"
+	var out transporttest.SyncBuffer
+	h := &handled{}
+	s := NewStdio(strings.NewReader(in), &out, StdioConfig{MaxInFlight: 4})
+	is.NoErr(s.Serve(t.Context(), h))
+	is.Equal(h.all(), []string{`{"jsonrpc":"2.0","id":9,"method":"ping"}`}) // only the valid message
+	is.Equal(lines(&out), []string{
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: the id of a request must be a string or an integer"}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: the id of a request must be a string or an integer"}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: the id of a request must be a string or an integer"}}`,
+		`{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"invalid request: jsonrpc must be \"2.0\""}}`,
+		`{"jsonrpc":"2.0","id":"x","error":{"code":-32600,"message":"invalid request: jsonrpc must be \"2.0\""}}`,
+		`{"jsonrpc":"2.0","id":6,"error":{"code":-32600,"message":"invalid request: params must be an object"}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: params must be an object"}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: jsonrpc must be \"2.0\""}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: a response has a result or an error, not both"}}`,
+	})
+}
+
+// A line that is not valid UTF-8 is handed over with each bad byte turned
+// into U+FFFD: whatever is written on, on stdout or to a child, is JSON.
+func TestStdioReplacesInvalidUTF8(t *testing.T) {
+	is := is.New(t)
+	var out transporttest.SyncBuffer
+	h := &handled{}
+	s := NewStdio(strings.NewReader(`{"jsonrpc":"2.0","id":1,"result":{"t":"a`+"\xff"+`b"}}`+"\n"), &out, StdioConfig{})
+	is.NoErr(s.Serve(t.Context(), h))
+	is.Equal(h.all(), []string{`{"jsonrpc":"2.0","id":1,"result":{"t":"a` + "\uFFFD" + `b"}}`})
+}
+
 // A BadLine hook replaces the default answer; JSON that is not JSON-RPC
 // reaches it as frame.ErrNotJSONRPC.
 func TestStdioBadLineHook(t *testing.T) {

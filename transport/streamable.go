@@ -49,6 +49,9 @@ type StreamableClient struct {
 	IdleTimeout time.Duration
 	// StreamIdleTimeout is IdleTimeout for the GET stream; 0 means none.
 	StreamIdleTimeout time.Duration
+	// Sleep waits d or until ctx is done, returning ctx's error then: the
+	// wait before a POST's event stream is resumed. nil means frame.Sleep.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
@@ -110,36 +113,171 @@ func (c *StreamableClient) post(ctx context.Context, m frame.Message) (int, erro
 		}
 		return resp.StatusCode, err
 	}
-	return resp.StatusCode, c.readEvents(x, resp, body, want)
+	return resp.StatusCode, c.readEvents(x, resp, body, m.Header(), want)
 }
 
 // readEvents delivers the messages of a POST's event stream until the
-// response to want (when want is set) or the end of the stream.
-func (c *StreamableClient) readEvents(x *outgoing, resp *http.Response, body io.Reader, want frame.ID) error {
+// response to want (when want is set) or the end of the stream. A stream
+// that ends or breaks before the response after it numbered its events is
+// resumed (see resume); h is the POST's side channel, which the GET that
+// resumes it carries too.
+func (c *StreamableClient) readEvents(x *outgoing, resp *http.Response, body io.Reader, h http.Header, want frame.ID) error {
 	rd := frame.NewSSEReader(body, c.maxSize())
+	answered, err, failed := c.pump(x, resp, rd, want)
+	switch {
+	case failed != nil:
+		return failed
+	case answered:
+		return nil
+	case err == io.EOF && want == "":
+		return nil
+	case want != "" && resumable(x, err) && rd.LastEventID() != "":
+		return c.resume(x.ctx, h, want, rd.LastEventID(), rd.Retry())
+	case err == io.EOF:
+		return &frame.SendError{Sent: true, Err: frame.ErrStreamEnded}
+	}
+	return c.readError(x, err)
+}
+
+// pump delivers the messages of an event stream until the response to want
+// (then it reads the stream's tail, see finishStream, and reports
+// answered), until reading the stream fails (readErr; io.EOF at its end),
+// or until a delivery fails (failed).
+func (c *StreamableClient) pump(x *outgoing, resp *http.Response, rd *frame.SSEReader, want frame.ID) (answered bool, readErr, failed error) {
 	for {
 		ev, err := rd.Next()
 		if err != nil {
-			if err == io.EOF {
-				if want != "" {
-					return &frame.SendError{Sent: true, Err: frame.ErrStreamEnded}
-				}
-				return nil
-			}
-			return c.readError(x, err)
+			return false, err, nil
 		}
 		msg, ok := eventMessage(c.logger(), ev)
 		if !ok {
 			continue
 		}
 		if err := c.deliver(x.ctx, msg.WithHeaders(resp.Header)); err != nil {
-			return err
+			return false, nil, err
 		}
 		if want != "" && answers(msg, want) {
 			c.finishStream(x, resp, rd)
-			return nil
+			return true, nil, nil
 		}
 	}
+}
+
+// resumable reports whether a POST's event stream that stopped with err may
+// be resumed: it ended, or its connection broke, while its caller still
+// waits. A message over the size limit and a stream gone idle past
+// IdleTimeout are not.
+func resumable(x *outgoing, err error) bool {
+	if err == io.EOF {
+		return true
+	}
+	if x.ctx.Err() != nil || errors.Is(err, frame.ErrTooLarge) {
+		return false
+	}
+	var idle *IdleTimeoutError
+	return !errors.As(context.Cause(x.reqCtx), &idle)
+}
+
+// DefaultResumeDelay is how long the client waits before it resumes a
+// POST's event stream whose server named no retry delay.
+const DefaultResumeDelay = time.Second
+
+// maxIdleResumes bounds the GETs in a row that resume a POST's event stream
+// without bringing a new event.
+const maxIdleResumes = 3
+
+// resume carries on a POST's event stream that ended or broke before the
+// response to want, once it had numbered its events (the server closes it
+// to have the client poll, or the connection dropped): it waits the
+// stream's retry delay (DefaultResumeDelay when it named none), GETs the
+// stream again with Last-Event-ID and h's headers, and reads on until the
+// response. It resumes again for as long as each GET brings a new event,
+// and for at most maxIdleResumes GETs in a row that bring none. A GET the
+// server refuses, or that is not answered with an event stream, ends it
+// with a *frame.SendError wrapping frame.ErrStreamEnded.
+func (c *StreamableClient) resume(ctx context.Context, h http.Header, want frame.ID, last string, delay time.Duration) error {
+	idle := 0
+	for {
+		if delay <= 0 {
+			delay = DefaultResumeDelay
+		}
+		c.logger().Debug("resuming the event stream", "id", want.String(), "last_event_id", last, "after", delay)
+		if err := c.sleep(ctx, delay); err != nil {
+			return err
+		}
+		answered, next, retry, err := c.resumeOnce(ctx, h, want, last)
+		switch {
+		case answered:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			return &frame.SendError{Sent: true, Err: fmt.Errorf("%w; resuming it failed: %v", frame.ErrStreamEnded, err)}
+		}
+		if next == last {
+			idle++
+			if idle >= maxIdleResumes {
+				return &frame.SendError{Sent: true, Err: fmt.Errorf("%w; %d attempts to resume it brought nothing new", frame.ErrStreamEnded, idle)}
+			}
+		} else {
+			idle = 0
+		}
+		last = next
+		if retry > 0 {
+			delay = retry
+		}
+	}
+}
+
+// resumeOnce GETs a POST's event stream after event last and reads it, as
+// readEvents does, until the response to want or the stream's end. It
+// returns the stream's last event id and retry delay then; err is nil when
+// the stream may be resumed again, else why not (a failed delivery among
+// them).
+func (c *StreamableClient) resumeOnce(ctx context.Context, h http.Header, want frame.ID, last string) (answered bool, lastID string, retry time.Duration, err error) {
+	x, err := newOutgoing(ctx, http.MethodGet, c.URL, nil)
+	if err != nil {
+		return false, last, 0, err
+	}
+	defer x.close()
+	x.req.Header.Set("Accept", acceptSSE)
+	x.header(c.Header, h)
+	x.req.Header.Set(frame.HeaderLastEventID, last)
+	resp, err := x.do(c.Client)
+	if err != nil {
+		return false, last, 0, err
+	}
+	defer resp.Body.Close()
+	body := x.body(resp, c.IdleTimeout)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return false, last, 0, statusError(resp, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); !isEventStream(ct) {
+		drain(body)
+		return false, last, 0, fmt.Errorf("GET answered HTTP %d with Content-Type %q, not an event stream", resp.StatusCode, ct)
+	}
+	rd := frame.NewSSEReader(body, c.maxSize())
+	answered, err, failed := c.pump(x, resp, rd, want)
+	if id := rd.LastEventID(); id != "" {
+		last = id
+	}
+	if answered {
+		return true, last, 0, nil
+	}
+	if failed != nil {
+		return false, last, 0, failed
+	}
+	if !resumable(x, err) {
+		return false, last, 0, c.readError(x, err)
+	}
+	return false, last, rd.Retry(), nil
+}
+
+func (c *StreamableClient) sleep(ctx context.Context, d time.Duration) error {
+	if c.Sleep != nil {
+		return c.Sleep(ctx, d)
+	}
+	return frame.Sleep(ctx, d)
 }
 
 // streamTailWait bounds how long a POST's event stream is read past the
@@ -185,6 +323,10 @@ func (c *StreamableClient) readJSON(x *outgoing, resp *http.Response, body io.Re
 		return errEmptyBody
 	}
 	msg, err := frame.ParseOwned(b)
+	if s, ok := standIn(msg.Err()); err == nil && ok {
+		c.logger().Warn("the server's response is not valid JSON-RPC; its request gets an error", "id", s.ID().String(), "reason", msg.Err(), "start", snippet(b))
+		msg = s
+	}
 	if err != nil || msg.Kind() == frame.Invalid {
 		if ct == "" {
 			ct = "none"
@@ -312,14 +454,24 @@ func (c *StreamableClient) maxSize() int {
 func (c *StreamableClient) logger() *slog.Logger { return orDiscard(c.Logger) }
 
 // eventMessage returns the JSON-RPC message a "message" event carries. Other
-// event types, and data that is not a JSON-RPC message, are skipped (the
-// latter logged without its bulk).
+// event types, and data that is not a valid JSON-RPC message, are skipped
+// (the latter logged without its bulk) — except a response whose envelope
+// is invalid but whose id is fine, which is replaced by an error for the
+// request it answers (see standIn), so that the request is not left
+// waiting.
 func eventMessage(log *slog.Logger, ev frame.Event) (frame.Message, bool) {
 	if ev.Type != "message" {
 		return frame.Message{}, false
 	}
 	m, err := frame.ParseOwned(ev.Data)
-	if err != nil || m.Kind() == frame.Invalid {
+	if err == nil {
+		err = m.Err()
+	}
+	if err != nil {
+		if s, ok := standIn(err); ok {
+			log.Warn("the server's response is not valid JSON-RPC; its request gets an error", "id", s.ID().String(), "reason", err, "start", snippet(ev.Data))
+			return s, true
+		}
 		log.Warn("skipping event that is not a JSON-RPC message", "size", len(ev.Data), "start", snippet(ev.Data))
 		return frame.Message{}, false
 	}

@@ -89,12 +89,13 @@ func TestStreamableSSEOrder(t *testing.T) {
 }
 
 // waitFor fails the test if ch is not closed soon; it guards against a hang
-// and is not used for ordering.
+// and is not used for ordering. The bound is generous: a loaded machine
+// running the race detector moves 25 MiB slowly.
 func waitFor(t testing.TB, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-ch:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }
@@ -164,6 +165,57 @@ func TestStreamableInvalidJSONResponse(t *testing.T) {
 			is.True(se.Sent)
 			is.Equal(err.Error(), tt.msg)
 			is.Equal(len(sink.lines()), 0) // nothing delivered
+		})
+	}
+}
+
+// A response whose envelope is invalid is not dropped, which would leave its
+// request waiting: the request gets -32603 with the reason instead, on an
+// event stream and in a JSON body alike. Other invalid messages are
+// skipped.
+func TestStreamableInvalidResponseStandsIn(t *testing.T) {
+	const want = `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"invalid response from the server: result must be an object"}}`
+	t.Run("event stream", func(t *testing.T) {
+		is := is.New(t)
+		c, sink := streamable(t, func(w http.ResponseWriter, r *http.Request) {
+			sseHeaders(w)
+			flushWrite(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":[1]}\n\n") // skipped
+			flushWrite(w, "data: {\"jsonrpc\":\"2.0\",\"id\":true,\"result\":{}}\n\n")                            // no id to answer: skipped
+			flushWrite(w, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}\n\n")
+		})
+		is.NoErr(c.Handle(context.Background(), frame.MustParse(pingReq))) // answered
+		is.Equal(sink.lines(), []string{want})
+	})
+	t.Run("JSON body", func(t *testing.T) {
+		is := is.New(t)
+		c, sink := streamable(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":null}`)
+		})
+		is.NoErr(c.Handle(context.Background(), frame.MustParse(pingReq)))
+		is.Equal(sink.lines(), []string{want})
+	})
+}
+
+// Invalid UTF-8 in what the server sends reaches the sink as U+FFFD, in an
+// event and in a JSON body alike.
+func TestStreamableReplacesInvalidUTF8(t *testing.T) {
+	const want = `{"jsonrpc":"2.0","id":1,"result":{"t":"` + "\uFFFD\uFFFD" + `"}}`
+	for _, sse := range []bool{true, false} {
+		t.Run(strconv.FormatBool(sse), func(t *testing.T) {
+			is := is.New(t)
+			c, sink := streamable(t, func(w http.ResponseWriter, r *http.Request) {
+				resp := `{"jsonrpc":"2.0","id":1,"result":{"t":"` + "\xc0\xaf" + `"}}`
+				if sse {
+					sseHeaders(w)
+					flushWrite(w, "data: "+resp+"\n\n")
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, resp)
+			})
+			is.NoErr(c.Handle(context.Background(), frame.MustParse(pingReq)))
+			is.Equal(sink.lines(), []string{want})
 		})
 	}
 }
@@ -427,6 +479,10 @@ func TestStreamableLarge(t *testing.T) {
 					_, _ = io.WriteString(w, "\n\n")
 				}
 			})
+			// Registered after the server's, this runs first: a test that
+			// fails half-way still lets the handler end, so the server can close.
+			var release sync.Once
+			t.Cleanup(func() { release.Do(func() { close(smallDone) }) })
 			var got [32]byte
 			var gotLen int
 			c.ToClient = SinkFunc(func(ctx context.Context, m frame.Message) error {
@@ -439,7 +495,7 @@ func TestStreamableLarge(t *testing.T) {
 			go func() { done <- c.Handle(context.Background(), frame.MustParse(pingReq)) }()
 			waitFor(t, halfway, "large response to start")
 			is.NoErr(c.Handle(context.Background(), frame.MustParse(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)))
-			close(smallDone)
+			release.Do(func() { close(smallDone) })
 			is.NoErr(<-done)
 			is.Equal(gotLen, len(large))
 			is.Equal(got, want) // delivered intact
@@ -659,4 +715,114 @@ func BenchmarkStreamablePOST(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// resumeServer answers a POST with an event stream that stops after a
+// numbered priming event (with the retry field when retry is not empty),
+// cleanly or by breaking its connection, and answers a GET through get.
+func resumeServer(t *testing.T, retry string, breakConn bool, get http.HandlerFunc) (*StreamableClient, *collector, *[]time.Duration) {
+	t.Helper()
+	c, sink := streamable(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			get(w, r)
+			return
+		}
+		sseHeaders(w)
+		prime := "id: p1\n"
+		if retry != "" {
+			prime += "retry: " + retry + "\n"
+		}
+		flushWrite(w, prime+"data:\n\n")
+		if breakConn {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		}
+	})
+	var waits []time.Duration
+	c.Sleep = func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return ctx.Err()
+	}
+	return c, sink, &waits
+}
+
+func TestStreamableResumesAPOSTStream(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		t.Run(fmt.Sprintf("broken=%v", broken), func(t *testing.T) {
+			is := is.New(t)
+			var gets []http.Header
+			c, sink, waits := resumeServer(t, "500", broken, func(w http.ResponseWriter, r *http.Request) {
+				gets = append(gets, r.Header.Clone())
+				sseHeaders(w)
+				if len(gets) == 1 { // the first GET brings one more event and ends
+					flushWrite(w, "id: p2\nretry: 2000\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n")
+					return
+				}
+				flushWrite(w, "id: p3\ndata: "+pingResp+"\n\n")
+			})
+			c.Header = http.Header{"Authorization": {"Bearer t"}}
+			req := frame.MustParse(pingReq).WithHeaders(http.Header{frame.HeaderSessionID: {"s-9"}})
+			is.NoErr(c.Handle(t.Context(), req))
+			is.Equal(sink.lines(), []string{`{"jsonrpc":"2.0","method":"notifications/message","params":{}}`, pingResp})
+			is.Equal(*waits, []time.Duration{500 * time.Millisecond, 2 * time.Second}) // each stream's retry field
+			is.Equal(len(gets), 2)
+			is.Equal(gets[0].Get("Last-Event-Id"), "p1")
+			is.Equal(gets[1].Get("Last-Event-Id"), "p2")
+			is.Equal(gets[0].Get("Accept"), "text/event-stream")
+			is.Equal(gets[0].Get(frame.HeaderSessionID), "s-9") // the POST's side channel
+			is.Equal(gets[0].Get("Authorization"), "Bearer t")
+		})
+	}
+}
+
+func TestStreamableResumeGivesUp(t *testing.T) {
+	t.Run("no new event", func(t *testing.T) {
+		is := is.New(t)
+		gets := 0
+		c, _, waits := resumeServer(t, "", false, func(w http.ResponseWriter, r *http.Request) {
+			gets++
+			sseHeaders(w) // ends at once, with nothing new
+		})
+		err := c.Handle(t.Context(), frame.MustParse(pingReq))
+		var se *frame.SendError
+		is.True(errors.As(err, &se) && se.Sent)
+		is.True(errors.Is(err, frame.ErrStreamEnded))
+		is.Equal(gets, maxIdleResumes)
+		is.Equal((*waits)[0], DefaultResumeDelay) // no retry field
+	})
+	t.Run("refused", func(t *testing.T) {
+		is := is.New(t)
+		c, _, _ := resumeServer(t, "10", false, func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		})
+		err := c.Handle(t.Context(), frame.MustParse(pingReq))
+		is.True(errors.Is(err, frame.ErrStreamEnded))
+		is.True(strings.Contains(err.Error(), "resuming it failed: HTTP 405"))
+		var st *frame.StatusError
+		is.True(!errors.As(err, &st)) // not mistaken for the POST's own status
+	})
+	t.Run("a stream without ids", func(t *testing.T) {
+		is := is.New(t)
+		c, _ := streamable(t, func(w http.ResponseWriter, r *http.Request) {
+			is.Equal(r.Method, http.MethodPost) // never resumed: nothing names where to resume
+			sseHeaders(w)
+			flushWrite(w, "retry: 10\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n")
+		})
+		is.True(errors.Is(c.Handle(t.Context(), frame.MustParse(pingReq)), frame.ErrStreamEnded))
+	})
+	t.Run("idle", func(t *testing.T) {
+		is := is.New(t)
+		c, _ := streamable(t, func(w http.ResponseWriter, r *http.Request) {
+			is.Equal(r.Method, http.MethodPost) // a silent stream is not resumed: the read timeout is the user's bound
+			sseHeaders(w)
+			flushWrite(w, "id: q1\ndata:\n\n")
+			<-r.Context().Done()
+		})
+		c.IdleTimeout = 50 * time.Millisecond
+		err := c.Handle(t.Context(), frame.MustParse(pingReq))
+		var idle *IdleTimeoutError
+		is.True(errors.As(err, &idle))
+	})
 }

@@ -55,7 +55,7 @@ func TestConformanceParsers(t *testing.T) {
 				required = append(required, r.name)
 			}
 		}
-		is.Equal(required, []string{"initialize", "tools_call", "elicitation-sep1034-client-defaults", "json-schema-2020-12-preservation"})
+		is.Equal(required, []string{"initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry", "json-schema-2020-12-preservation"})
 		_, err = confRelayRuns(listed[1:])
 		is.True(err != nil) // a relay scenario the suite does not list is an error
 		_, err = confRelayRuns(confParseList([]byte(strings.Replace(out, "sse-retry [2025-11-25]", "sse-retry [2026-07-28]", 1)))["client"])

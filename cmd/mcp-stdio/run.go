@@ -32,6 +32,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = cli.Serve(ctx, args[1:], getenv, stdin, stdout, stderr, opt)
 	case len(args) > 0 && args[0] == cli.ExampleServerCommand:
 		err = cli.ExampleServer(ctx, args[1:], getenv, stdin, stdout, stderr, opt)
+	case len(args) > 0 && args[0] == cli.SuperviseCommand:
+		err = cli.Supervise(ctx, args[1:], getenv, stdin, stdout, stderr, opt)
 	default:
 		err = cli.Relay(ctx, args, getenv, stdin, stdout, stderr, opt)
 	}

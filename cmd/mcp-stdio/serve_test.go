@@ -170,7 +170,7 @@ func TestServeGatewayKilledLeavesNoChild(t *testing.T) {
 
 	is.NoErr(gw.Process.Signal(syscall.SIGKILL)) // no chance to clean up
 	gw.Wait()
-	is.True(transporttest.ProcessGone(t, pid, cmdTestWait)) // the kernel killed the child (Pdeathsig)
+	is.True(transporttest.ProcessGone(t, pid, cmdTestWait)) // its supervisor ended it
 }
 
 func TestServeSIGTERMDrainsAndExitsZero(t *testing.T) {

@@ -6,7 +6,8 @@
 //     stderr) and lets a test wait for a line of it with a [LineWatch],
 //     without sleeping.
 //   - [RunProgram] lets a test binary double as the child programs its
-//     tests start; [Command] and [SetProgramEnv] start it as one of them.
+//     tests start; [Command], [ArgCommand] and [SetProgramEnv] start it as
+//     one of them.
 //   - [ProcessGone] waits for a process to end (Linux).
 //   - [ScriptedServer] is a small MCP server to run as such a child.
 //

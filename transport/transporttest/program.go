@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -87,6 +89,33 @@ func Command(name string, args ...string) *exec.Cmd {
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), programEnv+"="+name, raceEnv)
+	return cmd
+}
+
+// ArgCommand returns a command that runs the test binary as the program
+// name (see RunProgram) chosen by its first argument, with args after it:
+// its Args are the test binary's absolute path, name and args. Its Env is
+// the environment of this process without any program selection, with
+// GORACE=atexit_sleep_ms=0 added; the processes it starts in turn, with
+// that environment, choose their programs the same way. It is for a
+// process that hands its environment on to another test program it starts
+// (a supervisor and its server), which an environment naming a program
+// would make run as the first one too.
+//
+// It panics if no call to RunProgram in this process was given name, or
+// if the test binary's path cannot be found.
+func ArgCommand(name string, args ...string) *exec.Cmd {
+	if !known(name) {
+		panic(fmt.Sprintf("transporttest: no program %q was given to RunProgram", name))
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		panic(fmt.Sprintf("transporttest: the test binary: %v", err))
+	}
+	cmd := exec.Command(exe, append([]string{name}, args...)...)
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, programEnv+"=")
+	}), raceEnv)
 	return cmd
 }
 

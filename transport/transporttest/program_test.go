@@ -61,6 +61,20 @@ func TestTheFirstArgumentNamesAProgram(t *testing.T) {
 	is.Equal(string(out), `["x"]`+"\n")
 }
 
+// ArgCommand chooses the program by the first argument, with an
+// environment that names none, so that what it starts chooses its own.
+func TestArgCommandRunsTheProgram(t *testing.T) {
+	is := is.New(t)
+	t.Setenv("MCP_STDIO_TEST_PROGRAM", "cat") // as if this process were one
+	cmd := transporttest.ArgCommand("args", "a b")
+	is.Equal(cmd.Args[0], cmd.Path)
+	is.Equal(cmd.Args[1:], []string{"args", "a b"})
+	out, _ := cmd.Output()
+	is.Equal(string(out), `["a b"]`+"\n")
+	is.True(!slices.ContainsFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "MCP_STDIO_TEST_PROGRAM=") }))
+	is.True(slices.Contains(cmd.Env, "GORACE=atexit_sleep_ms=0"))
+}
+
 func TestCommandRefusesAnUnknownProgram(t *testing.T) {
 	is := is.New(t)
 	defer func() {

@@ -27,6 +27,10 @@ import (
 //	              the order the waits came, before anything read later)
 //	stderr        writes params.text to stderr, answers {}
 //	crash         exits with status 3 at once
+//	raw           writes params.line, a string of JSON, as one line as it
+//	              is (a bad envelope, say); when params.await names an id,
+//	              answers {"reply":<what came back under that id>} once it
+//	              comes, else nothing
 //
 // Everything else gets -32601.
 func ScriptedServer([]string) int {
@@ -119,6 +123,21 @@ func ScriptedServer([]string) int {
 			w.Write(frame.ResultResponse(id, []byte(`{}`)))
 		case "crash":
 			os.Exit(3)
+		case "raw":
+			var ch chan frame.Message
+			if await := m.Get("params.await"); await.Exists() {
+				ch = make(chan frame.Message, 1)
+				mu.Lock()
+				asks[frame.ID(await.Raw)] = ch
+				mu.Unlock()
+			}
+			w.Write(frame.MustParse(m.Get("params.line").Str))
+			if ch != nil {
+				go func() {
+					reply := <-ch
+					w.Write(frame.ResultResponse(id, []byte(`{"reply":`+reply.String()+`}`)))
+				}()
+			}
 		default:
 			w.Write(frame.ErrorResponse(id, frame.CodeMethodNotFound, "method not found"))
 		}

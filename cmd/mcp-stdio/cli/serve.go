@@ -41,6 +41,10 @@ const (
 	serveShutdownSlack = 2 * time.Second // beyond the drain and child graces
 	serveHeaderTimeout = 30 * time.Second
 	serveIdleConnTime  = 2 * time.Minute // keep-alive connections without a request
+	// serveMaxHeaderBytes bounds a request's header (431 beyond), and so
+	// what each connection can make the gateway buffer before a handler
+	// runs; MCP requests carry a few short fields and a token.
+	serveMaxHeaderBytes = 64 << 10
 )
 
 // serveFlags are the serve command's settings.
@@ -56,6 +60,10 @@ type serveFlags struct {
 	maxSessions  int
 	maxBody      byteSize
 	maxMessage   byteSize
+	maxBuffered  byteSize
+	maxConns     int
+	readTimeout  time.Duration
+	connIdle     time.Duration
 	stdinGrace   time.Duration
 	termGrace    time.Duration
 	drainTimeout time.Duration
@@ -78,6 +86,15 @@ func newServeFlagSet(f *serveFlags, getenv func(string) string) *flag.FlagSet {
 	fs.IntVar(&f.maxSessions, "max-sessions", mw.DefaultMaxSessions, "most sessions (processes) alive at `once`; more get 503")
 	fs.Var(&f.maxBody, "max-body", "largest request body in `bytes` (suffixes KiB, MiB, GiB); larger gets 413")
 	fs.Var(&f.maxMessage, "max-message-size", "largest message in `bytes` the server process may write (suffixes KiB, MiB, GiB)")
+	mem, known := machineMemory()
+	memNote := "a quarter of this machine's memory, here " + formatSize(defaultMaxBuffered(mem, known, 0))
+	if !known {
+		memNote = formatSize(defaultMaxBuffered(mem, known, 0)) + ": this machine's memory is unknown"
+	}
+	fs.Var(&f.maxBuffered, "max-buffered", "most message `bytes` held at once, all sessions together (suffixes KiB, MiB, GiB); a request body beyond gets 503, a server's message beyond is answered with an error (default "+memNote+", at least --max-body and --max-message-size)")
+	fs.IntVar(&f.maxConns, "max-connections", transport.DefaultMaxConnections, "most HTTP connections open at `once`; more get an immediate 503 and are closed")
+	fs.DurationVar(&f.readTimeout, "read-timeout", transport.DefaultBodyReadTimeout, "give up a request body that stops arriving for this `long` (408, connection closed; 0 = never)")
+	fs.DurationVar(&f.connIdle, "conn-idle-timeout", serveIdleConnTime, "close a keep-alive connection that carries no request for this `long`")
 	fs.DurationVar(&f.stdinGrace, "stdin-grace", transport.DefaultStdinGrace, "after closing a process's stdin, wait this `long` before SIGTERM")
 	fs.DurationVar(&f.termGrace, "term-grace", transport.DefaultTermGrace, "after SIGTERM, wait this `long` before SIGKILL")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", pipeline.DefaultServeDrainTimeout, "on shutdown, let requests in flight finish for this `long`")
@@ -95,6 +112,10 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		return parseError(err, fs, usage, stdout, stderr)
 	}
 	logger := newLogger(stderr, f.logLevel)
+	if !flagSet(fs, "max-buffered") {
+		mem, known := machineMemory()
+		f.maxBuffered = byteSize(defaultMaxBuffered(mem, known, int64(max(f.maxBody, f.maxMessage))))
+	}
 	cfg, desc, err := f.config(fs.Args(), stderr, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
@@ -113,6 +134,8 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	ln = transport.LimitConnections(ln, f.maxConns, logger)
+	logger.Debug("limits", "max_connections", f.maxConns, "max_buffered", int64(f.maxBuffered), "read_timeout", f.readTimeout, "conn_idle_timeout", f.connIdle)
 	loopback := isLoopbackListener(f.listen)
 	if !loopback && cfg.AuthToken == "" {
 		logger.Warn("listening beyond loopback without authentication: anyone who can reach this address can run the server; set " + pipeline.ServeTokenEnv)
@@ -120,7 +143,8 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	httpSrv := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: serveHeaderTimeout,
-		IdleTimeout:       serveIdleConnTime,
+		IdleTimeout:       f.connIdle,
+		MaxHeaderBytes:    serveMaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 	}
 	served := make(chan error, 1)
@@ -163,15 +187,23 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Logger) (pipeline.ServeConfig, string, error) {
 	var cfg pipeline.ServeConfig
 	desc := ""
+	exe, exeErr := os.Executable()
 	if len(command) == 0 {
-		exe, err := os.Executable()
-		if err != nil {
-			return cfg, "", fmt.Errorf("cannot find this program to run its example server: %v", err)
+		if exeErr != nil {
+			return cfg, "", fmt.Errorf("cannot find this program to run its example server: %v", exeErr)
 		}
 		command = []string{exe, ExampleServerCommand}
 		desc = "the bundled example server"
 	} else {
 		desc = strconv.Quote(strings.Join(command, " "))
+	}
+	// Every child runs under this program's supervisor, so that what it
+	// starts ends with the gateway however the gateway ends.
+	var supervisor []string
+	if exeErr == nil {
+		supervisor = []string{exe, SuperviseCommand}
+	} else {
+		logger.Warn("cannot find this program to supervise the server processes: what they start may outlive a killed gateway", "err", exeErr)
 	}
 	if f.path == "" || f.path[0] != '/' {
 		return cfg, "", fmt.Errorf("--path %q must start with /", f.path)
@@ -182,8 +214,17 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	if f.maxBody <= 0 || f.maxMessage <= 0 {
 		return cfg, "", errors.New("--max-body and --max-message-size must be positive")
 	}
-	if f.idleTimeout < 0 || f.stdinGrace < 0 || f.termGrace < 0 || f.drainTimeout < 0 {
+	if int64(f.maxBuffered) < int64(max(f.maxBody, f.maxMessage)) {
+		return cfg, "", fmt.Errorf("--max-buffered (%d) must be at least --max-body and --max-message-size (%d), or the largest message could never pass", f.maxBuffered, max(f.maxBody, f.maxMessage))
+	}
+	if f.maxConns <= 0 {
+		return cfg, "", errors.New("--max-connections must be positive")
+	}
+	if f.idleTimeout < 0 || f.stdinGrace < 0 || f.termGrace < 0 || f.drainTimeout < 0 || f.readTimeout < 0 {
 		return cfg, "", errors.New("durations must not be negative")
+	}
+	if f.connIdle <= 0 {
+		return cfg, "", errors.New("--conn-idle-timeout must be positive")
 	}
 	if f.publicURL != "" {
 		u, err := url.Parse(f.publicURL)
@@ -202,8 +243,13 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	if idle == 0 {
 		idle = -1 // never
 	}
+	readTimeout := f.readTimeout
+	if readTimeout == 0 {
+		readTimeout = -1 // never
+	}
 	cfg = pipeline.ServeConfig{
 		Command:                command,
+		Supervisor:             supervisor,
 		Path:                   f.path,
 		AuthToken:              f.authToken,
 		AllowOrigins:           f.allowOrigins,
@@ -215,6 +261,8 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		SessionIdleTimeout:     idle,
 		MaxBodySize:            int64(f.maxBody),
 		MaxMessageSize:         int(f.maxMessage),
+		ReadTimeout:            readTimeout,
+		Budget:                 frame.NewBudget(int64(f.maxBuffered)),
 		StdinGrace:             f.stdinGrace,
 		TermGrace:              f.termGrace,
 		DrainTimeout:           f.drainTimeout,
@@ -222,6 +270,13 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		Logger:                 logger,
 	}
 	return cfg, desc, nil
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // isLoopbackListener reports whether a listen address binds loopback only.

@@ -250,8 +250,16 @@ func (s *server) receive(ctx context.Context, m frame.Message) {
 	case frame.Batch:
 		s.receiveBatch(ctx, m)
 	default:
-		s.log.Warn("not a JSON-RPC message")
-		s.send(frame.ErrorResponse("", frame.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message"))
+		reason, id := "not a JSON-RPC 2.0 message", frame.ID("")
+		var env *frame.EnvelopeError
+		if errors.As(m.Err(), &env) {
+			reason = env.Reason
+			if env.Shape == frame.Request {
+				id = env.ID // the id is fine: answer the request under it
+			}
+		}
+		s.log.Warn("not a JSON-RPC message", "reason", reason)
+		s.send(frame.ErrorResponse(id, frame.CodeInvalidRequest, "invalid request: "+reason))
 	}
 }
 

@@ -51,7 +51,7 @@ func TestInitializeNeedsAVersion(t *testing.T) {
 func TestIDsEchoedByteExact(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
-	for _, id := range []string{`7`, `"7"`, `1.50`, `-0`, `"a\"b\u00e9"`, `1e3`} {
+	for _, id := range []string{`7`, `"7"`, `1.50e2`, `-0`, `"a\"b\u00e9"`, `1e3`} { // MCP ids are strings and integers: 1.50 is not one, 1.50e2 is
 		m := c.roundTrip(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`)
 		is.Equal(m.Raw, `{"jsonrpc":"2.0","id":`+id+`,"result":{}}`)
 		m = c.roundTrip(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
@@ -116,8 +116,11 @@ func TestNotJSONRPC(t *testing.T) {
 func TestParamsMustBeAnObject(t *testing.T) {
 	is := is.New(t)
 	c := start(t, Options{})
+	// MCP's schema makes params an object: an array breaks the envelope,
+	// and the request, whose id is fine, is refused under its id.
 	m := c.roundTrip(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[1]}`)
-	is.Equal(m.Get("error.code").Int(), int64(-32602))
+	is.Equal(m.Get("error.code").Int(), int64(-32600))
+	is.Equal(m.Get("error.message").Str, "invalid request: params must be an object")
 }
 
 func TestOversizedLine(t *testing.T) {
