@@ -56,6 +56,10 @@ type ServeConfig struct {
 	// Path is the MCP endpoint's path; "" means DefaultServePath. Other
 	// paths get 404.
 	Path string
+	// HealthPath, when set, is a path that answers GET and HEAD with 200
+	// "ok" before any other check (origin, host, authentication), for load
+	// balancers and liveness probes. It must differ from Path.
+	HealthPath string
 
 	// AuthToken, when set, is a static bearer token every request must
 	// present (else 401, and no child is started).
@@ -152,6 +156,9 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	if !strings.HasPrefix(cfg.Path, "/") {
 		return nil, fmt.Errorf("serve: path %q must start with /", cfg.Path)
 	}
+	if cfg.HealthPath != "" && (!strings.HasPrefix(cfg.HealthPath, "/") || cfg.HealthPath == cfg.Path) {
+		return nil, fmt.Errorf("serve: health path %q must start with / and differ from the endpoint's path", cfg.HealthPath)
+	}
 	if cfg.SessionIdleTimeout == 0 {
 		cfg.SessionIdleTimeout = DefaultSessionIdleTimeout
 	}
@@ -200,7 +207,10 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 // decide on headers alone, before anything reads the body.
 func (s *Server) guards() []mw.Guard {
 	cfg := s.cfg
-	var checkHost, bearer mw.Guard
+	var health, checkHost, bearer mw.Guard
+	if cfg.HealthPath != "" {
+		health = healthCheck(cfg.HealthPath)
+	}
 	if cfg.CheckHost {
 		checkHost = mw.CheckHost(mw.HostPolicy{Allow: cfg.AllowHosts, PublicURL: cfg.PublicURL})
 	}
@@ -208,6 +218,7 @@ func (s *Server) guards() []mw.Guard {
 		bearer = mw.RequireBearer(auth.NewBearerGate(cfg.AuthToken))
 	}
 	return []mw.Guard{
+		health, // before everything: a probe sends no Origin, a token or the public Host
 		mw.CheckOrigin(mw.OriginPolicy{Allow: cfg.AllowOrigins, PublicURL: cfg.PublicURL}),
 		checkHost,
 		onPath(cfg.Path),
@@ -321,6 +332,32 @@ func onPath(path string) mw.Guard {
 				return
 			}
 			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// healthCheck is the guard that answers the health path itself: 200 "ok"
+// to GET and HEAD, 405 to anything else. It says the gateway is up, not
+// that a server process can start.
+func healthCheck(path string) mw.Guard {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != path {
+				next.ServeHTTP(w, r)
+				return
+			}
+			switch r.Method {
+			case http.MethodGet, http.MethodHead:
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.Header().Set("Cache-Control", "no-store")
+				w.WriteHeader(http.StatusOK)
+				if r.Method == http.MethodGet {
+					_, _ = io.WriteString(w, "ok\n")
+				}
+			default:
+				w.Header().Set("Allow", "GET, HEAD")
+				http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			}
 		})
 	}
 }
