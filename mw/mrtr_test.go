@@ -294,7 +294,7 @@ func TestMRTRHostCancelDuringReissue(t *testing.T) {
 		is.NoErr(e.toServer.Handle(e.ctx, frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)))
 		is.True(errors.Is(<-result, frame.ErrCancelled))
 		e.mu.Lock()
-		is.Equal(len(e.aborted), 1)                           // the upstream request's context ended
+		is.Equal(len(e.aborted), 1)                          // the upstream request's context ended
 		is.True(errors.Is(e.aborted[0], frame.ErrCancelled)) // because the host cancelled
 		e.mu.Unlock()
 		// The cancel names the request the server runs.
@@ -477,8 +477,8 @@ func TestMRTRPassesWhatItDoesNotBridge(t *testing.T) {
 		e := newMRTREnv(t, hostInit)
 		for _, line := range []string{
 			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`,
-			`{"jsonrpc":"2.0","id":"srv-1","result":{}}`,                   // an answer to a server's request
-			`{"jsonrpc":"2.0","id":"mcp-stdio/page/1","result":{}}`,        // another stage's id
+			`{"jsonrpc":"2.0","id":"srv-1","result":{}}`,                  // an answer to a server's request
+			`{"jsonrpc":"2.0","id":"mcp-stdio/page/1","result":{}}`,       // another stage's id
 			`{"jsonrpc":"2.0","id":"mcp-stdio/mrtr-input/9","result":{}}`, // the bridge's, not waited for: dropped
 		} {
 			is.NoErr(e.toServer.Handle(e.ctx, frame.MustParse(line)))
