@@ -25,6 +25,9 @@
 //	  ReservedIDs            client ids never look like ids stages mint
 //	  CancelFilter           a cancelled request gets no answer
 //	  your Middlewares
+//	  MRTRBridge             a 2026-07-28 server's input requests asked of
+//	                         the host, the call re-issued (acts on a
+//	                         2026-07-28 server only)
 //	  PaginationMerge        one answer for a whole list
 //	  Session                the session kept, recovered after a 404
 //	  Retry                  another attempt when it cannot run twice

@@ -251,6 +251,10 @@ func (r *relay) sessionEraStages() []mw.Middleware {
 		},
 		cfg.Middlewares,
 		[]mw.Middleware{
+			// The MRTR bridge acts only once the connection speaks
+			// 2026-07-28; it belongs to the modern chain, just inside the
+			// cancel filter and the client's stages.
+			mw.MRTRBridge(mw.MRTROptions{Logger: cfg.Logger}),
 			mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
 			r.session.Middleware(),
 			mw.Retry(retry),
