@@ -2,6 +2,7 @@ package mw
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -484,5 +485,56 @@ func TestMRTRPassesWhatItDoesNotBridge(t *testing.T) {
 			is.NoErr(e.toServer.Handle(e.ctx, frame.MustParse(line)))
 		}
 		is.Equal(len(e.upstream()), 3)
+	})
+}
+
+// FuzzMRTRInputRequired feeds the bridge arbitrary input_required results
+// (untrusted bytes from the server) and checks what it promises whatever
+// they hold: no panic, every request the host gets is valid and under a
+// minted id, and the call gets exactly one answer, under its own id.
+func FuzzMRTRInputRequired(f *testing.F) {
+	f.Add(`{"confirm":` + elicitReq + `}`, `"st"`)
+	f.Add(`{"a":{"method":"roots/list"},"b":{"method":"sampling/createMessage","params":{"tools":[]}}}`, `"x\u00e9"`)
+	f.Add(`{"u":{"method":"elicitation/create","params":{"mode":"url","url":"u","message":"m"}}}`, `null`)
+	f.Add(`{}`, `7`)
+	f.Add(`[]`, `"s"`)
+	f.Add(`{"\"k":{"method":"ping"}}`, `{}`)
+	f.Fuzz(func(t *testing.T, requests, state string) {
+		result := `{"resultType":"input_required","inputRequests":` + requests + `,"requestState":` + state + `}`
+		if !json.Valid([]byte(result)) {
+			return
+		}
+		// The server asks again whatever it is sent, so the limits are reached too.
+		script := make([]string, 0, 12)
+		for range 12 {
+			script = append(script, result)
+		}
+		e := newMRTREnv(t, hostInit, script...)
+		for _, m := range []string{"elicitation/create", "sampling/createMessage", "roots/list"} {
+			e.reply(m, `{"action":"accept"}`)
+		}
+		if err := e.toServer.Handle(e.ctx, frame.MustParse(callLine)); err != nil {
+			t.Fatalf("Handle: %v", err)
+		}
+		answers := 0
+		for _, m := range e.host.all() {
+			switch m.Kind() {
+			case frame.Request:
+				if !strings.HasPrefix(string(m.ID()), mrtrInputPrefix) {
+					t.Fatalf("a request to the host under a foreign id: %s", m)
+				}
+			case frame.Result, frame.Error:
+				if m.ID() != "1" {
+					t.Fatalf("an answer under another id: %s", m)
+				}
+				answers++
+			case frame.Notification:
+			default:
+				t.Fatalf("the host got an invalid message: %s", m)
+			}
+		}
+		if answers != 1 {
+			t.Fatalf("the call got %d answers: %q", answers, e.host.lines())
+		}
 	})
 }
