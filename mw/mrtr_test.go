@@ -493,7 +493,7 @@ func TestMRTRPassesWhatItDoesNotBridge(t *testing.T) {
 // they hold: no panic, every request the host gets is valid and under a
 // minted id, and the call gets exactly one answer, under its own id.
 func FuzzMRTRInputRequired(f *testing.F) {
-	f.Add(`{"confirm":` + elicitReq + `}`, `"st"`)
+	f.Add(`{"confirm":`+elicitReq+`}`, `"st"`)
 	f.Add(`{"a":{"method":"roots/list"},"b":{"method":"sampling/createMessage","params":{"tools":[]}}}`, `"x\u00e9"`)
 	f.Add(`{"u":{"method":"elicitation/create","params":{"mode":"url","url":"u","message":"m"}}}`, `null`)
 	f.Add(`{}`, `7`)
