@@ -36,9 +36,10 @@
 //	    CloseOnCancel        a cancel closes the request's stream
 //	    CleanResults         results in the shape a session-era client knows
 //	    LocalAnswers         initialize, ping, setLevel answered here
-//	    (MRTR bridge, listen bridge, Mcp-Param-* mirroring, response cache)
-//	    InjectMeta           _meta of the handshake on every request
+//	    MRTRBridge           input requests asked of the host, the call re-issued
 //	    PaginationMerge
+//	    (response cache, Mcp-Param-* mirroring, listen bridge)
+//	    InjectMeta           _meta of the handshake on every request
 //	    RoutingHeaders       MCP-Protocol-Version, Mcp-Method, Mcp-Name
 //	    Retry                a new id for each attempt (Reissue)
 //	    Reauth

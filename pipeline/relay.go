@@ -301,12 +301,12 @@ func (r *relay) modernEraStages() []mw.Middleware {
 		mw.CloseOnCancel(cfg.Logger),
 		mw.CleanResults(),
 		mw.LocalAnswers(mw.LocalAnswersOptions{Logger: cfg.Logger}),
-		// (mrtr) the MRTR bridge goes here
-		// (listen) the listen bridge goes here
-		// (param-headers) Mcp-Param-* mirroring goes here
-		// (respcache) the response cache goes here
-		mw.InjectMeta(mw.MetaOptions{Logger: cfg.Logger}),
+		mw.MRTRBridge(mw.MRTROptions{Logger: cfg.Logger}),
 		mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
+		// (respcache) the response cache goes here
+		// (param-headers) Mcp-Param-* mirroring goes here
+		// (listen) the listen bridge goes here
+		mw.InjectMeta(mw.MetaOptions{Logger: cfg.Logger}),
 		mw.RoutingHeaders(),
 		mw.Retry(retry),
 		r.reauth(),
