@@ -26,6 +26,7 @@
 //	  CancelFilter           a cancelled request gets no answer
 //	  your Middlewares
 //	  PaginationMerge        one answer for a whole list
+//	  ResponseCache          a list or read asked again while ttlMs lasts
 //	  Session                the session kept, recovered after a 404
 //	  Retry                  another attempt when it cannot run twice
 //	  Reauth                 401 and 403 handed to the OAuth client

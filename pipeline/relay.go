@@ -63,6 +63,9 @@ type RelayConfig struct {
 	// requests then reach the client, and a cancel no longer aborts the
 	// in-flight HTTP request.
 	NoCancelFilter bool
+	// NoCache removes the response cache (mw.ResponseCache): every list
+	// and read goes to the server, whatever ttlMs its results carry.
+	NoCache bool
 	// Middlewares are extra stages, placed just inside the cancel filter:
 	// they see every message the client sends and every message it gets
 	// except responses to requests it cancelled. Use them to deny a tool,
@@ -228,9 +231,12 @@ func newRelay(cfg RelayConfig, client mw.Handler, oneShot bool) (*relay, error) 
 // nearest the client first.
 func (r *relay) sessionEraStages() []mw.Middleware {
 	cfg := r.cfg
-	var cancel, reauth mw.Middleware
+	var cancel, cache, reauth mw.Middleware
 	if !cfg.NoCancelFilter {
 		cancel = mw.CancelFilter(mw.CancelOptions{Logger: cfg.Logger})
+	}
+	if !cfg.NoCache {
+		cache = mw.ResponseCache(mw.CacheOptions{Logger: cfg.Logger})
 	}
 	if cfg.Auth != nil {
 		reauth = mw.Reauth(mw.ReauthOptions{Authorizer: cfg.Auth, Logger: cfg.Logger})
@@ -252,6 +258,7 @@ func (r *relay) sessionEraStages() []mw.Middleware {
 		cfg.Middlewares,
 		[]mw.Middleware{
 			mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
+			cache,
 			r.session.Middleware(),
 			mw.Retry(retry),
 			reauth,
