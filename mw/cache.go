@@ -108,8 +108,9 @@ func cacheSlot(method string) int {
 // notifications/prompts/list_changed prompts/list results,
 // notifications/resources/list_changed resources/list and
 // resources/templates/list results, and notifications/resources/updated
-// the resources/read results whose uri is the notified uri, lies under it
-// or contains it (a notified uri may be a sub-resource). An answer to a
+// the resources/read results whose uri is the notified uri, begins with it
+// or is its beginning (a notified uri may be a sub-resource of the one
+// read; dropping too much costs one request, too little a stale read). An answer to a
 // request sent before such a notification is not kept. An error answering
 // a request with a cursor drops every result of that method (a cursor the
 // server no longer knows means the pages kept are of another list).
@@ -324,7 +325,7 @@ func (c *respCache) invalidate(m frame.Message) {
 }
 
 // uriRelated reports whether a kept read of uri kept may show the change
-// notified for uri changed: the same uri, or one lies under the other.
+// notified for uri changed: one is a prefix of the other.
 func uriRelated(kept, changed string) bool {
 	return strings.HasPrefix(kept, changed) || strings.HasPrefix(changed, kept)
 }
