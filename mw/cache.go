@@ -75,23 +75,27 @@ func cacheSlot(method string) int {
 // stay fresh, and answers a repeated request from them without asking the
 // server again. It sits inside [PaginationMerge], outside session recovery,
 // in the relay's chain (see the package documentation): each page of a
-// list is kept on its own, as the specification has pages cached, and a
-// hit costs no session, retry or HTTP work.
+// list is kept on its own, as the specification has pages cached (a stale
+// page is fetched again alone, with its cursor), and a hit costs no
+// session, retry or HTTP work.
 //
 // What is kept:
 //
 //   - The result of a request for tools/list, prompts/list,
-//     resources/list, resources/templates/list or resources/read, when it carries an integer ttlMs > 0 and its
-//     resultType is "complete" or absent. A server that sends no ttlMs
-//     (every server before 2026-07-28), or 0, gets nothing kept. Errors
-//     and "input_required" results are never kept, nor are the results of
-//     requests whose params carry inputResponses or requestState (those
-//     requests are never answered from the cache either).
-//   - It is fresh while now < received + ttlMs ([CacheOptions.Now]).
+//     resources/list, resources/templates/list or resources/read, when it
+//     carries an integer ttlMs > 0 and its resultType is "complete" or
+//     absent. A server that sends no ttlMs (every server before
+//     2026-07-28), or 0, gets nothing kept. Errors and "input_required"
+//     results are never kept, nor are the results of requests whose params
+//     carry inputResponses or requestState (those requests are never
+//     answered from the cache either).
+//   - It is fresh while now < received + ttlMs ([CacheOptions.Now]); a
+//     ttlMs over a year counts as a year.
 //   - The key is the method and the request's params without _meta,
-//     canonicalised: key order and whitespace do not count, every value
-//     does (a cursor, a uri, anything a server may read). params that is
-//     not an object, or an object with a key twice, is not cached.
+//     canonicalised: key order, whitespace and string escapes do not
+//     count, every value does (a cursor, a uri, anything a server may
+//     read); absent params count as {}. params that is not an object, or
+//     an object with a key twice, is not cached.
 //   - Both cacheScope values are kept, and a result without one: a relay
 //     is one client with one authorization context (one server, one
 //     token), which "private" allows; the cache lives as long as the
@@ -101,7 +105,8 @@ func cacheSlot(method string) int {
 //
 // A hit is the kept result, byte for byte, under the id of the request it
 // answers, handed client-bound inside Handle as the server's answer would
-// be. A miss passes the request on untouched.
+// be. A miss passes the request on untouched. A stale result is never
+// served, not even when fetching it again fails.
 //
 // What invalidates, on the client-bound side (the notifications pass on
 // untouched): notifications/tools/list_changed drops tools/list results,
@@ -110,18 +115,22 @@ func cacheSlot(method string) int {
 // resources/templates/list results, and notifications/resources/updated
 // the resources/read results whose uri is the notified uri, begins with it
 // or is its beginning (a notified uri may be a sub-resource of the one
-// read; dropping too much costs one request, too little a stale read). An answer to a
-// request sent before such a notification is not kept. An error answering
-// a request with a cursor drops every result of that method (a cursor the
-// server no longer knows means the pages kept are of another list).
+// read; dropping too much costs a request, too little a stale read). An
+// answer to a request sent before such a notification is not kept. An
+// error answering a request with a cursor drops every result of that
+// method (a cursor the server no longer knows means the pages kept are of
+// another list).
 //
-// A request of a 2026-07-28 client ([ClassifyEra]) passes untouched —
+// A request of a 2026-07-28 client ([ClassifyEra]) passes untouched, and
 // server/discover, the sixth cacheable method, is always one: that client
-// caches by itself, and a kept result carries no age, so answering
-// it from here would stretch freshness up to twice ttlMs. The stage must
-// therefore sit client-side of the stage that stamps _meta on a session-era
-// client's requests, and server-side of any that takes ttlMs out of results
-// or answers input_required rounds for the client.
+// caches by itself, and a kept result carries no age, so answering it from
+// here would stretch freshness up to twice ttlMs. Hence where the stage
+// must sit: client-side of the stage that stamps _meta on a session-era
+// client's requests (else every request looks modern), and server-side of
+// any stage that takes ttlMs out of results or runs input_required rounds
+// for the client (else it would not see ttlMs, or would keep a result the
+// client's answers produced). A stage that needs a fresh list (one that
+// re-lists after an error) sits server-side of it too.
 func ResponseCache(o CacheOptions) Middleware {
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = DefaultCacheEntries
