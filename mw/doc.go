@@ -27,6 +27,7 @@
 //	EraProbe                 the fork: server/discover decides, once
 //	session era (HTTP+SSE takes the same chain):
 //	    PaginationMerge      one answer for a whole list
+//	    ResponseCache        a list or read asked again while ttlMs lasts
 //	    Session              the session kept, recovered after a 404
 //	    Retry                another attempt when it cannot run twice
 //	    Reauth               401 and 403 handed to the OAuth client
@@ -38,7 +39,8 @@
 //	    LocalAnswers         initialize, ping, setLevel answered here
 //	    MRTRBridge           input requests asked of the host, the call re-issued
 //	    PaginationMerge
-//	    (response cache, Mcp-Param-* mirroring, listen bridge)
+//	    ResponseCache
+//	    (Mcp-Param-* mirroring, listen bridge)
 //	    InjectMeta           _meta of the handshake on every request
 //	    RoutingHeaders       MCP-Protocol-Version, Mcp-Method, Mcp-Name
 //	    Retry                a new id for each attempt (Reissue)

@@ -71,6 +71,9 @@ type RelayConfig struct {
 	// requests then reach the client, and a cancel no longer aborts the
 	// in-flight HTTP request.
 	NoCancelFilter bool
+	// NoCache removes the response cache (mw.ResponseCache): every list
+	// and read goes to the server, whatever ttlMs its results carry.
+	NoCache bool
 	// Middlewares are extra stages, placed just inside the cancel filter:
 	// they see every message the client sends and every message it gets
 	// except responses to requests it cancelled. Use them to deny a tool,
@@ -281,6 +284,7 @@ func (r *relay) sessionEraStages() []mw.Middleware {
 	cfg := r.cfg
 	return []mw.Middleware{
 		mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
+		r.responseCache(),
 		r.session.Middleware(),
 		mw.Retry(r.retryOptions()),
 		r.reauth(),
@@ -303,7 +307,7 @@ func (r *relay) modernEraStages() []mw.Middleware {
 		mw.LocalAnswers(mw.LocalAnswersOptions{Logger: cfg.Logger}),
 		mw.MRTRBridge(mw.MRTROptions{Logger: cfg.Logger}),
 		mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
-		// (respcache) the response cache goes here
+		r.responseCache(),
 		// (param-headers) Mcp-Param-* mirroring goes here
 		// (listen) the listen bridge goes here
 		mw.InjectMeta(mw.MetaOptions{Logger: cfg.Logger}),
@@ -321,6 +325,16 @@ func (r *relay) retryOptions() mw.RetryOptions {
 		retry.Logger = r.cfg.Logger
 	}
 	return retry
+}
+
+// responseCache returns the response cache stage, or nil when
+// RelayConfig.NoCache turns it off. Each chain gets its own: only one of
+// them carries the connection's traffic once the era is known.
+func (r *relay) responseCache() mw.Middleware {
+	if r.cfg.NoCache {
+		return nil
+	}
+	return mw.ResponseCache(mw.CacheOptions{Logger: r.cfg.Logger})
 }
 
 // reauth returns a re-authorisation stage, or nil without OAuth.
