@@ -74,7 +74,9 @@ const maxOverlapEvents = 1024
 // Start. The bridge starts with the first message the client sends after
 // its handshake was recorded (both [Conn.ClientInitialize] and
 // [Conn.ServerInitialize] present): its notifications/initialized, or its
-// first request when a stage outside swallowed that. Not before, because
+// first request when a stage outside swallowed that; the listen is opened
+// once that notification was passed on, or alongside that request, which
+// it does not wait for. Not before, because
 // a session-era client expects no notification before it said
 // initialized; not later, because a client that only waits for
 // list_changed would never get one. It reads the server's capabilities
@@ -180,25 +182,26 @@ type listenStream struct {
 	ackOnce sync.Once
 }
 
-// active reports whether the bridge acts on messages of ctx's connection,
-// starting it if it is time.
-func (b *listenBridge) active(ctx context.Context, m frame.Message) bool {
+// active reports whether the bridge acts on m, a message of ctx's
+// connection. When m is the one that starts the bridge, start is the
+// function that does.
+func (b *listenBridge) active(ctx context.Context, m frame.Message) (ok bool, start func()) {
 	c := ConnOf(ctx)
 	if c == nil || c.Era() != EraStateless || ClassifyEra(m) == EraStateless {
-		return false
+		return false, nil
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.conn != nil {
-		return b.conn == c
+		return b.conn == c, nil
 	}
 	if m.Method() == "initialize" {
-		return false
+		return false, nil
 	}
 	_, client := c.ClientInitialize()
 	init, server := c.ServerInitialize()
 	if !client || !server {
-		return false
+		return false, nil
 	}
 	caps := init.Get("result.capabilities")
 	b.conn = c
@@ -209,15 +212,27 @@ func (b *listenBridge) active(ctx context.Context, m frame.Message) bool {
 	}
 	b.uriSet = make(map[string]bool)
 	b.streams = make(map[string]*listenStream)
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c.OnClose(func(error) { cancel() })
-	go b.run(runCtx)
-	return true
+	return true, func() {
+		runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		c.OnClose(func(error) { cancel() })
+		go b.run(runCtx)
+	}
 }
 
 func (b *listenBridge) toServer(ctx context.Context, m frame.Message) error {
-	if !b.active(ctx, m) {
+	ok, start := b.active(ctx, m)
+	if !ok {
 		return b.next.ToServer.Handle(ctx, m)
+	}
+	if start != nil {
+		if m.Kind() != frame.Request {
+			// The host's notifications/initialized goes first: its
+			// listen follows it.
+			err := b.next.ToServer.Handle(ctx, m)
+			start()
+			return err
+		}
+		start() // a request may take long: the listen does not wait for it
 	}
 	if m.Kind() == frame.Request {
 		switch m.Method() {

@@ -194,6 +194,7 @@ func TestListenBridgeOpensAndTranslates(t *testing.T) {
 		is := is.New(t)
 		srv := &listenServer{}
 		ctx, up, client, conn := listenChain(srv, capsAll, ListenOptions{})
+		defer conn.Close(errors.New("the end"))
 
 		send(t, ctx, up, initialized)
 		is.Equal(srv.received(), []string{
@@ -249,13 +250,13 @@ func TestListenBridgeWaitsForTheHandshake(t *testing.T) {
 		d := Chain(ListenBridge(ListenOptions{}))(Duplex{ToServer: srv, ToClient: client})
 		srv.up.Bind(d.ToClient)
 		ctx := WithConn(context.Background(), conn)
+		defer conn.Close(errors.New("the end"))
 
 		send(t, ctx, d.ToServer, hostInitialize) // not recorded yet
 		is.Equal(srv.count(), 0)
 		conn.Initialized(frame.MustParse(hostInitialize), frame.MustParse(`{"jsonrpc":"2.0","id":0,"result":{"capabilities":`+capsAll+`}}`))
 		send(t, ctx, d.ToServer, initialized)
 		is.Equal(srv.count(), 1)
-		conn.Close(errors.New("the end"))
 	})
 }
 
