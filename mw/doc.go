@@ -25,12 +25,17 @@
 //	  ReservedIDs            client ids never look like ids stages mint
 //	  CancelFilter           a cancelled request gets no answer
 //	  your Middlewares
+//	  ListenBridge           list changes of a 2026-07-28 server, for a session-era host
 //	  PaginationMerge        one answer for a whole list
 //	  Session                the session kept, recovered after a 404
 //	  Retry                  another attempt when it cannot run twice
 //	  Reauth                 401 and 403 handed to the OAuth client
 //	  SingleAnswers          a single request never gets a batch back
 //	HTTP transport (transport.StreamableClient, SSEClient or Auto)
+//
+// ListenBridge sits in that list but acts only once the connection speaks
+// 2026-07-28 (its listen is a request like any other for the stages inside
+// it); on the session era everything passes it untouched.
 //
 // serve, from the network in:
 //

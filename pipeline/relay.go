@@ -251,6 +251,9 @@ func (r *relay) sessionEraStages() []mw.Middleware {
 		},
 		cfg.Middlewares,
 		[]mw.Middleware{
+			// Acts only while the server speaks 2026-07-28 and the host
+			// does not; passes everything untouched on this era.
+			mw.ListenBridge(mw.ListenOptions{Logger: cfg.Logger}),
 			mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
 			r.session.Middleware(),
 			mw.Retry(retry),
@@ -304,6 +307,9 @@ func (r *relay) start(ctx context.Context, failed func()) {
 // idle connections go. It returns the error the background work failed
 // with, if it did.
 func (r *relay) stop(ctx context.Context) error {
+	// The connection ends: what stages keep for it (the listen bridge's
+	// streams) lets go.
+	r.conn.Close(errRelayEnded)
 	endCtx, cancelEnd := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.DrainTimeout)
 	if err := r.session.Close(endCtx); err != nil {
 		r.log.Warn("could not end the server session", "err", err)
@@ -318,6 +324,9 @@ func (r *relay) stop(ctx context.Context) error {
 	}
 	return r.runErr
 }
+
+// errRelayEnded is why the relay's connection ends.
+var errRelayEnded = errors.New("relay: ended")
 
 // wiring is the transport side of a relay.
 type wiring struct {
