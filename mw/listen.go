@@ -74,14 +74,14 @@ const maxOverlapEvents = 1024
 // Start. The bridge starts with the first message the client sends after
 // its handshake was recorded (both [Conn.ClientInitialize] and
 // [Conn.ServerInitialize] present): its notifications/initialized, or its
-// first request when a stage outside swallowed that; the listen is opened
+// first request when a stage outside swallowed that. The listen is opened
 // once that notification was passed on, or alongside that request, which
-// it does not wait for. Not before, because
-// a session-era client expects no notification before it said
-// initialized; not later, because a client that only waits for
-// list_changed would never get one. It reads the server's capabilities
-// from [Conn.ServerInitialize] then: each of tools, prompts and resources
-// whose listChanged is true is asked for (toolsListChanged, …).
+// it does not wait for. Not before, because a session-era client expects
+// no notification before it said initialized; not later, because a client
+// that only waits for list_changed would never get one. The server's
+// capabilities are read from [Conn.ServerInitialize] then: each of tools,
+// prompts and resources whose listChanged is true is asked for
+// (toolsListChanged, …).
 //
 // Listen. The bridge's listen is a subscriptions/listen request under an
 // id it mints (mcp-stdio/listen/<n>), params
@@ -110,7 +110,7 @@ const maxOverlapEvents = 1024
 //
 // Swap. The new listen is opened before the old one is closed, and the
 // old one is closed once the new one is acknowledged: at every moment one
-// of them reports each event, so none is lost. While both are open the
+// of them reports each event the client still wants, so none is lost. While both are open the
 // same event may come on both. A notification of the old listen that the
 // new one has already delivered during that overlap (the same bytes once
 // the subscriptionId is removed) is dropped; the new listen's
