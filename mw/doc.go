@@ -36,11 +36,12 @@
 //	2026-07-28 (no session: no GET stream, no DELETE):
 //	    CloseOnCancel        a cancel closes the request's stream
 //	    CleanResults         results in the shape a session-era client knows
-//	    LocalAnswers         initialize, ping, setLevel answered here
 //	    MRTRBridge           input requests asked of the host, the call re-issued
 //	    PaginationMerge
 //	    ResponseCache
-//	    (Mcp-Param-* mirroring, listen bridge)
+//	    (Mcp-Param-* mirroring)
+//	    ListenBridge         change notifications from a listen kept open
+//	    LocalAnswers         initialize, ping, setLevel answered here
 //	    InjectMeta           _meta of the handshake on every request
 //	    RoutingHeaders       MCP-Protocol-Version, Mcp-Method, Mcp-Name
 //	    Retry                a new id for each attempt (Reissue)
@@ -52,6 +53,10 @@
 // CleanResults, …) act on the lines of a session-era client only; a
 // 2026-07-28 client's lines ([ClassifyEra]) pass them, and get only the
 // routing headers derived from their bodies.
+//
+// ListenBridge sits in that list but acts only once the connection speaks
+// 2026-07-28 (its listen is a request like any other for the stages inside
+// it); on the session era everything passes it untouched.
 //
 // serve, from the network in:
 //

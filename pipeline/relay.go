@@ -304,12 +304,15 @@ func (r *relay) modernEraStages() []mw.Middleware {
 	return []mw.Middleware{
 		mw.CloseOnCancel(cfg.Logger),
 		mw.CleanResults(),
-		mw.LocalAnswers(mw.LocalAnswersOptions{Logger: cfg.Logger}),
 		mw.MRTRBridge(mw.MRTROptions{Logger: cfg.Logger}),
 		mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
 		r.responseCache(),
 		// (param-headers) Mcp-Param-* mirroring goes here
-		// (listen) the listen bridge goes here
+		mw.ListenBridge(mw.ListenOptions{Logger: cfg.Logger}),
+		// Inside the listen bridge, which sees the handshake's answer and
+		// the host's notifications/initialized pass before they are
+		// answered and swallowed here.
+		mw.LocalAnswers(mw.LocalAnswersOptions{Logger: cfg.Logger}),
 		mw.InjectMeta(mw.MetaOptions{Logger: cfg.Logger}),
 		mw.RoutingHeaders(),
 		mw.Retry(retry),
@@ -389,6 +392,9 @@ func (r *relay) start(ctx context.Context, failed func()) {
 // idle connections go. It returns the error the background work failed
 // with, if it did.
 func (r *relay) stop(ctx context.Context) error {
+	// The connection ends: what stages keep for it (the listen bridge's
+	// streams) lets go.
+	r.conn.Close(errRelayEnded)
 	endCtx, cancelEnd := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.DrainTimeout)
 	if err := r.session.Close(endCtx); err != nil {
 		r.log.Warn("could not end the server session", "err", err)
@@ -403,6 +409,9 @@ func (r *relay) stop(ctx context.Context) error {
 	}
 	return r.runErr
 }
+
+// errRelayEnded is why the relay's connection ends.
+var errRelayEnded = errors.New("relay: ended")
 
 // wiring is the transport side of a relay.
 type wiring struct {
