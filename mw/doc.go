@@ -25,6 +25,7 @@
 //	  ReservedIDs            client ids never look like ids stages mint
 //	  CancelFilter           a cancelled request gets no answer
 //	  your Middlewares
+//	  ParamHeaders           Mcp-Param-* from x-mcp-header (per its mode)
 //	  PaginationMerge        one answer for a whole list
 //	  Session                the session kept, recovered after a 404
 //	  Retry                  another attempt when it cannot run twice

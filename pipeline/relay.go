@@ -68,6 +68,10 @@ type RelayConfig struct {
 	// except responses to requests it cancelled. Use them to deny a tool,
 	// redact a field, or log.
 	Middlewares []mw.Middleware
+	// ParamHeaders says when tools/call arguments annotated x-mcp-header
+	// are mirrored into Mcp-Param-* headers (see mw.ParamHeaders): the zero
+	// value, mw.ParamHeadersModern, on a 2026-07-28 server only.
+	ParamHeaders mw.ParamHeaderMode
 	// Retry tunes the retry stage (attempts, backoff, the sleep used between
 	// attempts).
 	Retry mw.RetryOptions
@@ -251,6 +255,7 @@ func (r *relay) sessionEraStages() []mw.Middleware {
 		},
 		cfg.Middlewares,
 		[]mw.Middleware{
+			mw.ParamHeaders(mw.ParamHeadersOptions{Mode: cfg.ParamHeaders, Logger: cfg.Logger}),
 			mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
 			r.session.Middleware(),
 			mw.Retry(retry),

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcp-stdio/mcp-stdio/auth"
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/mw"
 	"github.com/mcp-stdio/mcp-stdio/pipeline"
 	"github.com/mcp-stdio/mcp-stdio/transport"
 )
@@ -52,7 +53,7 @@ Also accepted, for users of other gateways (see the README):
 // relayHelp is how the relay's help lists its flags.
 var relayHelp = helpLayout{
 	order: []string{"bearer-token", "header", "transport", "check", "timeout-connect", "timeout-read",
-		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "max-message-size", "allow-http", "log-level",
+		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "mcp-param-headers", "max-message-size", "allow-http", "log-level",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
 		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "version"},
 	short:  map[string]string{"header": "H", "version": "V"},
@@ -76,6 +77,7 @@ type relayFlags struct {
 	sseReadTimeout duration
 	noKeepalive    bool
 	noCancelFilter bool
+	paramHeaders   string
 	check          bool
 	test           bool
 	version        bool
@@ -121,6 +123,7 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.Var(&f.sseReadTimeout, "sse-read-timeout", "reconnect a standing SSE stream that stays silent for `DURATION` (0 = never)")
 	fs.BoolVar(&f.noKeepalive, "no-tcp-keepalive", false, "turn off TCP keepalive probes (on: 60s idle, 15s x 4)")
 	fs.BoolVar(&f.noCancelFilter, "no-cancel-filter", false, "pass responses to cancelled requests through, and don't abort their HTTP requests")
+	fs.StringVar(&f.paramHeaders, "mcp-param-headers", mw.ParamHeadersModern.String(), "mirror tool arguments annotated x-mcp-header into Mcp-Param-* headers, per `MODE`: modern (on 2026-07-28 servers), always (on session-era servers too) or off")
 	fs.BoolVar(&f.check, "check", false, "check connectivity: send initialize, print what the server says (or why it cannot be used) on stderr, exit 0 or 1")
 	fs.BoolVar(&f.test, "test", false, "deprecated alias for --check")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
@@ -313,6 +316,10 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	default:
 		return cfg, fmt.Errorf("invalid --transport %q: want auto, streamable-http or sse", f.transport)
 	}
+	paramHeaders, err := mw.ParseParamHeaderMode(f.paramHeaders)
+	if err != nil {
+		return cfg, fmt.Errorf("--mcp-param-headers: %w", err)
+	}
 	if f.callbackPort < 0 || f.callbackPort > 65535 {
 		return cfg, fmt.Errorf("invalid --oauth-callback-port %d: want a port, 1 to 65535", f.callbackPort)
 	}
@@ -357,6 +364,7 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 		SSEReadTimeout: f.sseReadTimeout.orOff(),
 		MaxMessageSize: int(f.maxMessage),
 		NoCancelFilter: f.noCancelFilter,
+		ParamHeaders:   paramHeaders,
 		Advice:         f.advice,
 		Logger:         logger,
 	}
