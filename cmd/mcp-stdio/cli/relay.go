@@ -318,7 +318,7 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	}
 	paramHeaders, err := mw.ParseParamHeaderMode(f.paramHeaders)
 	if err != nil {
-		return cfg, fmt.Errorf("--mcp-param-headers: %w", err)
+		return cfg, fmt.Errorf("invalid --mcp-param-headers %q: want modern, always or off", f.paramHeaders)
 	}
 	if f.callbackPort < 0 || f.callbackPort > 65535 {
 		return cfg, fmt.Errorf("invalid --oauth-callback-port %d: want a port, 1 to 65535", f.callbackPort)
