@@ -370,12 +370,12 @@ func (p *paramHeaders) call(ctx context.Context, m frame.Message) error {
 	}
 	mismatch := pc.mismatch
 	p.mu.Unlock()
-	if err != nil {
-		if r, ok := headerMismatch(err, id); ok && ctx.Err() == nil {
-			mismatch, err = r, nil
-		} else {
+	if mismatch.Len() == 0 && err != nil {
+		r, ok := headerMismatch(err, id)
+		if !ok {
 			return err
 		}
+		mismatch = r
 	}
 	if mismatch.Len() == 0 {
 		return nil
