@@ -51,7 +51,7 @@
 // The bridges of the 2026-07-28 chain (LocalAnswers, InjectMeta,
 // CleanResults, …) act on the lines of a session-era client only; a
 // 2026-07-28 client's lines ([ClassifyEra]) pass them, and get only the
-// routing headers derived from their bodies.
+// routing headers derived from their bodies (RoutingHeaders, ParamHeaders).
 //
 // serve, from the network in:
 //

@@ -74,9 +74,13 @@ type ParamHeadersOptions struct {
 // The stage acts on a message when Mode is ParamHeadersAlways, or when it
 // is ParamHeadersModern and the connection in the message's context
 // ([ConnOf]) speaks 2026-07-28; otherwise the message passes untouched
-// (with ParamHeadersOff, always). In the relay's chain it sits client-side
-// of pagination merge (see the package documentation), so it sees each
-// list whole.
+// (with ParamHeadersOff, always). Unlike the bridges, it acts on the lines
+// of a 2026-07-28 client too: such a client on stdio cannot send HTTP
+// headers, and the relay is the HTTP client that must check the tools. In
+// the relay's chains it sits client-side of pagination merge, _meta
+// injection and the routing headers, and inside the MRTR bridge (see the
+// package documentation): it sees each list whole, its own requests get
+// _meta and routing headers, and each retry of a call gets its headers.
 //
 // What it does:
 //
