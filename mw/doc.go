@@ -26,8 +26,9 @@
 //	  your Middlewares
 //	EraProbe                 the fork: server/discover decides, once
 //	session era (HTTP+SSE takes the same chain):
-//	    ParamHeaders         Mcp-Param-* from x-mcp-header, with --mcp-param-headers always
 //	    PaginationMerge      one answer for a whole list
+//	    ResponseCache        a list or read asked again while ttlMs lasts
+//	    ParamHeaders         Mcp-Param-* from x-mcp-header, with --mcp-param-headers always
 //	    Session              the session kept, recovered after a 404
 //	    Retry                another attempt when it cannot run twice
 //	    Reauth               401 and 403 handed to the OAuth client
@@ -37,11 +38,12 @@
 //	    CloseOnCancel        a cancel closes the request's stream
 //	    CleanResults         results in the shape a session-era client knows
 //	    LocalAnswers         initialize, ping, setLevel answered here
-//	    (MRTR bridge, listen bridge)
-//	    ParamHeaders         Mcp-Param-* from x-mcp-header, tool list checked
-//	    (response cache)
-//	    InjectMeta           _meta of the handshake on every request
+//	    MRTRBridge           input requests asked of the host, the call re-issued
 //	    PaginationMerge
+//	    ResponseCache
+//	    ParamHeaders         Mcp-Param-* from x-mcp-header, tools checked
+//	    (listen bridge)
+//	    InjectMeta           _meta of the handshake on every request
 //	    RoutingHeaders       MCP-Protocol-Version, Mcp-Method, Mcp-Name
 //	    Retry                a new id for each attempt (Reissue)
 //	    Reauth

@@ -77,10 +77,12 @@ type ParamHeadersOptions struct {
 // (with ParamHeadersOff, always). Unlike the bridges, it acts on the lines
 // of a 2026-07-28 client too: such a client on stdio cannot send HTTP
 // headers, and the relay is the HTTP client that must check the tools. In
-// the relay's chains it sits client-side of pagination merge, _meta
-// injection and the routing headers, and inside the MRTR bridge (see the
-// package documentation): it sees each list whole, its own requests get
-// _meta and routing headers, and each retry of a call gets its headers.
+// the relay's chains it sits inside pagination merge, the response cache
+// and the MRTR bridge, and outside _meta injection and the routing headers
+// (see the package documentation): it sees each page of a list the server
+// sends, each round of a call gets its headers, and its own requests get
+// _meta and routing headers. It works as well client-side of pagination
+// merge, where it sees lists whole and its own tools/list is merged.
 //
 // What it does:
 //
@@ -388,18 +390,25 @@ func (p *paramHeaders) call(ctx context.Context, m frame.Message) error {
 }
 
 // headerMismatch returns the -32020 error response for id that err
-// carries in an HTTP error's body, if it does.
+// carries in an HTTP error's body, if it does: one naming id, no id (null)
+// or an id a stage inside minted for the attempt (a retry under a new id),
+// put under id.
 func headerMismatch(err error, id frame.ID) (frame.Message, bool) {
-	var st *frame.StatusError
-	if !errors.As(err, &st) {
-		return frame.Message{}, false
-	}
-	r, ok := st.Response(id)
+	r, ok := bodyError(err)
 	if !ok {
 		return frame.Message{}, false
 	}
-	code, _ := r.ErrorCode()
-	return r, code == frame.CodeHeaderMismatch
+	if code, _ := r.ErrorCode(); code != frame.CodeHeaderMismatch {
+		return frame.Message{}, false
+	}
+	switch got := r.ID(); {
+	case got == id:
+		return r, true
+	case got == "null" || got == "" || IsMinted(got):
+		out, err := r.WithID(id)
+		return out, err == nil
+	}
+	return frame.Message{}, false
 }
 
 // heal answers call, refused with mismatch: the tools listed again, the

@@ -3,6 +3,7 @@ package mw
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -366,4 +367,30 @@ func TestParamHeadersCancelDuringRetry(t *testing.T) {
 	last := sent[len(sent)-1]
 	is.Equal(last.Method(), "notifications/cancelled")
 	is.Equal(last.Get("params.requestId").Raw, string(minted)) // the cancel names the request in flight
+}
+
+func TestHeaderMismatch(t *testing.T) {
+	is := is.New(t)
+	body := func(id string, code int) error {
+		return &frame.StatusError{Code: 400, Body: []byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":` + strconv.Itoa(code) + `,"message":"m"}}`)}
+	}
+	for _, tt := range []struct {
+		err error
+		ok  bool
+	}{
+		{body(`7`, -32020), true},
+		{body(`null`, -32020), true},
+		{body(`"mcp-stdio/retry/1"`, -32020), true}, // an attempt under a minted id
+		{body(`8`, -32020), false},                  // another request's
+		{body(`"7"`, -32020), false},                // 7 and "7" differ
+		{body(`7`, -32602), false},
+		{&frame.StatusError{Code: 400, Body: []byte(`Bad Request`)}, false},
+		{frame.ErrStreamEnded, false},
+	} {
+		r, ok := headerMismatch(tt.err, "7")
+		is.Equal(ok, tt.ok)
+		if ok {
+			is.Equal(r.ID(), frame.ID("7")) // under the call's id
+		}
+	}
 }

@@ -71,6 +71,9 @@ type RelayConfig struct {
 	// requests then reach the client, and a cancel no longer aborts the
 	// in-flight HTTP request.
 	NoCancelFilter bool
+	// NoCache removes the response cache (mw.ResponseCache): every list
+	// and read goes to the server, whatever ttlMs its results carry.
+	NoCache bool
 	// Middlewares are extra stages, placed just inside the cancel filter:
 	// they see every message the client sends and every message it gets
 	// except responses to requests it cancelled. Use them to deny a tool,
@@ -284,8 +287,9 @@ func (r *relay) outerStages() []mw.Middleware {
 func (r *relay) sessionEraStages() []mw.Middleware {
 	cfg := r.cfg
 	return []mw.Middleware{
-		r.paramHeaders(),
 		mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
+		r.responseCache(),
+		r.paramHeaders(),
 		r.session.Middleware(),
 		mw.Retry(r.retryOptions()),
 		r.reauth(),
@@ -306,12 +310,12 @@ func (r *relay) modernEraStages() []mw.Middleware {
 		mw.CloseOnCancel(cfg.Logger),
 		mw.CleanResults(),
 		mw.LocalAnswers(mw.LocalAnswersOptions{Logger: cfg.Logger}),
-		// (mrtr) the MRTR bridge goes here
-		// (listen) the listen bridge goes here
-		r.paramHeaders(),
-		// (respcache) the response cache goes here
-		mw.InjectMeta(mw.MetaOptions{Logger: cfg.Logger}),
+		mw.MRTRBridge(mw.MRTROptions{Logger: cfg.Logger}),
 		mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
+		r.responseCache(),
+		r.paramHeaders(),
+		// (listen) the listen bridge goes here
+		mw.InjectMeta(mw.MetaOptions{Logger: cfg.Logger}),
 		mw.RoutingHeaders(),
 		mw.Retry(retry),
 		r.reauth(),
@@ -320,11 +324,12 @@ func (r *relay) modernEraStages() []mw.Middleware {
 }
 
 // paramHeaders returns the Mcp-Param-* stage, acting as
-// cfg.ParamHeaders says. In each era's chain it sits client-side of
-// pagination merge, so that it sees lists whole and its own tools/list is
-// merged; in the 2026-07-28 chain also inside the MRTR bridge (each retry
-// of a call gets its headers) and outside _meta injection and the routing
-// headers (its own requests get them).
+// cfg.ParamHeaders says. In both chains it sits just inside the response
+// cache: it sees every page of a list fetched from the server (a cached
+// page was checked when it was fetched) and its own tools/list is never
+// answered from the cache; in the 2026-07-28 chain it is also inside the
+// MRTR bridge (each round of a call gets its headers) and outside _meta
+// injection and the routing headers (its own requests get them).
 func (r *relay) paramHeaders() mw.Middleware {
 	return mw.ParamHeaders(mw.ParamHeadersOptions{Mode: r.cfg.ParamHeaders, Logger: r.cfg.Logger})
 }
@@ -336,6 +341,16 @@ func (r *relay) retryOptions() mw.RetryOptions {
 		retry.Logger = r.cfg.Logger
 	}
 	return retry
+}
+
+// responseCache returns the response cache stage, or nil when
+// RelayConfig.NoCache turns it off. Each chain gets its own: only one of
+// them carries the connection's traffic once the era is known.
+func (r *relay) responseCache() mw.Middleware {
+	if r.cfg.NoCache {
+		return nil
+	}
+	return mw.ResponseCache(mw.CacheOptions{Logger: r.cfg.Logger})
 }
 
 // reauth returns a re-authorisation stage, or nil without OAuth.

@@ -53,7 +53,7 @@ Also accepted, for users of other gateways (see the README):
 // relayHelp is how the relay's help lists its flags.
 var relayHelp = helpLayout{
 	order: []string{"bearer-token", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
-		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "mcp-param-headers", "max-message-size", "allow-http", "log-level",
+		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "allow-http", "log-level",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
 		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "version"},
 	short:  map[string]string{"header": "H", "version": "V"},
@@ -78,6 +78,7 @@ type relayFlags struct {
 	sseReadTimeout duration
 	noKeepalive    bool
 	noCancelFilter bool
+	noCache        bool
 	paramHeaders   string
 	check          bool
 	test           bool
@@ -126,6 +127,7 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.Var(&f.sseReadTimeout, "sse-read-timeout", "reconnect a standing SSE stream that stays silent for `DURATION` (0 = never)")
 	fs.BoolVar(&f.noKeepalive, "no-tcp-keepalive", false, "turn off TCP keepalive probes (on: 60s idle, 15s x 4)")
 	fs.BoolVar(&f.noCancelFilter, "no-cancel-filter", false, "pass responses to cancelled requests through, and don't abort their HTTP requests")
+	fs.BoolVar(&f.noCache, "no-cache", false, "send every list and read to the server, even while the ttlMs of its last answer lasts")
 	fs.StringVar(&f.paramHeaders, "mcp-param-headers", mw.ParamHeadersModern.String(), "mirror tool arguments annotated x-mcp-header into Mcp-Param-* headers, per `MODE`: modern (on 2026-07-28 servers), always (on session-era servers too) or off")
 	fs.BoolVar(&f.check, "check", false, "check connectivity: send initialize, print what the server says (or why it cannot be used) on stderr, exit 0 or 1")
 	fs.BoolVar(&f.test, "test", false, "deprecated alias for --check")
@@ -375,6 +377,7 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 		SSEReadTimeout: f.sseReadTimeout.orOff(),
 		MaxMessageSize: int(f.maxMessage),
 		NoCancelFilter: f.noCancelFilter,
+		NoCache:        f.noCache,
 		ParamHeaders:   paramHeaders,
 		Advice:         f.advice,
 		Logger:         logger,
