@@ -28,6 +28,7 @@
 //	session era (HTTP+SSE takes the same chain):
 //	    PaginationMerge      one answer for a whole list
 //	    ResponseCache        a list or read asked again while ttlMs lasts
+//	    ParamHeaders         Mcp-Param-* from x-mcp-header, with --mcp-param-headers always
 //	    Session              the session kept, recovered after a 404
 //	    Retry                another attempt when it cannot run twice
 //	    Reauth               401 and 403 handed to the OAuth client
@@ -39,7 +40,7 @@
 //	    MRTRBridge           input requests asked of the host, the call re-issued
 //	    PaginationMerge
 //	    ResponseCache
-//	    (Mcp-Param-* mirroring)
+//	    ParamHeaders         Mcp-Param-* from x-mcp-header, tools checked
 //	    ListenBridge         change notifications from a listen kept open
 //	    LocalAnswers         initialize, ping, setLevel answered here
 //	    InjectMeta           _meta of the handshake on every request
@@ -52,7 +53,7 @@
 // The bridges of the 2026-07-28 chain (LocalAnswers, InjectMeta,
 // CleanResults, …) act on the lines of a session-era client only; a
 // 2026-07-28 client's lines ([ClassifyEra]) pass them, and get only the
-// routing headers derived from their bodies.
+// routing headers derived from their bodies (RoutingHeaders, ParamHeaders).
 //
 // ListenBridge sits in that list but acts only once the connection speaks
 // 2026-07-28 (its listen is a request like any other for the stages inside

@@ -79,6 +79,10 @@ type RelayConfig struct {
 	// except responses to requests it cancelled. Use them to deny a tool,
 	// redact a field, or log.
 	Middlewares []mw.Middleware
+	// ParamHeaders says when tools/call arguments annotated x-mcp-header
+	// are mirrored into Mcp-Param-* headers (see mw.ParamHeaders): the zero
+	// value, mw.ParamHeadersModern, on a 2026-07-28 server only.
+	ParamHeaders mw.ParamHeaderMode
 	// Retry tunes the retry stage (attempts, backoff, the sleep used between
 	// attempts).
 	Retry mw.RetryOptions
@@ -285,6 +289,7 @@ func (r *relay) sessionEraStages() []mw.Middleware {
 	return []mw.Middleware{
 		mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
 		r.responseCache(),
+		r.paramHeaders(),
 		r.session.Middleware(),
 		mw.Retry(r.retryOptions()),
 		r.reauth(),
@@ -307,7 +312,7 @@ func (r *relay) modernEraStages() []mw.Middleware {
 		mw.MRTRBridge(mw.MRTROptions{Logger: cfg.Logger}),
 		mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
 		r.responseCache(),
-		// (param-headers) Mcp-Param-* mirroring goes here
+		r.paramHeaders(),
 		mw.ListenBridge(mw.ListenOptions{Logger: cfg.Logger}),
 		// Inside the listen bridge, which sees the handshake's answer and
 		// the host's notifications/initialized pass before they are
@@ -319,6 +324,17 @@ func (r *relay) modernEraStages() []mw.Middleware {
 		r.reauth(),
 		mw.SingleAnswers(cfg.Logger),
 	}
+}
+
+// paramHeaders returns the Mcp-Param-* stage, acting as
+// cfg.ParamHeaders says. In both chains it sits just inside the response
+// cache: it sees every page of a list fetched from the server (a cached
+// page was checked when it was fetched) and its own tools/list is never
+// answered from the cache; in the 2026-07-28 chain it is also inside the
+// MRTR bridge (each round of a call gets its headers) and outside _meta
+// injection and the routing headers (its own requests get them).
+func (r *relay) paramHeaders() mw.Middleware {
+	return mw.ParamHeaders(mw.ParamHeadersOptions{Mode: r.cfg.ParamHeaders, Logger: r.cfg.Logger})
 }
 
 // retryOptions returns the retry stage's options.

@@ -53,7 +53,7 @@ Also accepted, for users of other gateways (see the README):
 // relayHelp is how the relay's help lists its flags.
 var relayHelp = helpLayout{
 	order: []string{"bearer-token", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
-		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "max-message-size", "allow-http", "log-level",
+		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "allow-http", "log-level",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
 		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "version"},
 	short:  map[string]string{"header": "H", "version": "V"},
@@ -79,6 +79,7 @@ type relayFlags struct {
 	noKeepalive    bool
 	noCancelFilter bool
 	noCache        bool
+	paramHeaders   string
 	check          bool
 	test           bool
 	version        bool
@@ -127,6 +128,7 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.BoolVar(&f.noKeepalive, "no-tcp-keepalive", false, "turn off TCP keepalive probes (on: 60s idle, 15s x 4)")
 	fs.BoolVar(&f.noCancelFilter, "no-cancel-filter", false, "pass responses to cancelled requests through, and don't abort their HTTP requests")
 	fs.BoolVar(&f.noCache, "no-cache", false, "send every list and read to the server, even while the ttlMs of its last answer lasts")
+	fs.StringVar(&f.paramHeaders, "mcp-param-headers", mw.ParamHeadersModern.String(), "mirror tool arguments annotated x-mcp-header into Mcp-Param-* headers, per `MODE`: modern (on 2026-07-28 servers), always (on session-era servers too) or off")
 	fs.BoolVar(&f.check, "check", false, "check connectivity: send initialize, print what the server says (or why it cannot be used) on stderr, exit 0 or 1")
 	fs.BoolVar(&f.test, "test", false, "deprecated alias for --check")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
@@ -326,6 +328,10 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	if era == mw.EraModern && f.transport == pipeline.TransportSSE {
 		return cfg, errors.New("--era modern needs Streamable HTTP: it cannot go with --transport sse")
 	}
+	paramHeaders, err := mw.ParseParamHeaderMode(f.paramHeaders)
+	if err != nil {
+		return cfg, fmt.Errorf("invalid --mcp-param-headers %q: want modern, always or off", f.paramHeaders)
+	}
 	if f.callbackPort < 0 || f.callbackPort > 65535 {
 		return cfg, fmt.Errorf("invalid --oauth-callback-port %d: want a port, 1 to 65535", f.callbackPort)
 	}
@@ -372,6 +378,7 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 		MaxMessageSize: int(f.maxMessage),
 		NoCancelFilter: f.noCancelFilter,
 		NoCache:        f.noCache,
+		ParamHeaders:   paramHeaders,
 		Advice:         f.advice,
 		Logger:         logger,
 	}

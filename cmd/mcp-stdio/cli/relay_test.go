@@ -44,11 +44,11 @@ func TestRelayHelp(t *testing.T) {
 	is.True(strings.Contains(out, "usage: mcp-stdio [flags] URL"))
 	for _, f := range []string{"--bearer-token TOKEN", "-H, --header 'Name: Value'", "--transport TRANSPORT",
 		"--timeout-connect DURATION", "--timeout-read DURATION", "--sse-read-timeout DURATION",
-		"--no-tcp-keepalive\n", "--no-cancel-filter\n", "--no-cache\n", "--check\n", "--max-message-size BYTES",
+		"--no-tcp-keepalive\n", "--no-cancel-filter\n", "--no-cache\n", "--mcp-param-headers MODE", "--check\n", "--max-message-size BYTES",
 		"--log-level LEVEL", "--oauth-timeout DURATION", "-V, --version\n", "-h, --help\n"} {
 		is.True(strings.Contains(out, "\n  "+f)) // every reference flag is documented
 	}
-	for _, d := range []string{"(default 10s)", "(default 2m)", "(default 5m)", "(default 64MiB)", "(default info)", "(default auto)", "(default $MCP_BEARER_TOKEN)"} {
+	for _, d := range []string{"(default 10s)", "(default 2m)", "(default 5m)", "(default 64MiB)", "(default info)", "(default auto)", "(default modern)", "(default $MCP_BEARER_TOKEN)"} {
 		is.True(strings.Contains(out, d))
 	}
 	is.True(!strings.Contains(out, "\n  -bearer-token")) // one dash is the flag package's, not ours
@@ -97,6 +97,7 @@ func TestRelayUsageErrors(t *testing.T) {
 		"not a number":      {"--timeout-connect", "soon", "http://a/mcp"},
 		"unknown flag":      {"--frobnicate", "http://a/mcp"},
 		"negative max size": {"--max-message-size", "-5", "http://a/mcp"},
+		"bad param mode":    {"--mcp-param-headers", "sometimes", "http://a/mcp"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
