@@ -48,6 +48,9 @@ func TestServeUsage(t *testing.T) {
 		{"bad capability", []string{"serve", "--drop-client-capability", "tools"}, cli.ExitUsage, ""},
 		{"bad size", []string{"serve", "--max-body", "lots"}, cli.ExitUsage, ""},
 		{"bad path", []string{"serve", "--path", "mcp"}, cli.ExitUsage, ""},
+		{"bad SSE path", []string{"serve", "--sse-path", "sse"}, cli.ExitUsage, ""},
+		{"message path is the endpoint's", []string{"serve", "--message-path", "/mcp"}, cli.ExitUsage, ""},
+		{"SSE path is the endpoint's", []string{"serve", "--path", "/x", "--sse-path", "/x"}, cli.ExitUsage, ""},
 		{"bad public URL", []string{"serve", "--public-url", "ftp://x"}, cli.ExitUsage, ""},
 		{"no sessions", []string{"serve", "--max-sessions", "0"}, cli.ExitUsage, ""},
 	} {

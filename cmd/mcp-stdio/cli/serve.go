@@ -27,7 +27,9 @@ Publish a local stdio MCP server over Streamable HTTP: every session a
 client opens (with initialize) gets its own CMD process, ended with the
 session. Without CMD the bundled example server is published.
 
-Clients connect to http://LISTEN/PATH. Browser pages are refused unless
+Clients connect to http://LISTEN/PATH; clients that speak only the older
+HTTP+SSE transport (2024-11-05) to http://LISTEN/sse (see --sse-path,
+--message-path, --no-sse). Browser pages are refused unless
 their origin is loopback, --public-url or --allow-origin. Set a bearer token
 with the MCP_STDIO_SERVE_TOKEN environment variable (or --auth-token, which
 shows in ps) before listening anywhere but loopback.
@@ -51,6 +53,9 @@ const (
 type serveFlags struct {
 	listen       string
 	path         string
+	ssePath      string
+	messagePath  string
+	noSSE        bool
 	authToken    string
 	allowOrigins stringList
 	allowHosts   stringList
@@ -77,10 +82,13 @@ func newServeFlagSet(f *serveFlags, getenv func(string) string) *flag.FlagSet {
 	f.maxMessage = frame.DefaultMaxMessageSize
 	fs.StringVar(&f.listen, "listen", defaultServeListen, "`address` to listen on, host:port (:0 picks a free port)")
 	fs.StringVar(&f.path, "path", pipeline.DefaultServePath, "`path` of the MCP endpoint")
+	fs.StringVar(&f.ssePath, "sse-path", pipeline.DefaultSSEPath, "`path` of the HTTP+SSE stream, for clients of 2024-11-05")
+	fs.StringVar(&f.messagePath, "message-path", pipeline.DefaultMessagePath, "`path` HTTP+SSE clients POST their messages to")
+	fs.BoolVar(&f.noSSE, "no-sse", false, "serve Streamable HTTP only: no HTTP+SSE stream and message paths")
 	fs.StringVar(&f.authToken, "auth-token", f.authToken, "static bearer `token` every request must present (prefer the "+pipeline.ServeTokenEnv+" env var: flags show in ps)")
 	fs.Var(&f.allowOrigins, "allow-origin", "extra browser `origin` allowed, exact match, any scheme (repeatable)")
 	fs.Var(&f.allowHosts, "allow-host", "extra `name` allowed in the Host header when listening on loopback (repeatable)")
-	fs.StringVar(&f.publicURL, "public-url", "", "external `URL` of this server (behind a proxy or tunnel); its origin and host are allowed")
+	fs.StringVar(&f.publicURL, "public-url", "", "external `URL` of this server (behind a proxy or tunnel); its origin and host are allowed, and its path prefixes the HTTP+SSE endpoint event's")
 	fs.Var(&f.dropCaps, "drop-client-capability", "remove client `capability` roots, sampling or elicitation from initialize before the server sees it (repeatable)")
 	fs.DurationVar(&f.idleTimeout, "session-idle-timeout", pipeline.DefaultSessionIdleTimeout, "end a session (and its process) idle this `long` (0 = never)")
 	fs.IntVar(&f.maxSessions, "max-sessions", mw.DefaultMaxSessions, "most sessions (processes) alive at `once`; more get 503")
@@ -150,6 +158,9 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
 	fmt.Fprintf(stderr, "mcp-stdio: serving %s at %s\n", desc, endpointURL(ln.Addr(), f.listen, cfg.Path))
+	if !cfg.NoSSE {
+		fmt.Fprintf(stderr, "mcp-stdio: HTTP+SSE clients (2024-11-05) connect to %s\n", endpointURL(ln.Addr(), f.listen, cfg.SSEPath))
+	}
 
 	var runErr error
 	select {
@@ -208,6 +219,16 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	if f.path == "" || f.path[0] != '/' {
 		return cfg, "", fmt.Errorf("--path %q must start with /", f.path)
 	}
+	if !f.noSSE {
+		for _, p := range []struct{ flag, path string }{{"--sse-path", f.ssePath}, {"--message-path", f.messagePath}} {
+			switch {
+			case p.path == "" || p.path[0] != '/':
+				return cfg, "", fmt.Errorf("%s %q must start with /", p.flag, p.path)
+			case p.path == f.path:
+				return cfg, "", fmt.Errorf("%s %q is the path of the Streamable HTTP endpoint (--path); choose another, or --no-sse", p.flag, p.path)
+			}
+		}
+	}
 	if f.maxSessions <= 0 {
 		return cfg, "", errors.New("--max-sessions must be positive")
 	}
@@ -251,6 +272,9 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		Command:                command,
 		Supervisor:             supervisor,
 		Path:                   f.path,
+		SSEPath:                f.ssePath,
+		MessagePath:            f.messagePath,
+		NoSSE:                  f.noSSE,
 		AuthToken:              f.authToken,
 		AllowOrigins:           f.allowOrigins,
 		CheckHost:              isLoopbackListener(f.listen) || len(f.allowHosts) > 0,
