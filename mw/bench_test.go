@@ -4,40 +4,51 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
-// benchExchange is the cheapest Exchange: it counts what it is sent.
+// benchExchange is the cheapest Exchange: it counts what it is sent, and
+// names each message's event as it is sent (a writer would name it as it
+// takes it).
 type benchExchange struct {
 	method string
 	sent   int
 	ended  bool
 	done   []func([]frame.Message)
+	name   func(frame.Message) string
 }
 
 func (x *benchExchange) Method() string    { return x.method }
 func (x *benchExchange) EventStream() bool { return true }
-func (x *benchExchange) Send(context.Context, frame.Message, string) error {
+func (x *benchExchange) Send(_ context.Context, m frame.Message, id string) error {
 	x.sent++
+	if id == "" && x.name != nil {
+		x.name(m)
+	}
 	return nil
 }
 func (x *benchExchange) SendLast(ctx context.Context, m frame.Message, id string) error {
-	x.sent++
 	x.ended = true
-	return nil
+	return x.Send(ctx, m, id)
 }
-func (x *benchExchange) End()                                    { x.ended = true }
-func (x *benchExchange) OnDone(f func([]frame.Message))          { x.done = append(x.done, f) }
-func (x *benchExchange) HoldHeader()                             {}
-func (x *benchExchange) NumberEvents(func(frame.Message) string) {}
+func (x *benchExchange) End()                                      { x.ended = true }
+func (x *benchExchange) OnDone(f func([]frame.Message))            { x.done = append(x.done, f) }
+func (x *benchExchange) HoldHeader()                               {}
+func (x *benchExchange) NumberEvents(f func(frame.Message) string) { x.name = f }
+func (x *benchExchange) Prime(string, time.Duration)               {}
+func (x *benchExchange) Cut() []frame.Message                      { x.ended = true; return nil }
 
 // echoChild answers every request at once, client-bound, as a child's
-// reader would.
+// reader would; initialize with protocol version 2025-11-25.
 type echoChild struct{ toClient Handler }
 
 func (c *echoChild) Handle(ctx context.Context, m frame.Message) error {
-	if m.IsRequest() {
+	switch {
+	case m.Method() == "initialize":
+		return c.toClient.Handle(ctx, frame.ResultResponse(m.ID(), []byte(`{"protocolVersion":"2025-11-25"}`)))
+	case m.IsRequest():
 		return c.toClient.Handle(ctx, frame.ResultResponse(m.ID(), []byte(`{"content":[]}`)))
 	}
 	return nil

@@ -3,6 +3,7 @@ package mw
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
@@ -41,16 +42,27 @@ type Exchange interface {
 	// HTTP response finished. A POST carrying requests, and a GET's
 	// stream, stay open until End or until the client goes away.
 	End()
+	// Cut ends the answer at once and returns, in order, the messages
+	// queued and not yet taken for writing, which are not written; a
+	// message taken before has been named (NumberEvents) by the time Cut
+	// returns. It returns nil once the exchange is over.
+	Cut() []frame.Message
 	// OnDone has f run once the exchange is over (its answer written, or
 	// its client gone) with the messages queued and never taken for
-	// writing; at once if it is over already.
+	// writing nor handed back by Cut; at once if it is over already. f
+	// never runs inside a call of the exchange's other methods.
 	OnDone(f func(unsent []frame.Message))
 	// HoldHeader makes an event-stream answer's header wait for its first
 	// message, however long it takes.
 	HoldHeader()
 	// NumberEvents has name give the event id of each message sent
-	// without one, as it is taken for writing.
+	// without one, as it is taken for writing. name must not call Cut.
 	NumberEvents(name func(frame.Message) string)
+	// Prime has an event-stream answer open with an event named eventID
+	// that carries no message (empty data) and, when retry is positive,
+	// the reconnection time retry: a client can resume the stream from it
+	// before any message came.
+	Prime(eventID string, retry time.Duration)
 }
 
 type exchangeKey struct{}

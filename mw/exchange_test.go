@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
@@ -22,11 +23,14 @@ type fakeExchange struct {
 	over  bool
 	busy  bool // refuse anything but a response with frame.ErrBusy
 	// overOnLast makes SendLast write and finish the exchange before it
-	// returns, as a quick transport may.
+	// returns, as a quick transport may (on a goroutine of its own).
 	overOnLast bool
 	hold       bool
 	number     func(frame.Message) string
 	onDone     []func([]frame.Message)
+	// prime is the priming event, shown as the first line taken.
+	prime  string
+	primed bool // taken
 }
 
 type fakeItem struct {
@@ -61,7 +65,12 @@ func (x *fakeExchange) SendLast(ctx context.Context, m frame.Message, id string)
 	x.End()
 	if x.overOnLast {
 		x.lines()
-		x.finish()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			x.finish()
+		}()
+		<-done
 	}
 	return nil
 }
@@ -95,11 +104,41 @@ func (x *fakeExchange) NumberEvents(f func(frame.Message) string) {
 	x.mu.Unlock()
 }
 
-// lines takes what is queued and returns everything taken so far.
+func (x *fakeExchange) Prime(eventID string, retry time.Duration) {
+	x.mu.Lock()
+	x.prime = eventID + " prime"
+	if retry > 0 {
+		x.prime += " retry " + retry.String()
+	}
+	x.mu.Unlock()
+}
+
+func (x *fakeExchange) Cut() []frame.Message {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.over {
+		return nil
+	}
+	var back []frame.Message
+	for _, it := range x.queue {
+		back = append(back, it.m)
+	}
+	x.queue = nil
+	x.ended = true
+	return back
+}
+
+// lines takes what is queued and returns everything taken so far: the
+// priming event first ("<id> prime retry <d>"), then each message, after
+// its event id if it has one.
 func (x *fakeExchange) lines() []string {
 	x.mu.Lock()
 	items, number := x.queue, x.number
 	x.queue = nil
+	if x.prime != "" && !x.primed {
+		x.taken = append(x.taken, x.prime)
+		x.primed = true
+	}
 	x.mu.Unlock()
 	for _, it := range items {
 		if it.id == "" && number != nil {
@@ -130,7 +169,12 @@ func (x *fakeExchange) firstHeader() http.Header {
 
 // finish makes the exchange over; what was never taken is reported
 // unsent.
-func (x *fakeExchange) finish() {
+func (x *fakeExchange) finish() { x.goneUnheard()() }
+
+// goneUnheard makes the exchange over (its client gone) and returns the
+// function that runs its OnDone functions: in between, the exchange
+// refuses every send while nobody has heard that it is over yet.
+func (x *fakeExchange) goneUnheard() (report func()) {
 	x.mu.Lock()
 	x.over = true
 	var unsent []frame.Message
@@ -141,8 +185,10 @@ func (x *fakeExchange) finish() {
 	hooks := x.onDone
 	x.onDone = nil
 	x.mu.Unlock()
-	for _, f := range hooks {
-		f(unsent)
+	return func() {
+		for _, f := range hooks {
+			f(unsent)
+		}
 	}
 }
 

@@ -55,6 +55,10 @@ type Exchange struct {
 	// back gets a new session.
 	plain bool
 
+	// naming is held while the writer takes the queue and names its
+	// events, so that Cut finds every message either queued or named.
+	naming sync.Mutex
+
 	mu      sync.Mutex
 	q       []outboxItem
 	spare   []outboxItem  // the other half of a double buffer
@@ -67,6 +71,8 @@ type Exchange struct {
 	ended   bool
 	hold    bool // the header waits for the first message
 	number  func(frame.Message) string
+	prime   string        // the id of the event that opens the stream, if any
+	retry   time.Duration // the reconnection time it names, if positive
 	onDone  []func(unsent []frame.Message)
 	// On a stream that carries exchanges: those it carries, and those of
 	// them that ended, which the stream's writer finishes.
@@ -288,10 +294,10 @@ func (x *Exchange) HoldHeader() {
 
 // NumberEvents has name give the event id of each message sent without
 // one, at the moment the server takes it for writing: a message that is
-// never taken (see OnDone) is never named. name is called without any lock
-// of the exchange held, one message at a time. The events of an HTTP+SSE
-// stream, and of the exchanges it carries, have no ids: there this does
-// nothing.
+// never taken (see OnDone and Cut) is never named. name is called one
+// message at a time, while Cut waits; it must not call Cut. The events of
+// an HTTP+SSE stream, and of the exchanges it carries, have no ids: there
+// this does nothing.
 func (x *Exchange) NumberEvents(name func(frame.Message) string) {
 	if x.via != nil || x.plain {
 		return
@@ -301,10 +307,65 @@ func (x *Exchange) NumberEvents(name func(frame.Message) string) {
 	x.mu.Unlock()
 }
 
+// Prime has an event-stream answer open with an event named eventID that
+// carries no message (a data field with nothing in it) and, when retry is
+// positive, asks the client to wait retry before it reconnects (a retry
+// field): a client that loses the stream before any message came can
+// resume it from that id. The event goes out with the header; a POST's
+// header still waits for the first message up to HeaderHold, so a quick
+// answer leaves in one write with it.
+func (x *Exchange) Prime(eventID string, retry time.Duration) {
+	x.mu.Lock()
+	x.prime, x.retry = eventID, retry
+	x.mu.Unlock()
+}
+
+// Cut ends the answer at once and returns, in order, the messages queued
+// on it and not taken for writing yet; they are not written here (nor
+// reported unsent to OnDone). A message the server took before Cut has
+// been named (see NumberEvents) by the time Cut returns: every message is
+// either handed back or named. The server writes what it had taken and
+// finishes the response. Once the exchange is over, Cut returns nil.
+func (x *Exchange) Cut() []frame.Message {
+	x.naming.Lock()
+	defer x.naming.Unlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.isOver {
+		return nil
+	}
+	var back []frame.Message
+	if len(x.q) > 0 {
+		back = make([]frame.Message, len(x.q))
+		for i, it := range x.q {
+			back[i] = it.m
+		}
+		x.release(x.q) // whoever takes them counts them again
+		clear(x.q)
+		x.q = x.q[:0]
+	}
+	x.ended = true
+	if x.wanted { // a sender waiting for room learns that the answer ended
+		close(x.space)
+		x.space, x.wanted = nil, false
+	}
+	x.notify()
+	return back
+}
+
+// release gives back to the budget the bytes of items, which were queued
+// and will not be written.
+func (x *Exchange) release(items []outboxItem) {
+	for _, it := range items {
+		x.srv.cfg.Budget.Release(int64(it.m.Len()))
+	}
+}
+
 // OnDone has f run once the exchange is over — its answer written, or its
 // client gone — with the messages that were queued and never taken for
-// writing. f runs on the server's goroutine for the request; if the
-// exchange is over already, f runs at once.
+// writing (nor handed back by Cut). f runs on the server's goroutine for
+// the request, never inside a call of another method of the exchange; if
+// the exchange is over already, f runs at once.
 func (x *Exchange) OnDone(f func(unsent []frame.Message)) {
 	x.mu.Lock()
 	if !x.isOver {
@@ -316,11 +377,13 @@ func (x *Exchange) OnDone(f func(unsent []frame.Message)) {
 	f(nil)
 }
 
-// take hands the queued messages to the writer, makes room, and reports
+// take hands the queued messages to the writer, each with its event id
+// (named now when NumberEvents asked for it), makes room, and reports
 // whether the answer is complete. The slice is valid until the next take.
-func (x *Exchange) take() ([]outboxItem, bool, func(frame.Message) string) {
+func (x *Exchange) take() ([]outboxItem, bool) {
+	x.naming.Lock()
+	defer x.naming.Unlock()
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	items := x.q
 	x.q = x.spare[:0]
 	x.spare = items
@@ -328,7 +391,16 @@ func (x *Exchange) take() ([]outboxItem, bool, func(frame.Message) string) {
 		close(x.space)
 		x.space, x.wanted = nil, false
 	}
-	return items, x.ended, x.number
+	ended, number := x.ended, x.number
+	x.mu.Unlock()
+	if number != nil {
+		for i := range items {
+			if items[i].id == "" {
+				items[i].id = number(items[i].m)
+			}
+		}
+	}
+	return items, ended
 }
 
 // finish makes the exchange over and runs the OnDone functions: first
@@ -373,27 +445,31 @@ func (x *Exchange) finish() {
 func (x *Exchange) writeSSE(w http.ResponseWriter, r *http.Request) bool {
 	x.mu.Lock()
 	x.pumping = true
-	hold := x.hold
+	hold, prime, retry := x.hold, x.prime, x.retry
 	x.mu.Unlock()
 	rc := http.NewResponseController(w)
 	headerSent := false
-	sendHeader := func(first frame.Message) bool {
+	// sendHeader writes the header, then the opening (HTTP+SSE's endpoint
+	// event) and the priming event if there are.
+	sendHeader := func(first frame.Message) error {
 		writeHeader(w, first.Header(), "text/event-stream")
 		headerSent = true
-		return true
+		if x.opening != nil {
+			if _, err := w.Write(x.opening); err != nil {
+				return err
+			}
+		}
+		if prime == "" {
+			return nil
+		}
+		return writePrime(w, prime, retry)
 	}
 	// tick fires when the header must go out alone, then every KeepAlive.
 	var tick <-chan time.Time
 	var timer *time.Timer
 	switch {
 	case x.method == http.MethodGet:
-		sendHeader(frame.Message{})
-		if x.opening != nil {
-			if _, err := w.Write(x.opening); err != nil {
-				return false
-			}
-		}
-		if rc.Flush() != nil {
+		if sendHeader(frame.Message{}) != nil || rc.Flush() != nil {
 			return false
 		}
 		if ka := x.srv.cfg.KeepAlive; ka > 0 {
@@ -409,19 +485,15 @@ func (x *Exchange) writeSSE(w http.ResponseWriter, r *http.Request) bool {
 	wrote := false // since the last tick
 	for {
 		x.finishRetired()
-		items, ended, number := x.take()
+		items, ended := x.take()
 		for i, it := range items {
-			if !headerSent {
-				sendHeader(it.m)
+			if !headerSent && sendHeader(it.m) != nil {
+				x.release(items[i:])
+				clear(items)
+				return false
 			}
-			id := it.id
-			if id == "" && number != nil {
-				id = number(it.m)
-			}
-			if frame.WriteSSE(w, id, "message", it.m.Bytes()) != nil {
-				for _, left := range items[i:] {
-					x.srv.cfg.Budget.Release(int64(left.m.Len()))
-				}
+			if frame.WriteSSE(w, it.id, "message", it.m.Bytes()) != nil {
+				x.release(items[i:])
 				clear(items)
 				return false
 			}
@@ -440,8 +512,7 @@ func (x *Exchange) writeSSE(w http.ResponseWriter, r *http.Request) bool {
 		case <-tick:
 			switch {
 			case !headerSent:
-				sendHeader(frame.Message{})
-				if rc.Flush() != nil {
+				if sendHeader(frame.Message{}) != nil || rc.Flush() != nil {
 					return false
 				}
 			case !wrote:
@@ -460,7 +531,9 @@ func (x *Exchange) writeSSE(w http.ResponseWriter, r *http.Request) bool {
 		}
 	}
 	if !headerSent { // ended before any message: every request was cancelled
-		sendHeader(frame.Message{})
+		if sendHeader(frame.Message{}) != nil {
+			return false
+		}
 	}
 	if x.method == http.MethodGet {
 		_ = rc.Flush()
@@ -482,7 +555,7 @@ func (x *Exchange) writeJSON(w http.ResponseWriter, r *http.Request, batch bool)
 		}
 	}()
 	for {
-		items, ended, _ := x.take()
+		items, ended := x.take()
 		for i, it := range items {
 			collected = append(collected, it.m)
 			items[i] = outboxItem{}
@@ -511,6 +584,21 @@ func writeHeader(w http.ResponseWriter, side http.Header, contentType string) {
 		h.Set("Cache-Control", "no-cache")
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// writePrime writes a priming event: an id, the reconnection time when
+// retry is positive, and a data field with nothing in it.
+func writePrime(w io.Writer, id string, retry time.Duration) error {
+	b := make([]byte, 0, 32+len(id))
+	b = append(b, "id: "...)
+	b = append(b, id...)
+	if retry > 0 {
+		b = append(b, "\nretry: "...)
+		b = strconv.AppendInt(b, retry.Milliseconds(), 10)
+	}
+	b = append(b, "\ndata:\n\n"...)
+	_, err := w.Write(b)
+	return err
 }
 
 // keepAliveComment is what a silent event stream gets every KeepAlive.

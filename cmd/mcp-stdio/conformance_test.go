@@ -32,7 +32,8 @@ import (
 //   - server mode: the suite's server scenarios at 2025-11-25 against
 //     mcp-stdio serve publishing the go-sdk conformance server (a stdio
 //     child); every scored scenario must pass, dns-rebinding-protection
-//     included, and serve must stop cleanly on SIGTERM;
+//     included, no server scenario (scored or not) may have a warning,
+//     and serve must stop cleanly on SIGTERM;
 //   - client mode, relay: the suite's client scenarios that apply to a
 //     relay (confRelayScenarios) at 2025-11-25 against the relay without
 //     OAuth (mcp-stdio URL), driven by a go-sdk client over stdio (the test
@@ -248,6 +249,17 @@ func confServerMode(t *testing.T, ctx context.Context, suite *confSuite, bins *c
 	t.Logf("server mode: %d/%d scored scenarios pass at %s (suite exit %d)", passed, total, confServerSpec, code)
 	if total != len(scored) || passed != total {
 		t.Errorf("server mode: %d/%d scored scenarios pass, want %d/%d\n%s", passed, total, len(scored), len(scored), out.tail(60))
+	}
+	// Warnings are recommendations of the spec (a priming event, a retry
+	// field, ...): serve follows them all, in scored scenarios and not.
+	if warned := m.Warned(); len(warned) > 0 {
+		var b strings.Builder
+		for _, s := range m.Scenarios {
+			if s.Warning > 0 {
+				fmt.Fprintf(&b, "%s (%d):\n%s\n", s.Name, s.Warning, s.Notes)
+			}
+		}
+		t.Errorf("server mode: %d scenarios have warnings, want none:\n%s", len(warned), b.String())
 	}
 	if code != 0 {
 		t.Errorf("the suite exited %d, want 0", code)

@@ -102,6 +102,18 @@ func (m Mode) Tally(scored bool) (passed, total int) {
 	return passed, total
 }
 
+// Warned returns the names of a mode's scenarios, scored or not, with a
+// check the suite reported as a warning, in order.
+func (m Mode) Warned() []string {
+	var names []string
+	for _, s := range m.Scenarios {
+		if s.Warning > 0 {
+			names = append(names, s.Name)
+		}
+	}
+	return names
+}
+
 // Read reads a Summary written as JSON.
 func Read(path string) (*Summary, error) {
 	b, err := os.ReadFile(path)
@@ -132,6 +144,15 @@ var citedPeers = []struct{ name, score, note string }{
 	{"mcp-proxy 6.7.19", "24/30", "fails `dns-rebinding-protection` among others"},
 }
 
+// warnings says which scenarios of m, scored or not, have warnings.
+func warnings(m Mode) string {
+	names := m.Warned()
+	if len(names) == 0 {
+		return "no warnings"
+	}
+	return fmt.Sprintf("warnings in %d (`%s`)", len(names), strings.Join(names, "`, `"))
+}
+
 // Render writes s as the Markdown of CONFORMANCE.md.
 func Render(w io.Writer, s *Summary) error {
 	var b strings.Builder
@@ -150,7 +171,7 @@ func Render(w io.Writer, s *Summary) error {
 	p("| Run on | %s (%s, %s, %.0f s for the whole test) |\n", s.Date, s.Platform, s.Go, s.Seconds)
 	p("| Suite | `%s` on Node.js %s |\n", s.Suite, s.Node)
 	p("| Server fixture | `%s` (the stdio child behind `mcp-stdio serve`) |\n", s.Fixture)
-	p("| **Server mode** (`mcp-stdio serve`) | **%d/%d** scored scenarios pass at 2025-11-25 |\n", sp, st)
+	p("| **Server mode** (`mcp-stdio serve`) | **%d/%d** scored scenarios pass at 2025-11-25; %s |\n", sp, st, warnings(s.Server))
 	p("| **Client mode** (relay, `mcp-stdio URL`) | **%d/%d** required scenarios pass at 2025-11-25%s |\n", rp, rt, notRequired(s.Relay))
 	p("| **Client mode** (relay, `mcp-stdio --oauth`) | **%d/%d** authorization scenarios pass (2025-11-25, 2025-03-26) |\n", cp, ct)
 	fp, ft := 0, 0
@@ -164,7 +185,8 @@ func Render(w io.Writer, s *Summary) error {
 	}
 	p("| 2026-07-28-only authorization scenarios | %d/%d pass through the relay already; %d/%d forced at the 2025-11-25 wire (not required yet) |\n\n", fp, ft, ip-fp, it-ft)
 
-	p("The test fails unless every scored server scenario and every required client scenario passes.\n")
+	p("The test fails unless every scored server scenario passes, no server scenario (scored or not)\n")
+	p("has a warning, and every required client scenario passes.\n")
 	p("Re-run and regenerate this file with:\n\n```sh\n.ci/conformance\n```\n\n")
 	p("Install (cached under the user cache directory, `mcp-stdio/conformance-<version>`):\n\n```sh\n")
 	for _, c := range s.Install {

@@ -52,7 +52,8 @@ func TestRender(t *testing.T) {
 	is.NoErr(conformancereport.Render(&b, sample()))
 	md := b.String()
 	for _, want := range []string{
-		"**1/2** scored scenarios pass at 2025-11-25",
+		"**1/2** scored scenarios pass at 2025-11-25; warnings in 1 (`server-sse-polling`) |",
+		"no server scenario (scored or not)\nhas a warning",
 		"**1/1** authorization scenarios pass",
 		"| **Client mode** (relay, `mcp-stdio URL`) | **1/2** required scenarios pass at 2025-11-25; not required: 0/1 pass (`sse-retry`) |",
 		"### Required (2025-11-25): 1/2 pass",
@@ -88,6 +89,16 @@ func TestWriteRead(t *testing.T) {
 	is.Equal(got, s) // the summary survives JSON
 	_, err = conformancereport.Read(filepath.Join(t.TempDir(), "missing.json"))
 	is.True(err != nil) // a missing file is an error
+}
+
+func ExampleMode_Warned() {
+	m := conformancereport.Mode{Scenarios: []conformancereport.Scenario{
+		{Name: "ping", Scored: true, Passed: true, Success: 2},
+		{Name: "server-sse-polling", Passed: true, Warning: 2},
+	}}
+	fmt.Println(m.Warned())
+	// Output:
+	// [server-sse-polling]
 }
 
 func ExampleMode_Tally() {
