@@ -20,28 +20,36 @@ import (
 
 // connectSSE opens a go-sdk client session over HTTP+SSE through the
 // gateway.
-func (h *serveHarness) connectSSE(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
+func (h *serveHarness) connectSSE(t *testing.T, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-sse-client", Version: "1"}, opts)
 	// The stream's GET lives in the context Connect is given.
 	cs, err := client.Connect(t.Context(), &mcp.SSEClientTransport{Endpoint: h.ts.URL + DefaultSSEPath, HTTPClient: h.client},
-		&mcp.ClientSessionOptions{ProtocolVersion: "2024-11-05"})
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect over HTTP+SSE: %v", err)
 	}
 	return cs
 }
 
-// The go-sdk HTTP+SSE client through the pipeline to a go-sdk child: a
-// call, a question the child asks its client, and a cancelled call that
-// the child hears cancelled; closing the client's stream ends the
-// session and its child.
+// The go-sdk HTTP+SSE client through the pipeline to a go-sdk child, at
+// 2024-11-05 and (as clients of that transport may ask) at 2025-11-25,
+// whose POST streams would have ids and a priming event on Streamable
+// HTTP: a call, a question the child asks its client, and a cancelled
+// call that the child hears cancelled; closing the client's stream ends
+// the session and its child.
 func TestServeSSEWithTheGoSDK(t *testing.T) {
+	for _, version := range []string{"2024-11-05", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) { testServeSSEWithTheGoSDK(t, version) })
+	}
+}
+
+func testServeSSEWithTheGoSDK(t *testing.T, version string) {
 	checkServeLeaks(t)
 	is := is.New(t)
 	h := newServeHarness(t, nil)
 	progress := make(chan struct{}, 1)
-	cs := h.connectSSE(t, &mcp.ClientOptions{
+	cs := h.connectSSE(t, version, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
 		},
@@ -59,7 +67,7 @@ func TestServeSSEWithTheGoSDK(t *testing.T) {
 			t.Logf("stderr:\n%s", h.stderr)
 		}
 	}()
-	is.Equal(cs.InitializeResult().ProtocolVersion, "2024-11-05")
+	is.Equal(cs.InitializeResult().ProtocolVersion, version)
 	is.Equal(h.srv.Sessions(), 1)
 	is.Equal(callText(t, ctx, cs, "echo", map[string]any{"text": "over HTTP+SSE"}), "over HTTP+SSE")
 	is.Equal(callText(t, ctx, cs, "ask", nil), "hello Ada")

@@ -314,7 +314,14 @@ func (x *Exchange) NumberEvents(name func(frame.Message) string) {
 // resume it from that id. The event goes out with the header; a POST's
 // header still waits for the first message up to HeaderHold, so a quick
 // answer leaves in one write with it.
+//
+// The streams of HTTP+SSE, and the exchanges they carry, are not primed:
+// their events have no ids, and a client that comes back gets a new
+// session.
 func (x *Exchange) Prime(eventID string, retry time.Duration) {
+	if x.via != nil || x.plain {
+		return
+	}
 	x.mu.Lock()
 	x.prime, x.retry = eventID, retry
 	x.mu.Unlock()
@@ -325,8 +332,14 @@ func (x *Exchange) Prime(eventID string, retry time.Duration) {
 // reported unsent to OnDone). A message the server took before Cut has
 // been named (see NumberEvents) by the time Cut returns: every message is
 // either handed back or named. The server writes what it had taken and
-// finishes the response. Once the exchange is over, Cut returns nil.
+// finishes the response. Once the exchange is over, Cut returns nil. An
+// exchange a stream carries holds nothing of its own (what was sent on it
+// is the stream's): Cut ends it and returns nil.
 func (x *Exchange) Cut() []frame.Message {
+	if x.via != nil {
+		x.End()
+		return nil
+	}
 	x.naming.Lock()
 	defer x.naming.Unlock()
 	x.mu.Lock()

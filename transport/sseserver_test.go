@@ -135,6 +135,7 @@ func TestSSEServerCarriesAnswersOnTheStream(t *testing.T) {
 		got = append(got, seen{x.Method(), m.Header().Get(frame.HeaderSessionID), m.Header().Get(frame.HeaderLastEventID), m.String(), x.EventStream()})
 		mu.Unlock()
 		x.NumberEvents(func(frame.Message) string { return "never" }) // no ids on HTTP+SSE
+		x.Prime("p1-0", time.Second)                                  // nor priming events
 		x.HoldHeader()                                                // the stream's header is out already
 		if x.Method() == http.MethodPost && m.IsRequest() {
 			x.OnDone(func(unsent []frame.Message) {
@@ -175,6 +176,33 @@ func TestSSEServerCarriesAnswersOnTheStream(t *testing.T) {
 		{"GET", "s1", "", "", true}, // the minted id, not the client's; no Last-Event-ID
 		{"POST", "s1", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, true},
 	})
+}
+
+// Cut ends an exchange a stream carries, which holds nothing of its own:
+// what was sent on it is on the stream, which goes on.
+func TestSSEServerCutCarried(t *testing.T) {
+	is := is.New(t)
+	carried := make(chan *Exchange, 1)
+	over := make(chan struct{})
+	h := newSSEHarness(t, HTTPServerConfig{}, func(ctx context.Context, m frame.Message, x *Exchange) error {
+		if x.Method() == http.MethodPost {
+			x.OnDone(func([]frame.Message) { close(over) })
+			carried <- x
+		}
+		return nil
+	})
+	_, events := h.stream(t, t.Context())
+	nextEvent(t, events)
+	body(t, h.do(t, t.Context(), http.MethodPost, "/message?session=s1", `{"jsonrpc":"2.0","id":1,"method":"slow"}`))
+	x := <-carried
+	is.NoErr(x.Send(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","method":"a"}`), ""))
+	is.Equal(len(x.Cut()), 0)
+	within(t, over, "the cut exchange over")
+	is.True(errors.Is(x.Send(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","method":"b"}`), ""), frame.ErrExchangeOver))
+	is.Equal(string(nextEvent(t, events).Data), `{"jsonrpc":"2.0","method":"a"}`)
+	post := h.do(t, t.Context(), http.MethodPost, "/message?session=s1", `{"jsonrpc":"2.0","method":"n"}`)
+	body(t, post)
+	is.Equal(post.StatusCode, http.StatusAccepted) // the stream goes on
 }
 
 // The message path's refusals, and the methods and paths it knows.
