@@ -19,8 +19,9 @@ import (
 const callbackPath = "/callback"
 
 // callbackServer is the loopback HTTP listener that receives the
-// authorization response: bound to 127.0.0.1 on an ephemeral port, fresh
-// for every flow (mcp-remote#253), serving exactly GET /callback
+// authorization response: bound to 127.0.0.1 on an ephemeral port (or the
+// one Options.CallbackPort names), fresh for every flow (mcp-remote#253),
+// serving exactly GET /callback
 // (case-sensitive; everything else is 404), closed when the flow ends.
 //
 // It checks the response where it arrives: state in constant time, then the
@@ -47,11 +48,15 @@ type callbackResult struct {
 	err  error
 }
 
-// startCallback opens the listener for a flow whose request carries state
-// and whose authorization server is issuer.
-func startCallback(state, issuer string, issRequired bool) (*callbackServer, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// startCallback opens the listener, on port (0: an ephemeral one), for a
+// flow whose request carries state and whose authorization server is
+// issuer.
+func startCallback(port int, state, issuer string, issRequired bool) (*callbackServer, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
+		if port != 0 {
+			return nil, fmt.Errorf("cannot open the loopback listener for the sign-in callback on port %d (is another sign-in using it?): %w", port, err)
+		}
 		return nil, fmt.Errorf("cannot open the loopback listener for the sign-in callback: %w", err)
 	}
 	s := &callbackServer{

@@ -56,6 +56,12 @@ type Options struct {
 	// Timeout bounds one interactive sign-in; 0 means [DefaultTimeout]
 	// (--oauth-timeout).
 	Timeout time.Duration
+	// CallbackPort is the loopback port the browser sign-in's redirect
+	// comes to (redirect_uri http://127.0.0.1:PORT/callback), for
+	// authorization servers that only accept a redirect URI registered
+	// beforehand (--oauth-callback-port); 0 means a fresh ephemeral port
+	// for every sign-in.
+	CallbackPort int
 	// Eager makes [Client.Run] sign in at once when no usable token is
 	// stored, instead of at the first 401 (--oauth-eager).
 	Eager bool

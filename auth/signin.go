@@ -190,7 +190,7 @@ func scopesCover(have, want []string) bool {
 // disk (mcp-remote#251).
 func (c *Client) codeFlow(ctx context.Context, d *discovery, e *storeEntry, scopes []string) (Token, clientCreds, bool, error) {
 	state := randomState()
-	cb, err := startCallback(state, d.as.Issuer, d.as.AuthorizationResponseIssParameterSupported)
+	cb, err := startCallback(c.opts.CallbackPort, state, d.as.Issuer, d.as.AuthorizationResponseIssParameterSupported)
 	if err != nil {
 		return Token{}, clientCreds{}, false, err
 	}

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -268,7 +269,7 @@ func TestSignInAuthorizationError(t *testing.T) {
 
 func TestCallbackListener(t *testing.T) {
 	is := is.New(t)
-	cb, err := startCallback("st", "https://as", false)
+	cb, err := startCallback(0, "st", "https://as", false)
 	is.NoErr(err)
 	defer cb.close()
 	base := strings.TrimSuffix(cb.redirectURI(), "/callback")
@@ -447,4 +448,22 @@ func TestOpenBrowserFailsClearly(t *testing.T) {
 	err := openBrowser(func(string) string { return "/nonexistent/browser-a:/nonexistent/browser-b %s" }, "https://as/authorize?x=1", new(sync.WaitGroup))
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "cannot open a browser"))
+}
+
+// With a fixed callback port (--oauth-callback-port) the redirect URI
+// names it; a port in use is refused with a message that names it.
+func TestCallbackOnAFixedPort(t *testing.T) {
+	is := is.New(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	port := busy.Addr().(*net.TCPAddr).Port
+	_, err = startCallback(port, "st", "https://as", false)
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), fmt.Sprintf("on port %d", port)))
+	busy.Close()
+
+	cb, err := startCallback(port, "st", "https://as", false)
+	is.NoErr(err)
+	defer cb.close()
+	is.Equal(cb.redirectURI(), fmt.Sprintf("http://127.0.0.1:%d/callback", port))
 }

@@ -149,7 +149,9 @@ func (r *retrier) Handle(ctx context.Context, m frame.Message) error {
 			return err
 		}
 		if attempt+1 >= r.o.Attempts {
-			r.o.Logger.Warn("request failed after retries", "method", m.Method(), "id", m.ID().String(), "attempts", attempt+1, "err", err)
+			// Debug: the edge that answers the client logs the failure
+			// (one warning per failed request).
+			r.o.Logger.Debug("request failed after retries", "method", m.Method(), "id", m.ID().String(), "attempts", attempt+1, "err", err)
 			return err
 		}
 		r.o.Logger.Debug("retrying", "method", m.Method(), "id", m.ID().String(), "attempt", attempt+1, "wait", wait, "err", err)

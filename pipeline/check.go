@@ -38,16 +38,23 @@ var checkInitialize = frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"initial
 
 // Check sends one initialize to the server cfg names through the relay's
 // own chain and transport (auto falls back to HTTP+SSE as the relay does;
-// retry and re-authorisation apply as they would), reports what the server
-// said on w, and ends the session it opened. It never prints a response
-// body of a failed request: servers echo credentials in error pages. It
-// returns an error when the server could not be reached or did not answer
-// initialize with a result.
+// re-authorisation applies as it would), reports what the server said on
+// w, and ends the session it opened. It is quick: one attempt (unless
+// cfg.Retry says otherwise), and the HTTP+SSE stream is not tried again
+// after its first failure. A failure is reported on one line as an
+// [Unreachable] — status, URL, likely cause, and the server's own words
+// (one line of them, at most 200 bytes, with the credentials we sent and
+// anything shaped like a bearer token blanked: servers echo them in error
+// pages) — and returned. It returns an error when the server could not be
+// reached or did not answer initialize with a result.
 func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, error) {
+	if cfg.Retry.Attempts == 0 {
+		cfg.Retry.Attempts = 1
+	}
 	cfg.defaults()
 	var res CheckResult
 	answer := &checkAnswer{}
-	r, err := newRelay(cfg, answer)
+	r, err := newRelay(cfg, answer, true)
 	if err != nil {
 		return res, err
 	}
@@ -77,10 +84,9 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 	}
 	defer r.stop(ctx)
 	if sendErr != nil {
-		var st *frame.StatusError
-		if errors.As(sendErr, &st) {
-			fmt.Fprintf(w, "✗ HTTP %d\n", st.Code)
-			return res, fmt.Errorf("HTTP %d", st.Code)
+		if u := cfg.explain(sendErr); u != nil {
+			fmt.Fprintf(w, "✗ %s\n", u)
+			return res, u
 		}
 		fmt.Fprintf(w, "✗ %v\n", sendErr)
 		return res, sendErr

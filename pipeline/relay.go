@@ -74,6 +74,10 @@ type RelayConfig struct {
 	// Auth, when set, is the re-authorisation stage's view of an OAuth
 	// client; the HTTP client must then add its token to every request.
 	Auth mw.Authorizer
+	// Advice, when set, says what the user can do about a server that
+	// cannot be used (see [Unreachable]); its answer ends the message.
+	// The command line names its flags there.
+	Advice func(u *Unreachable) string
 	// Logger receives diagnostics; nil discards them. Never stdout.
 	Logger *slog.Logger
 }
@@ -106,8 +110,14 @@ func (c *RelayConfig) defaults() {
 // remote server cfg names, until in ends or ctx is cancelled. Then it lets
 // in-flight requests finish (bounded by cfg.DrainTimeout), answers those
 // that could not with an error, ends the server session, and returns nil.
-// It returns an error only when the relay could not run at all (bad config,
-// the HTTP+SSE server never offered an endpoint).
+//
+// A server that cannot be used does not end the relay: the host is still
+// there to show the user why. A failed initialize is answered with an
+// [Unreachable] that explains the failure (status, URL, likely cause, the
+// server's own words), and when the HTTP+SSE stream cannot be opened at
+// all (refused, or no endpoint event in time) every request is answered
+// so until in ends; Relay then returns that *Unreachable. It returns other
+// errors only for a configuration it cannot run.
 //
 // Only protocol bytes are written to out, one message per line. Every
 // request read from in gets exactly one answer on out — the server's, or
@@ -120,18 +130,54 @@ func (c *RelayConfig) defaults() {
 // blocked in Read until the caller closes it.
 func Relay(ctx context.Context, cfg RelayConfig, in io.Reader, out io.Writer) error {
 	cfg.defaults()
+	var r *relay // set before stdio serves, and so before Failed is called
 	stdio := transport.NewStdio(in, out, transport.StdioConfig{
 		MaxMessageSize: cfg.MaxMessageSize,
 		MaxInFlight:    cfg.MaxInFlight,
 		DrainTimeout:   cfg.DrainTimeout,
-		Failed:         mw.ErrorFor,
+		Failed:         func(req frame.Message, err error) frame.Message { return r.failed(req, err) },
 		Logger:         cfg.Logger,
 	})
-	r, err := newRelay(cfg, stdio)
+	r, err := newRelay(cfg, stdio, false)
 	if err != nil {
 		return err
 	}
 	return r.run(ctx, stdio)
+}
+
+// failed is the answer to a client request that could not be delivered:
+// the explanation of a server that cannot be used, for an initialize and
+// for any request once the HTTP+SSE stream could not be opened (the
+// client shows the user the initialize's error); else mw.ErrorFor's.
+func (r *relay) failed(req frame.Message, err error) frame.Message {
+	if u := r.unusable(req, err); u != nil {
+		return frame.ErrorResponse(req.ID(), frame.CodeGateway, u.Error())
+	}
+	return mw.ErrorFor(req, err)
+}
+
+// unusable returns the explanation of err when it shows the server cannot
+// be used, and nil when err is about this request only.
+func (r *relay) unusable(req frame.Message, err error) *Unreachable {
+	var start *transport.StartError
+	if errors.As(err, &start) {
+		return r.cfg.explain(err)
+	}
+	if req.Method() != "initialize" {
+		return nil
+	}
+	var st *frame.StatusError
+	if errors.As(err, &st) {
+		if _, ok := st.Response(req.ID()); ok {
+			return nil // the server's own error, passed on as it wrote it
+		}
+		return r.cfg.explain(err)
+	}
+	var se *frame.SendError
+	if errors.As(err, &se) && networkCause(err) != "" {
+		return r.cfg.explain(err)
+	}
+	return nil
 }
 
 // relay is one relay pipeline: the chain of stages in front of the
@@ -155,8 +201,9 @@ type relay struct {
 }
 
 // newRelay builds the chain between client, where it delivers what the
-// server sends, and the server cfg names. cfg has its defaults.
-func newRelay(cfg RelayConfig, client mw.Handler) (*relay, error) {
+// server sends, and the server cfg names. cfg has its defaults. oneShot
+// makes the HTTP+SSE stream give up at its first failure, for [Check].
+func newRelay(cfg RelayConfig, client mw.Handler, oneShot bool) (*relay, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("relay: no server URL")
 	}
@@ -165,7 +212,7 @@ func newRelay(cfg RelayConfig, client mw.Handler) (*relay, error) {
 	// The server's transport is built before the chain, so its client-bound
 	// exit is bound once the chain exists.
 	var toClient mw.Late
-	w, err := buildTransport(cfg, &toClient)
+	w, err := buildTransport(cfg, &toClient, oneShot)
 	if err != nil {
 		return nil, err
 	}
@@ -214,14 +261,25 @@ func (r *relay) sessionEraStages() []mw.Middleware {
 }
 
 // run carries the client's messages from stdio until its input ends or
-// ctx is done, then drains and shuts down.
+// ctx is done, then drains and shuts down. When the transport's background
+// work fails (the HTTP+SSE stream could not be opened), the relay goes on:
+// every request is answered with the failure (see failed), and the
+// failure, explained, is what run returns at the end.
 func (r *relay) run(ctx context.Context, stdio *transport.Stdio) error {
 	ctx = mw.WithConn(ctx, r.conn)
-	serveCtx, stopServing := context.WithCancel(ctx)
-	defer stopServing()
-	r.start(ctx, stopServing)
-	_ = stdio.Serve(serveCtx, r.chain.ToServer) // a failed read is logged there
-	return r.stop(ctx)
+	r.start(ctx, func() {
+		if u := r.cfg.explain(r.runErr); u != nil {
+			r.log.Error("cannot use the MCP server: " + u.Error() + " (every request gets this error until stdin closes)")
+		}
+	})
+	_ = stdio.Serve(ctx, r.chain.ToServer) // a failed read is logged there
+	if err := r.stop(ctx); err != nil {
+		if u := r.cfg.explain(err); u != nil {
+			return u
+		}
+		return err
+	}
+	return nil
 }
 
 // start starts the transport's background work (the HTTP+SSE stream),
@@ -272,8 +330,8 @@ type wiring struct {
 }
 
 // buildTransport builds the transport cfg names, delivering what the server
-// sends to sink.
-func buildTransport(cfg RelayConfig, sink transport.Sink) (wiring, error) {
+// sends to sink. oneShot: see newRelay.
+func buildTransport(cfg RelayConfig, sink transport.Sink, oneShot bool) (wiring, error) {
 	client, built := cfg.HTTPClient, (*http.Client)(nil)
 	if client == nil {
 		client = transport.NewHTTPClient(cfg.HTTP)
@@ -306,7 +364,11 @@ func buildTransport(cfg RelayConfig, sink transport.Sink) (wiring, error) {
 		FirstEndpointTimeout: connectTimeout,
 		EndpointWait:         readTimeout,
 		IdleTimeout:          cfg.SSEReadTimeout,
+		AuthLater:            cfg.Auth != nil && !oneShot,
 		Logger:               cfg.Logger,
+	}
+	if oneShot {
+		sse.StartAttempts = 1
 	}
 	switch cfg.Transport {
 	case TransportAuto:

@@ -70,6 +70,11 @@ type ServeConfig struct {
 	MessagePath string
 	// NoSSE turns the HTTP+SSE transport off: its paths get 404.
 	NoSSE bool
+	// HealthPath, when set, is a path that answers GET and HEAD with 200
+	// "ok" before any other check (origin, host, authentication), for load
+	// balancers and liveness probes. It must differ from Path, and from
+	// the HTTP+SSE paths unless NoSSE.
+	HealthPath string
 
 	// AuthToken, when set, is a static bearer token every request must
 	// present (else 401, and no child is started).
@@ -185,6 +190,12 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.HealthPath != "" && (!strings.HasPrefix(cfg.HealthPath, "/") || cfg.HealthPath == cfg.Path) {
+		return nil, fmt.Errorf("serve: health path %q must start with / and differ from the endpoint's path", cfg.HealthPath)
+	}
+	if cfg.HealthPath != "" && !cfg.NoSSE && (cfg.HealthPath == cfg.SSEPath || cfg.HealthPath == cfg.MessagePath) {
+		return nil, fmt.Errorf("serve: health path %q must differ from the HTTP+SSE paths (%s, %s)", cfg.HealthPath, cfg.SSEPath, cfg.MessagePath)
+	}
 	if cfg.SessionIdleTimeout == 0 {
 		cfg.SessionIdleTimeout = DefaultSessionIdleTimeout
 	}
@@ -277,7 +288,10 @@ func sseEndpoint(publicURL, messagePath string) (string, error) {
 // decide on headers alone, before anything reads the body.
 func (s *Server) guards() []mw.Guard {
 	cfg := s.cfg
-	var checkHost, bearer mw.Guard
+	var health, checkHost, bearer mw.Guard
+	if cfg.HealthPath != "" {
+		health = healthCheck(cfg.HealthPath)
+	}
 	if cfg.CheckHost {
 		checkHost = mw.CheckHost(mw.HostPolicy{Allow: cfg.AllowHosts, PublicURL: cfg.PublicURL})
 	}
@@ -285,6 +299,7 @@ func (s *Server) guards() []mw.Guard {
 		bearer = mw.RequireBearer(auth.NewBearerGate(cfg.AuthToken))
 	}
 	return []mw.Guard{
+		health, // before everything: a probe sends no Origin, a token or the public Host
 		mw.CheckOrigin(mw.OriginPolicy{Allow: cfg.AllowOrigins, PublicURL: cfg.PublicURL}),
 		checkHost,
 		onPaths(s.paths()...),
@@ -407,6 +422,32 @@ func onPaths(paths ...string) mw.Guard {
 				return
 			}
 			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// healthCheck is the guard that answers the health path itself: 200 "ok"
+// to GET and HEAD, 405 to anything else. It says the gateway is up, not
+// that a server process can start.
+func healthCheck(path string) mw.Guard {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != path {
+				next.ServeHTTP(w, r)
+				return
+			}
+			switch r.Method {
+			case http.MethodGet, http.MethodHead:
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.Header().Set("Cache-Control", "no-store")
+				w.WriteHeader(http.StatusOK)
+				if r.Method == http.MethodGet {
+					_, _ = io.WriteString(w, "ok\n")
+				}
+			default:
+				w.Header().Set("Allow", "GET, HEAD")
+				http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			}
 		})
 	}
 }

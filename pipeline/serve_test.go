@@ -409,6 +409,52 @@ func TestServeGuards(t *testing.T) {
 	is.Equal(resp.StatusCode, http.StatusNotFound)
 }
 
+// The health path answers GET and HEAD with 200 "ok" before the guards:
+// without a token, from any Host or Origin; it starts no session.
+func TestServeHealthPath(t *testing.T) {
+	checkServeLeaks(t)
+	h := newServeHarness(t, func(c *ServeConfig) {
+		c.AuthToken = "tok"
+		c.HealthPath = "/healthz"
+	})
+	for _, tt := range []struct {
+		method, path string
+		hdr          map[string]string
+		status       int
+		body         string
+	}{
+		{http.MethodGet, "/healthz", nil, 200, "ok\n"},
+		{http.MethodHead, "/healthz", nil, 200, ""},
+		{http.MethodGet, "/healthz", map[string]string{"Host": "10.0.0.7:8080", "Origin": "http://evil.example.com"}, 200, "ok\n"},
+		{http.MethodPost, "/healthz", nil, 405, "method not allowed\n"},
+		{http.MethodGet, "/healthz/x", nil, 404, "404 page not found\n"},
+		{http.MethodGet, "/mcp", nil, 401, ""}, // the endpoint still wants its token
+	} {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			is := is.New(t)
+			req, _ := http.NewRequest(tt.method, h.ts.URL+tt.path, nil)
+			for k, v := range tt.hdr {
+				if k == "Host" {
+					req.Host = v
+				} else {
+					req.Header.Set(k, v)
+				}
+			}
+			resp, err := h.client.Do(req)
+			is.NoErr(err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			is.Equal(resp.StatusCode, tt.status)
+			if tt.body != "" {
+				is.Equal(string(body), tt.body)
+			}
+			is.Equal(h.srv.Sessions(), 0)
+		})
+	}
+	_, err := NewServer(ServeConfig{Command: []string{"x"}, HealthPath: "/mcp"})
+	is.New(t).True(err != nil) // the endpoint's own path
+}
+
 func TestServeCloseEndsEverySession(t *testing.T) {
 	checkServeLeaks(t)
 	is := is.New(t)

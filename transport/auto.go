@@ -68,10 +68,10 @@ func (a *Auto) Handle(ctx context.Context, m frame.Message) error {
 	}
 	status, err := a.Streamable.post(ctx, m)
 	if status >= 200 && status <= 299 {
-		a.settle(autoStreamable, status)
+		a.settle(autoStreamable, nil)
 		return err
 	}
-	if sseAnswer(err) && a.settle(autoSSE, status) == autoSSE {
+	if st, ok := sseAnswer(err); ok && a.settle(autoSSE, st) == autoSSE {
 		return a.SSE.Handle(ctx, m)
 	}
 	return err
@@ -111,8 +111,9 @@ func (a *Auto) switchedChan() chan struct{} {
 }
 
 // settle decides the transport, unless an earlier answer already did, and
-// returns the transport in use.
-func (a *Auto) settle(to autoMode, status int) autoMode {
+// returns the transport in use. refusal is the POST's answer that makes it
+// switch to HTTP+SSE.
+func (a *Auto) settle(to autoMode, refusal *frame.StatusError) autoMode {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.mode != autoProbing {
@@ -123,9 +124,12 @@ func (a *Auto) settle(to autoMode, status int) autoMode {
 		if a.switched == nil {
 			a.switched = make(chan struct{})
 		}
+		// Should the GET be refused too, the SSE client's StartError
+		// names both refusals: the URL is probably wrong.
+		a.SSE.fallbackFrom = refusal
 		close(a.switched)
 		orDiscard(a.Logger).Info("server does not speak Streamable HTTP; switching to HTTP+SSE",
-			"status", status, "sse_url", a.SSE.URL)
+			"status", refusal.Code, "sse_url", a.SSE.URL)
 	}
 	return a.mode
 }
@@ -133,17 +137,17 @@ func (a *Auto) settle(to autoMode, status int) autoMode {
 // sseAnswer reports whether err is the answer an HTTP+SSE server
 // gives to a Streamable POST: 405, or 400/404 whose body is not a JSON-RPC
 // message (a Streamable server refusing a request says why in JSON-RPC).
-func sseAnswer(err error) bool {
+func sseAnswer(err error) (*frame.StatusError, bool) {
 	var st *frame.StatusError
 	if !errors.As(err, &st) {
-		return false
+		return nil, false
 	}
 	switch st.Code {
 	case http.StatusMethodNotAllowed:
-		return true
+		return st, true
 	case http.StatusBadRequest, http.StatusNotFound:
 		m, perr := frame.Parse(st.Body)
-		return perr != nil || m.Kind() == frame.Invalid
+		return st, perr != nil || m.Kind() == frame.Invalid
 	}
-	return false
+	return nil, false
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -158,4 +159,25 @@ func TestAutoDoesNotSwitchOnOtherAnswers(t *testing.T) {
 	is.NoErr(a.Handle(context.Background(), frame.MustParse(pingReq)))
 	is.Equal(sink.lines(), []string{pingResp})
 	is.True(!strings.Contains(logs.String(), "switching"))
+}
+
+// newAutoRunning is newAuto for tests in which Run may fail: its error is
+// returned by the function it gives, not reported.
+func newAutoRunning(t testing.TB, url string, client *http.Client) (*Auto, *collector, func() error) {
+	sink := newCollector()
+	a := &Auto{
+		Streamable: &StreamableClient{URL: url, Client: client, ToClient: sink},
+		SSE:        &SSEClient{URL: url, Client: client, ToClient: sink, FirstEndpointTimeout: time.Hour, ReconnectDelay: func(int) time.Duration { return 0 }},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var runErr error
+	var once sync.Once
+	wait := func() error {
+		once.Do(func() { cancel(); runErr = <-done })
+		return runErr
+	}
+	t.Cleanup(func() { wait() })
+	return a, sink, wait
 }

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
@@ -139,6 +142,7 @@ type Child struct {
 	err      error         // the exit status; read after exited is closed
 
 	stopOnce  sync.Once
+	stopping  atomic.Bool   // the gateway started ending the child
 	hurry     chan struct{} // closed to skip the polite steps of a stop
 	hurryOnce sync.Once
 
@@ -146,6 +150,10 @@ type Child struct {
 	// its pid, and so its group id, may name another process.
 	reapMu sync.Mutex
 	reaped bool
+
+	// lastStderr is the last non-empty line the child wrote on stderr,
+	// made safe to log; written by readStderr, read once it has ended.
+	lastStderr string
 }
 
 // StartChild starts the child and begins handing its stdout messages to
@@ -357,6 +365,7 @@ func (c *Child) Close(ctx context.Context) error {
 
 // stop starts ending the child, once, on a goroutine of its own.
 func (c *Child) stop() {
+	c.stopping.Store(true)
 	c.stopOnce.Do(func() { go c.shutdown() })
 }
 
@@ -468,11 +477,6 @@ func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct
 	if c.ctl != nil {
 		c.ctl.Close()
 	}
-	if c.err != nil {
-		c.log.Info("server process exited", "pid", c.PID(), "status", c.err.Error())
-	} else {
-		c.log.Debug("server process exited", "pid", c.PID())
-	}
 	deadline := time.Now().Add(childDrainGrace)
 	_ = stdout.SetReadDeadline(deadline)
 	_ = stderr.SetReadDeadline(deadline)
@@ -480,6 +484,15 @@ func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct
 	<-stderrDone
 	stdout.Close()
 	stderr.Close()
+	switch {
+	case c.err != nil && !c.stopping.Load():
+		// It failed on its own: its last words usually say why.
+		c.log.Warn("server process exited with an error", "pid", c.PID(), "status", c.err.Error(), "last_stderr", c.lastStderr)
+	case c.err != nil:
+		c.log.Info("server process exited", "pid", c.PID(), "status", c.err.Error())
+	default:
+		c.log.Debug("server process exited", "pid", c.PID())
+	}
 	c.cancel()
 	c.closeDone()
 	close(c.gone)
@@ -557,6 +570,9 @@ func (c *Child) readStderr(stderr io.Reader, done chan struct{}) {
 	line := make([]byte, 0, 256)
 	for {
 		chunk, err := br.ReadSlice('\n')
+		if text := bytes.TrimSpace(chunk); len(text) > 0 {
+			c.lastStderr = logText(text)
+		}
 		if len(chunk) > 0 {
 			line = append(line[:0], c.cfg.StderrPrefix...)
 			line = append(line, chunk...)
@@ -571,4 +587,25 @@ func (c *Child) readStderr(stderr io.Reader, done chan struct{}) {
 			return
 		}
 	}
+}
+
+// logText makes a child's stderr line fit to quote in a log line: at most
+// 200 bytes of it, control characters as spaces.
+func logText(b []byte) string {
+	const max = 200
+	cut := len(b) > max
+	if cut {
+		b = b[:max]
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if cut {
+		s += "…"
+	}
+	return s
 }

@@ -112,6 +112,31 @@ func TestChildStderrIsPrefixedLineByLine(t *testing.T) {
 	}
 }
 
+// A child that fails on its own is a warning with its exit status and
+// its last words on stderr; one the gateway ends is not.
+func TestChildFailureIsLoggedWithItsLastStderrLine(t *testing.T) {
+	for _, mode := range childModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			is := is.New(t)
+			logs := &transporttest.SyncBuffer{}
+			cfg := mode.config(t, "stderr", "fail")
+			cfg.Logger = debugLogger(logs)
+			waitDone(t, startTestChild(t, cfg, nil))
+			is.True(strings.Contains(logs.String(), `level=WARN msg="server process exited with an error"`))
+			is.True(strings.Contains(logs.String(), `status="exit status 2" last_stderr="fatal: no config file"`))
+
+			logs = &transporttest.SyncBuffer{}
+			cfg = mode.config(t, "stubborn")
+			cfg.Logger = debugLogger(logs)
+			cfg.StdinGrace, cfg.TermGrace = time.Millisecond, time.Millisecond
+			c := startTestChild(t, cfg, nil)
+			is.NoErr(c.Close(context.Background()))
+			is.True(c.Err() != nil) // killed
+			is.True(!strings.Contains(logs.String(), "level=WARN msg=\"server process exited"))
+		})
+	}
+}
+
 func TestChildCloseEscalatesToSIGKILL(t *testing.T) {
 	for _, mode := range childModes() {
 		t.Run(mode.name, func(t *testing.T) {

@@ -63,6 +63,14 @@ type SSEClient struct {
 	// IdleTimeout is how long the stream may stay silent before it is
 	// dropped and reconnected; 0 means no bound.
 	IdleTimeout time.Duration
+	// StartAttempts bounds the GETs Run makes before the first endpoint:
+	// when that many have failed, Run fails with the last failure. 0 means
+	// no bound but FirstEndpointTimeout. A one-shot check sets 1.
+	StartAttempts int
+	// AuthLater says a token may arrive while Run is starting (an OAuth
+	// sign-in under way): a 401 or 403 to the first GET is then tried again
+	// like a transient failure, instead of ending Run at once.
+	AuthLater bool
 	// ReconnectDelay returns the wait before reconnect attempt n (1 for the
 	// first after a drop, counting up while attempts keep failing). nil
 	// means one second every time.
@@ -72,6 +80,9 @@ type SSEClient struct {
 
 	initOnce sync.Once
 	ready    chan struct{} // closed at the first endpoint
+	// fallbackFrom is the Streamable HTTP POST's refusal that made [Auto]
+	// switch to this client; set before Run starts, nil otherwise.
+	fallbackFrom *frame.StatusError
 
 	mu       sync.Mutex
 	endpoint string        // where to POST; "" while there is none
@@ -79,6 +90,7 @@ type SSEClient struct {
 	changed  chan struct{} // closed when an endpoint arrives or Run ends; then replaced
 	stopped  bool          // Run has returned
 	gotFirst bool
+	failed   error                   // why Run failed, once it has
 	waiting  map[frame.ID]chan error // requests awaiting their response on the stream
 	abandon  context.CancelCauseFunc // ends the current stream early
 }
@@ -89,6 +101,64 @@ type SSEClient struct {
 // and matches frame.ErrUnavailable: the wait is already over, so the retry
 // stage does not start another.
 var ErrEndpointUnavailable error = unavailableError("SSE endpoint unavailable")
+
+// StartError reports why the HTTP+SSE stream never offered an endpoint:
+// [SSEClient.Run] returns it, and every later [SSEClient.Handle] fails with
+// it, wrapped in a *frame.SendError with Sent false. It matches
+// frame.ErrUnavailable (the wait is over: the retry stage does not start
+// another), and unwraps to Status and Err.
+type StartError struct {
+	// URL is the stream's URL.
+	URL string
+	// Status is set when the server refused the GET with a status that
+	// asking again will not change — a 4xx other than 408, 409, 425 and 429
+	// (and, while a token may still arrive, 401 and 403; see
+	// SSEClient.AuthLater): Run then fails at once.
+	Status *frame.StatusError
+	// PostStatus is, when [Auto] fell back to HTTP+SSE, the refusal of the
+	// Streamable HTTP POST that made it do so.
+	PostStatus *frame.StatusError
+	// Err is the failure otherwise: no endpoint within FirstEndpointTimeout,
+	// or the last failed GET once StartAttempts were spent.
+	Err error
+}
+
+func (e *StartError) Error() string {
+	switch {
+	case e.Status != nil && e.PostStatus != nil:
+		return fmt.Sprintf("the Streamable HTTP POST was refused with HTTP %d and the HTTP+SSE GET with HTTP %d", e.PostStatus.Code, e.Status.Code)
+	case e.Status != nil:
+		return fmt.Sprintf("the HTTP+SSE GET was refused with HTTP %d", e.Status.Code)
+	case e.Err != nil:
+		return e.Err.Error()
+	}
+	return ErrEndpointUnavailable.Error()
+}
+
+func (e *StartError) Unwrap() []error {
+	var errs []error
+	if e.Status != nil {
+		errs = append(errs, e.Status)
+	}
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	return errs
+}
+
+func (e *StartError) Is(target error) bool { return target == frame.ErrUnavailable }
+
+// definiteRefusal reports whether a status answering the first GET will
+// not change when asked again.
+func definiteRefusal(code int, authLater bool) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests:
+		return false
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return !authLater
+	}
+	return code >= 400 && code <= 499
+}
 
 // unavailableError is an error that matches frame.ErrUnavailable.
 type unavailableError string
@@ -119,19 +189,22 @@ func (c *SSEClient) Ready() <-chan struct{} {
 }
 
 // Run connects the stream and keeps it connected until ctx ends, then
-// returns nil. It returns an error when the URL is unusable, or when no
-// endpoint event arrived within FirstEndpointTimeout of the start (failed
-// attempts are retried until then). After the first endpoint it reconnects
-// forever: on a non-2xx answer, at the end of the stream, on an error or
-// after IdleTimeout of silence, it forgets the endpoint, fails the requests
-// still waiting on the stream with a *frame.SendError wrapping
+// returns nil. It fails with a *[StartError] when no endpoint event arrived
+// within FirstEndpointTimeout of the start (failed attempts are retried
+// until then, or until StartAttempts have failed), and at once when the
+// server refuses the first GET with a status that asking again will not
+// change (see StartError.Status): a wrong URL. Every Handle fails with
+// that error from then on. After the first endpoint it reconnects forever:
+// on a non-2xx answer, at the end of the stream, on an error or after
+// IdleTimeout of silence, it forgets the endpoint, fails the requests still
+// waiting on the stream with a *frame.SendError wrapping
 // frame.ErrStreamEnded, waits ReconnectDelay and connects again.
 func (c *SSEClient) Run(ctx context.Context) error {
 	c.init()
 	defer c.stop()
 	base, err := url.Parse(c.URL)
 	if err != nil {
-		return fmt.Errorf("SSE URL: %w", err)
+		return c.fail(&StartError{URL: c.URL, Err: fmt.Errorf("SSE URL: %w", err)})
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -144,7 +217,11 @@ func (c *SSEClient) Run(ctx context.Context) error {
 		})
 		defer t.Stop()
 	}
+	startFailed := func(err error) error {
+		return c.fail(&StartError{URL: c.URL, PostStatus: c.fallbackFrom, Err: err})
+	}
 	log := c.logger()
+	lastFailure := "" // the failure of the streak of failed attempts so far
 	for attempt := 1; ; attempt++ {
 		streamCtx, abandon := context.WithCancelCause(runCtx)
 		c.mu.Lock()
@@ -155,31 +232,62 @@ func (c *SSEClient) Run(ctx context.Context) error {
 		c.dropStream()
 		if got {
 			attempt = 1
+			lastFailure = ""
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
 		if context.Cause(runCtx) == errNoEndpoint {
-			return errNoEndpoint
+			return startFailed(errNoEndpoint)
 		}
 		var st *frame.StatusError
+		isStatus := errors.As(err, &st)
+		if !c.hadEndpoint() {
+			if isStatus && definiteRefusal(st.Code, c.AuthLater) {
+				return c.fail(&StartError{URL: c.URL, Status: st, PostStatus: c.fallbackFrom})
+			}
+			if c.StartAttempts > 0 && attempt >= c.StartAttempts {
+				return startFailed(err)
+			}
+		}
+		// The first failure of a streak is a warning; the same failure
+		// again, a second later, is not news.
+		var msg string
+		var attrs []any
 		switch {
 		case context.Cause(streamCtx) == errEndpointGone:
 			log.Info("the SSE endpoint forgot its session; reconnecting for a new one")
-		case errors.As(err, &st):
-			log.Warn(fmt.Sprintf("SSE connection failed: HTTP %d", st.Code))
+		case isStatus:
+			msg = fmt.Sprintf("SSE connection failed: HTTP %d", st.Code)
 		case errors.Is(err, frame.ErrStreamEnded):
 			log.Info("SSE stream ended; reconnecting")
 		default:
-			log.Warn("SSE stream failed; reconnecting", "err", err)
+			msg, attrs = "SSE stream failed; reconnecting", []any{"err", err}
+		}
+		if msg != "" {
+			failure, level := fmt.Sprint(msg, attrs), slog.LevelWarn
+			if failure == lastFailure {
+				level = slog.LevelDebug
+			}
+			log.Log(context.Background(), level, msg, append(attrs, "attempt", attempt)...)
+			lastFailure = failure
 		}
 		if frame.Sleep(runCtx, c.reconnectDelay(attempt)) != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return errNoEndpoint
+			return startFailed(errNoEndpoint)
 		}
 	}
+}
+
+// fail records why Run failed, for the Handle calls to come, and returns
+// it.
+func (c *SSEClient) fail(err error) error {
+	c.mu.Lock()
+	c.failed = err
+	c.mu.Unlock()
+	return err
 }
 
 // stream runs one GET until it ends and reports whether it published an
@@ -331,7 +439,8 @@ func (c *SSEClient) deliver(ctx context.Context, m frame.Message) error {
 
 // Handle POSTs m to the current endpoint, first waiting up to EndpointWait
 // for one while the stream (re)connects; without one it fails with a
-// *frame.SendError{Sent: false} wrapping ErrEndpointUnavailable. Headers are
+// *frame.SendError{Sent: false} wrapping ErrEndpointUnavailable, or, once
+// Run has failed, the *[StartError] it failed with. Headers are
 // Content-Type: application/json and Accept: application/json,
 // text/event-stream, then c.Header.
 //
@@ -428,10 +537,13 @@ func (w *endpointWait) stop() {
 func (c *SSEClient) waitEndpoint(ctx context.Context, wait *endpointWait) (string, uint64, error) {
 	for {
 		c.mu.Lock()
-		ep, gen, changed, stopped := c.endpoint, c.gen, c.changed, c.stopped
+		ep, gen, changed, stopped, failed := c.endpoint, c.gen, c.changed, c.stopped, c.failed
 		c.mu.Unlock()
 		if ep != "" {
 			return ep, gen, nil
+		}
+		if failed != nil {
+			return "", 0, &frame.SendError{Sent: false, Err: failed}
 		}
 		if stopped {
 			return "", 0, &frame.SendError{Sent: false, Err: ErrEndpointUnavailable}

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -476,4 +477,79 @@ func TestSSEClientGoSDK(t *testing.T) {
 	is.Equal(got[0].Get("result.protocolVersion").String(), "2024-11-05")
 	is.Equal(got[1].ID(), frame.ID(`"two"`))
 	is.Equal(got[1].Get("result.tools.0.name").String(), "echo")
+}
+
+// A first GET refused with a status that asking again will not change
+// ends Run at once, and every send fails with that refusal; statuses that
+// may pass are tried again until the bound.
+func TestSSEClientRefusedAtStart(t *testing.T) {
+	for _, tt := range []struct {
+		code      int
+		authLater bool
+		definite  bool
+	}{
+		{http.StatusNotFound, false, true},
+		{http.StatusBadRequest, false, true},
+		{http.StatusMethodNotAllowed, false, true},
+		{http.StatusUnauthorized, false, true},
+		{http.StatusUnauthorized, true, false}, // a sign-in may bring a token
+		{http.StatusForbidden, true, false},
+		{http.StatusTooManyRequests, false, false},
+		{http.StatusRequestTimeout, false, false},
+		{http.StatusInternalServerError, false, false},
+	} {
+		t.Run(fmt.Sprintf("%d authLater=%v", tt.code, tt.authLater), func(t *testing.T) {
+			is := is.New(t)
+			var gets atomic.Int32
+			srv, client := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				gets.Add(1)
+				http.Error(w, "no such thing", tt.code)
+			}))
+			c := &SSEClient{
+				URL: srv.URL + "/wrong", Client: client, AuthLater: tt.authLater,
+				FirstEndpointTimeout: time.Hour, // a definite refusal must not wait for it
+				StartAttempts:        3,
+				ReconnectDelay:       func(int) time.Duration { return 0 },
+			}
+			err := c.Run(context.Background())
+			var se *StartError
+			is.True(errors.As(err, &se))
+			is.True(errors.Is(err, frame.ErrUnavailable)) // not retried by the retry stage
+			var st *frame.StatusError
+			is.True(errors.As(err, &st))
+			is.Equal(st.Code, tt.code)
+			is.Equal(se.URL, srv.URL+"/wrong")
+			if tt.definite {
+				is.Equal(gets.Load(), int32(1))
+				is.True(se.Status != nil)
+				is.Equal(string(se.Status.Body), "no such thing\n") // for the explanation
+			} else {
+				is.Equal(gets.Load(), int32(3)) // StartAttempts spent
+				is.True(se.Status == nil)
+			}
+			// Every send fails with it, at once.
+			herr := c.Handle(context.Background(), frame.MustParse(pingReq))
+			var hse *frame.SendError
+			is.True(errors.As(herr, &hse))
+			is.True(!hse.Sent)
+			is.True(errors.As(herr, &se))
+		})
+	}
+}
+
+// Auto falling back to HTTP+SSE on a refused POST, then refused on the
+// GET too, says both at once: the URL is wrong.
+func TestAutoRefusedBothWays(t *testing.T) {
+	is := is.New(t)
+	srv, client := newServer(t, http.NotFoundHandler())
+	a, _, _ := newAutoRunning(t, srv.URL+"/wrong", client)
+	start := time.Now()
+	err := a.Handle(context.Background(), frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`))
+	is.True(time.Since(start) < 5*time.Second) // not the first-endpoint bound
+	var se *StartError
+	is.True(errors.As(err, &se))
+	is.Equal(se.Status.Code, http.StatusNotFound)
+	is.True(se.PostStatus != nil)
+	is.Equal(se.PostStatus.Code, http.StatusNotFound)
+	is.Equal(err.Error(), "the Streamable HTTP POST was refused with HTTP 404 and the HTTP+SSE GET with HTTP 404")
 }

@@ -187,8 +187,19 @@ func (s *Stdio) failed(ctx context.Context, m frame.Message, err error) {
 		s.answer(s.batchAnswer(m, err))
 		return
 	}
-	s.log.Warn("request failed", "method", m.Method(), "id", m.ID().String(), "err", err)
-	s.answer(s.failure(m, err))
+	answer := s.failure(m, err)
+	if errors.Is(err, frame.ErrCancelled) {
+		// The client's own doing: no answer is due, nothing went wrong.
+		s.log.Debug("request cancelled by the client", "method", m.Method(), "id", m.ID().String())
+	} else {
+		// One warning per failed request, saying what its answer says.
+		why := err.Error()
+		if msg := answer.Get("error.message").String(); msg != "" {
+			why = msg
+		}
+		s.log.Warn("request failed", "method", m.Method(), "id", m.ID().String(), "err", why)
+	}
+	s.answer(answer)
 }
 
 // failure returns the answer to request req that failed with err.

@@ -331,7 +331,8 @@ func (c *StreamableClient) readJSON(x *outgoing, resp *http.Response, body io.Re
 		if ct == "" {
 			ct = "none"
 		}
-		c.logger().Warn("invalid JSON response", "status", resp.StatusCode, "content_type", ct, "size", len(b), "start", snippet(b))
+		// Debug: the request's failure is the warning (at the edge).
+		c.logger().Debug("invalid JSON response", "status", resp.StatusCode, "content_type", ct, "size", len(b), "start", snippet(b))
 		return &frame.SendError{Sent: true, Err: fmt.Errorf("invalid JSON response (Content-Type: %s)", ct)}
 	}
 	if err := c.deliver(x.ctx, msg.WithHeaders(resp.Header)); err != nil {

@@ -26,7 +26,8 @@ import (
 //     {"jsonrpc":"2.0","method":"grandchild","params":{"pid":N}} and then
 //     serves like "server" ("parent stubborn": like "stubborn");
 //   - "sleeper": sleeps until killed;
-//   - "stderr": writes lines to stderr (one of them long) and exits;
+//   - "stderr": writes lines to stderr (one of them long) and exits
+//     ("stderr fail": two lines, then exits with status 2);
 //   - "closer": writes {"jsonrpc":"2.0","method":"ready"}, reads one line,
 //     closes its stdout and runs on, whatever stdin does, until a signal
 //     ends it;
@@ -166,7 +167,11 @@ func sleeperChild([]string) int {
 	}
 }
 
-func stderrChild([]string) int {
+func stderrChild(args []string) int {
+	if len(args) > 0 && args[0] == "fail" {
+		fmt.Fprint(os.Stderr, "starting\nfatal: no config file\n\n")
+		return 2
+	}
 	fmt.Fprint(os.Stderr, "first line\nsecond line\n")
 	long := make([]byte, stderrLineMax+10)
 	for i := range long {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -368,5 +369,64 @@ func TestRelayFaults(t *testing.T) {
 		if c := fs.arrivals[id]; c != 1 {
 			t.Errorf("%s (id %s) reached the server %d times, want 1", name, id, c)
 		}
+	}
+}
+
+// Every failed request is one warning on stderr, saying what its answer
+// says, and a request the client cancelled is no warning at all: it is
+// logged at debug (issue 10).
+func TestRelayLogsOneWarningPerFailedRequest(t *testing.T) {
+	is := is.New(t)
+	fs := startFaultServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	relay := exec.CommandContext(ctx, relayBinary(t), "--log-level", "debug", fs.srv.URL+"/mcp")
+	stderr := &transporttest.SyncBuffer{}
+	relay.Stderr = stderr
+	stdin, err := relay.StdinPipe()
+	is.NoErr(err)
+	stdout, err := relay.StdoutPipe()
+	is.NoErr(err)
+	is.NoErr(relay.Start())
+	defer func() {
+		if t.Failed() {
+			t.Logf("relay stderr:\n%s", stderr)
+		}
+	}()
+	out := bufio.NewScanner(stdout)
+	send := func(line string) {
+		_, err := io.WriteString(stdin, line+"\n")
+		is.NoErr(err)
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"logs","version":"1"}}}`)
+	is.True(out.Scan())
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	failing := []string{"bare-503", "reset", "html", "bad-json", "cut"}
+	for i, name := range failing {
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, i+1, name))
+		for out.Scan() && gjson.Get(out.Text(), "id").Raw != fmt.Sprint(i+1) { // past notifications
+		}
+		is.True(gjson.Get(out.Text(), "error").Exists())
+	}
+	send(`{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"hang","arguments":{}}}`)
+	<-fs.hung
+	cancelled := stderr.Watch(regexp.MustCompile(`level=DEBUG msg="request cancelled by the client" .*id=.*h`))
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"h"}}`)
+	cancelled.Next(t, testTimeout)
+	stdin.Close()
+	is.NoErr(relay.Wait())
+
+	var warnings []string
+	for line := range strings.Lines(stderr.String()) {
+		if strings.Contains(line, "level=WARN") {
+			warnings = append(warnings, line)
+		}
+	}
+	if len(warnings) != len(failing) {
+		t.Fatalf("%d warnings for %d failed requests:\n%s", len(warnings), len(failing), strings.Join(warnings, ""))
+	}
+	for i, w := range warnings {
+		is.True(strings.Contains(w, `msg="request failed" app=mcp-stdio method=tools/call id=`+fmt.Sprint(i+1)+" "))
 	}
 }

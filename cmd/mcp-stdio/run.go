@@ -30,6 +30,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	switch {
 	case len(args) > 0 && args[0] == "serve":
 		err = cli.Serve(ctx, args[1:], getenv, stdin, stdout, stderr, opt)
+	case len(args) > 0 && args[0] == "help":
+		err = cli.Help(ctx, args[1:], getenv, stdin, stdout, stderr, opt)
 	case len(args) > 0 && args[0] == cli.ExampleServerCommand:
 		err = cli.ExampleServer(ctx, args[1:], getenv, stdin, stdout, stderr, opt)
 	case len(args) > 0 && args[0] == cli.SuperviseCommand:

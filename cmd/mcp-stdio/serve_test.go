@@ -42,17 +42,23 @@ func TestServeUsage(t *testing.T) {
 		args []string
 		code int
 		out  string
+		err  string
 	}{
-		{"help", []string{"serve", "--help"}, cli.ExitOK, "usage: mcp-stdio serve"},
-		{"unknown flag", []string{"serve", "--nope"}, cli.ExitUsage, ""},
-		{"bad capability", []string{"serve", "--drop-client-capability", "tools"}, cli.ExitUsage, ""},
-		{"bad size", []string{"serve", "--max-body", "lots"}, cli.ExitUsage, ""},
-		{"bad path", []string{"serve", "--path", "mcp"}, cli.ExitUsage, ""},
-		{"bad SSE path", []string{"serve", "--sse-path", "sse"}, cli.ExitUsage, ""},
-		{"message path is the endpoint's", []string{"serve", "--message-path", "/mcp"}, cli.ExitUsage, ""},
-		{"SSE path is the endpoint's", []string{"serve", "--path", "/x", "--sse-path", "/x"}, cli.ExitUsage, ""},
-		{"bad public URL", []string{"serve", "--public-url", "ftp://x"}, cli.ExitUsage, ""},
-		{"no sessions", []string{"serve", "--max-sessions", "0"}, cli.ExitUsage, ""},
+		{"help", []string{"serve", "--help"}, cli.ExitOK, "usage: mcp-stdio serve", ""},
+		{"help command", []string{"help", "serve"}, cli.ExitOK, "usage: mcp-stdio serve", ""},
+		{"relay help command", []string{"help"}, cli.ExitOK, "usage: mcp-stdio [flags] URL", ""},
+		{"help on nothing", []string{"help", "frobnicate"}, cli.ExitUsage, "", `mcp-stdio: help: no help on "frobnicate"`},
+		{"unknown flag", []string{"serve", "--nope"}, cli.ExitUsage, "", "mcp-stdio serve: unknown flag --nope (run 'mcp-stdio serve --help' for the flags)\n"},
+		{"bad capability", []string{"serve", "--drop-client-capability", "tools"}, cli.ExitUsage, "", "mcp-stdio serve: invalid --drop-client-capability"},
+		{"bad size", []string{"serve", "--max-body", "lots"}, cli.ExitUsage, "", `mcp-stdio serve: invalid value "lots" for --max-body: want bytes`},
+		{"bad duration", []string{"serve", "--drain-timeout", "-5s"}, cli.ExitUsage, "", `mcp-stdio serve: invalid value "-5s" for --drain-timeout: want seconds`},
+		{"bad path", []string{"serve", "--path", "mcp"}, cli.ExitUsage, "", `mcp-stdio serve: --path "mcp" must start with /`},
+		{"bad SSE path", []string{"serve", "--sse-path", "sse"}, cli.ExitUsage, "", `mcp-stdio serve: --sse-path "sse" must start with /`},
+		{"message path is the endpoint's", []string{"serve", "--message-path", "/mcp"}, cli.ExitUsage, "", `mcp-stdio serve: --message-path "/mcp" is the path of the Streamable HTTP endpoint`},
+		{"SSE path is the endpoint's", []string{"serve", "--path", "/x", "--sse-path", "/x"}, cli.ExitUsage, "", `mcp-stdio serve: --sse-path "/x" is the path of the Streamable HTTP endpoint`},
+		{"health path is an SSE path", []string{"serve", "--health-path", "/sse"}, cli.ExitUsage, "", `mcp-stdio serve: --health-path "/sse" must differ from --sse-path and --message-path`},
+		{"bad public URL", []string{"serve", "--public-url", "ftp://x"}, cli.ExitUsage, "", "mcp-stdio serve: invalid --public-url"},
+		{"no sessions", []string{"serve", "--max-sessions", "0"}, cli.ExitUsage, "", "mcp-stdio serve: --max-sessions must be positive"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
@@ -60,8 +66,49 @@ func TestServeUsage(t *testing.T) {
 			err := run(context.Background(), tt.args, func(string) string { return "" }, nil, &stdout, &stderr)
 			is.Equal(exitCode(err), tt.code)
 			is.True(strings.Contains(stdout.String(), tt.out))
+			is.True(strings.HasPrefix(stderr.String(), tt.err))
+			is.True(strings.Count(stderr.String(), "\n") <= 1) // one line
 		})
 	}
+}
+
+// serve's help reads like the README: two dashes, placeholders that say
+// what to give, defaults as they are typed.
+func TestServeHelp(t *testing.T) {
+	is := is.New(t)
+	var stdout bytes.Buffer
+	is.NoErr(run(context.Background(), []string{"serve", "--help"}, func(string) string { return "secret-from-env" }, nil, &stdout, io.Discard))
+	out := stdout.String()
+	for _, f := range []string{"--listen ADDR", "--path PATH", "--sse-path PATH", "--message-path PATH", "--no-sse", "--auth-token TOKEN", "--max-sessions N",
+		"--drain-timeout DURATION", "--session-idle-timeout DURATION", "--max-body BYTES", "--max-buffered BYTES",
+		"--log-level LEVEL", "-h, --help"} {
+		is.True(strings.Contains(out, "\n  "+f))
+	}
+	for _, d := range []string{"(default 127.0.0.1:8080)", "(default /mcp)", "(default /sse)", "(default /message)", "(default 30m)", "(default 5s)",
+		"(default 64MiB)", "(default info)", "(default 100)", "(default $MCP_STDIO_SERVE_TOKEN)"} {
+		is.True(strings.Contains(out, d))
+	}
+	is.True(!strings.Contains(out, " once\n") && !strings.Contains(out, " long\n")) // placeholders of old
+	is.True(!strings.Contains(out, "secret-from-env"))
+}
+
+// serve takes durations and sizes in the same format as the relay: plain
+// seconds or Go durations, plain bytes or with a unit.
+func TestServeDurationsAndSizes(t *testing.T) {
+	is := is.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	transporttest.SetProgramEnv(t, "main")
+	stderr := &transporttest.SyncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--session-idle-timeout", "1800", "--read-timeout", "1.5",
+			"--drain-timeout", "5s", "--stdin-grace", "2", "--max-body", "1MiB", "--max-message-size", "2097152", "--log-level", "debug"}, os.Getenv, nil, io.Discard, stderr)
+		stderr.Close()
+	}()
+	stderr.Watch(servingLine).Next(t, cmdTestWait)
+	is.True(strings.Contains(stderr.String(), "read_timeout=1.5s"))
+	cancel()
+	is.NoErr(<-done)
 }
 
 var (

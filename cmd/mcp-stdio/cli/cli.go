@@ -6,15 +6,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
-	"time"
 )
 
 // Options carries what the binary takes from its build and what tests
@@ -73,58 +71,19 @@ func ExitCode(err error) int {
 	return ExitFailure
 }
 
-// setUsage makes fs quiet while parsing — the flag package would print the
-// whole usage on stderr for --help as well as for a mistake — and returns
-// the function that prints the usage text and the flag defaults on w.
-func setUsage(fs *flag.FlagSet, text string) func(w io.Writer) {
-	fs.Usage = func() {}
-	return func(w io.Writer) {
-		out := fs.Output()
-		fs.SetOutput(w)
-		fmt.Fprint(w, text)
-		fs.PrintDefaults()
-		fs.SetOutput(out)
-	}
-}
-
-// parseError is what a command returns when its flags do not parse: help
-// was asked for (usage on stdout, exit 0), or the flag package has already
-// said what is wrong on stderr (a hint follows, exit 2).
-func parseError(err error, fs *flag.FlagSet, usage func(io.Writer), stdout, stderr io.Writer) error {
-	if errors.Is(err, flag.ErrHelp) {
-		usage(stdout)
-		return nil
-	}
-	fmt.Fprintf(stderr, "run '%s --help' for usage\n", fs.Name())
-	return &ExitError{Code: ExitUsage}
-}
-
 // newLogger returns the stderr logger every command uses.
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})).With("app", "mcp-stdio")
 }
 
-// seconds is a duration flag given in (possibly fractional) seconds, as the
-// Python tool takes them.
-type seconds float64
-
-func (s *seconds) String() string { return strconv.FormatFloat(float64(*s), 'g', -1, 64) }
-
-func (s *seconds) Set(v string) error {
-	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-	if err != nil || f < 0 || f != f || f > 1e9 {
-		return fmt.Errorf("want a non-negative number of seconds, got %q", v)
+// Help is the help command: mcp-stdio help [relay|serve] prints the help
+// of the relay (the default) or of serve on stdout.
+func Help(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, opt Options) error {
+	switch {
+	case len(args) == 0, len(args) == 1 && args[0] == "relay":
+		return Relay(ctx, []string{"--help"}, getenv, stdin, stdout, stderr, opt)
+	case len(args) == 1 && args[0] == "serve":
+		return Serve(ctx, []string{"--help"}, getenv, stdin, stdout, stderr, opt)
 	}
-	*s = seconds(f)
-	return nil
-}
-
-func (s seconds) duration() time.Duration { return time.Duration(float64(s) * float64(time.Second)) }
-
-// durationOrOff maps 0 to "no limit" (a negative duration for the relay).
-func (s seconds) durationOrOff() time.Duration {
-	if s == 0 {
-		return -1
-	}
-	return s.duration()
+	return usageError("help: no help on %q; try 'mcp-stdio help' or 'mcp-stdio help serve'", strings.Join(args, " "))
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,17 +20,16 @@ const ExampleServerCommand = "example-server"
 //
 //	mcp-stdio example-server [--page-size N] [--name NAME] [--log-level LEVEL] [--max-message-size BYTES]
 func ExampleServer(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, opt Options) error {
-	fs := flag.NewFlagSet("mcp-stdio "+ExampleServerCommand, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("mcp-stdio " + ExampleServerCommand)
 	pageSize := fs.Int("page-size", 0, "page size of tools/list, resources/list, resources/templates/list and prompts/list (0: no pagination)")
 	name := fs.String("name", "mcp-stdio-example", "the server name reported in serverInfo")
 	logLevel := fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
 	maxSize := fs.Int("max-message-size", 0, "largest accepted input line in bytes (0: 64 MiB)")
-	usage := setUsage(fs, fmt.Sprintf("usage: mcp-stdio %s [flags]\n\n"+
-		"Runs the bundled example MCP server on stdin/stdout (both protocol eras).\n\n", ExampleServerCommand))
+	usage := usagePrinter(fs, fmt.Sprintf("usage: mcp-stdio %s [flags]\n\n"+
+		"Runs the bundled example MCP server on stdin/stdout (both protocol eras).\n\nFlags:\n", ExampleServerCommand), helpLayout{})
 	if err := fs.Parse(args); err != nil {
 		// Help goes to stderr here: this command's stdout is a protocol stream.
-		return parseError(err, fs, usage, stderr, stderr)
+		return parseError(err, "mcp-stdio "+ExampleServerCommand, usage, stderr, stderr)
 	}
 	if fs.NArg() > 0 {
 		return usageError("%s: unexpected argument %q", ExampleServerCommand, fs.Arg(0))

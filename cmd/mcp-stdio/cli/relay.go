@@ -7,27 +7,62 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"net"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/auth"
+	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/pipeline"
 	"github.com/mcp-stdio/mcp-stdio/transport"
 )
 
 const relayUsage = `usage: mcp-stdio [flags] URL
+       mcp-stdio serve [flags] [-- CMD ARGS...]   (see: mcp-stdio help serve)
 
 Relay a local stdio MCP client (Claude Desktop, Claude Code, an IDE) to the
 remote MCP server at URL, over Streamable HTTP or the older HTTP+SSE
 transport. stdin and stdout carry the client's JSON-RPC, one message per line;
 logs go to stderr.
 
-Other commands:
-  mcp-stdio serve [flags] [-- CMD ARGS...]   publish a stdio server over HTTP
+DURATION is seconds (30) or a Go duration (30s, 5m); BYTES is a number of
+bytes, or one with KiB, MiB or GiB (64MiB).
 
 Flags:
 `
+
+// relayHelpFooter follows the flags in the relay's help.
+const relayHelpFooter = `
+Also accepted, for users of other gateways (see the README):
+  --transport http-first, sse-first (auto), http-only, streamablehttp
+      (streamable-http), sse-only (sse)
+  --debug (--log-level debug), --silent (--log-level error),
+  --auth-timeout SECONDS (--oauth-timeout), --oauth2Bearer TOKEN
+  (--bearer-token), --enable-proxy (proxies are always honoured)
+  URL PORT: the callback port after the URL (--oauth-callback-port PORT)
+  ${NAME} in a header value is taken from the environment
+  --test (deprecated: --check)
+`
+
+// relayHelp is how the relay's help lists its flags.
+var relayHelp = helpLayout{
+	order: []string{"bearer-token", "header", "transport", "check", "timeout-connect", "timeout-read",
+		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "max-message-size", "allow-http", "log-level",
+		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
+		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "version"},
+	short:  map[string]string{"header": "H", "version": "V"},
+	hidden: []string{"test", "debug", "silent", "auth-timeout", "oauth2Bearer", "enable-proxy"},
+	defaults: map[string]string{
+		"bearer-token":  "$MCP_BEARER_TOKEN",
+		"client-id":     "$MCP_OAUTH_CLIENT_ID",
+		"client-secret": "$MCP_OAUTH_CLIENT_SECRET",
+	},
+}
 
 // relayFlags are the relay's command-line settings. Names follow the
 // Python mcp-stdio so this is a drop-in replacement.
@@ -36,16 +71,22 @@ type relayFlags struct {
 	bearer         string
 	headers        headerList
 	transport      string
-	connectTimeout seconds
-	readTimeout    seconds
-	sseReadTimeout seconds
+	connectTimeout duration
+	readTimeout    duration
+	sseReadTimeout duration
 	noKeepalive    bool
 	noCancelFilter bool
 	check          bool
 	test           bool
 	version        bool
-	maxMessage     int
-	logLevel       slog.Level
+	maxMessage     byteSize
+	logLevel       logLevel
+	allowHTTP      bool
+
+	// Other gateways' names (see relayHelpFooter).
+	debug       bool
+	silent      bool
+	enableProxy bool
 
 	// OAuth 2.1 (see package auth).
 	oauth          bool
@@ -54,64 +95,97 @@ type relayFlags struct {
 	clientMetadata string
 	oauthScope     string
 	oauthDevice    bool
-	oauthTimeout   seconds
+	oauthTimeout   duration
+	callbackPort   int
 	oauthEager     bool
 	noOAuthReauth  bool
 }
 
-func newRelayFlagSet(f *relayFlags, getenv func(string) string) *flag.FlagSet {
-	fs := flag.NewFlagSet("mcp-stdio", flag.ContinueOnError)
-	f.bearer = getenv("MCP_BEARER_TOKEN")
+// newRelayFlagSet defines the relay's flags on a new flag set. Defaults
+// that come from the environment are applied after parsing (see
+// relayFlags.fromEnv), so that the help never shows a secret.
+func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
+	fs := newFlagSet("mcp-stdio")
 	f.transport = pipeline.TransportAuto
-	f.connectTimeout = seconds(transport.DefaultConnectTimeout.Seconds())
-	f.readTimeout = seconds(transport.DefaultReadTimeout.Seconds())
-	f.sseReadTimeout = seconds(pipeline.DefaultSSEIdle.Seconds())
-	fs.StringVar(&f.bearer, "bearer-token", f.bearer, "static bearer `token` sent as Authorization (prefer the MCP_BEARER_TOKEN env var: flags show in ps)")
-	fs.Var(&f.headers, "header", "extra HTTP header `'Name: Value'` on every request (repeatable)")
+	f.connectTimeout = duration(transport.DefaultConnectTimeout)
+	f.readTimeout = duration(transport.DefaultReadTimeout)
+	f.sseReadTimeout = duration(pipeline.DefaultSSEIdle)
+	f.maxMessage = frame.DefaultMaxMessageSize
+	f.logLevel = logLevel(slog.LevelInfo)
+	fs.StringVar(&f.bearer, "bearer-token", "", "send `TOKEN` as Authorization: Bearer (prefer the MCP_BEARER_TOKEN env var: flags show in ps)")
+	fs.Var(&f.headers, "header", "add the header `'Name: Value'` to every request (repeatable)")
 	fs.Var(&f.headers, "H", "shorthand for --header")
-	fs.StringVar(&f.transport, "transport", f.transport, "`transport`: auto (Streamable HTTP, falling back to HTTP+SSE), streamable-http, or sse")
-	fs.Var(&f.connectTimeout, "timeout-connect", "connect timeout in `seconds`; also the wait for the HTTP+SSE endpoint at start")
-	fs.Var(&f.readTimeout, "timeout-read", "read timeout in `seconds`: for response headers and for silence inside a response")
-	fs.Var(&f.sseReadTimeout, "sse-read-timeout", "idle `seconds` on a standing SSE stream before reconnecting (0 = never)")
+	fs.StringVar(&f.transport, "transport", f.transport, "speak `TRANSPORT`: auto (Streamable HTTP, falling back to HTTP+SSE), streamable-http or sse")
+	fs.Var(&f.connectTimeout, "timeout-connect", "wait at most `DURATION` to connect, and at start for the HTTP+SSE endpoint event")
+	fs.Var(&f.readTimeout, "timeout-read", "wait at most `DURATION` for response headers, and for the next byte inside a response")
+	fs.Var(&f.sseReadTimeout, "sse-read-timeout", "reconnect a standing SSE stream that stays silent for `DURATION` (0 = never)")
 	fs.BoolVar(&f.noKeepalive, "no-tcp-keepalive", false, "turn off TCP keepalive probes (on: 60s idle, 15s x 4)")
 	fs.BoolVar(&f.noCancelFilter, "no-cancel-filter", false, "pass responses to cancelled requests through, and don't abort their HTTP requests")
-	fs.BoolVar(&f.check, "check", false, "check connectivity: send initialize, print what the server says on stderr, exit 0 or 1")
+	fs.BoolVar(&f.check, "check", false, "check connectivity: send initialize, print what the server says (or why it cannot be used) on stderr, exit 0 or 1")
 	fs.BoolVar(&f.test, "test", false, "deprecated alias for --check")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	fs.BoolVar(&f.version, "V", false, "shorthand for --version")
-	fs.IntVar(&f.maxMessage, "max-message-size", 0, "largest message in `bytes` in either direction (0 = 64 MiB)")
-	fs.TextVar(&f.logLevel, "log-level", slog.LevelInfo, "stderr log `level`: debug, info, warn or error")
+	fs.Var(&f.maxMessage, "max-message-size", "refuse messages larger than `BYTES`, in either direction")
+	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
+	fs.BoolVar(&f.allowHTTP, "allow-http", false, "send credentials over plain http to a host beyond loopback without a warning")
+	fs.BoolVar(&f.debug, "debug", false, "mcp-remote's name for --log-level debug")
+	fs.BoolVar(&f.silent, "silent", false, "mcp-remote's name for --log-level error")
+	fs.BoolVar(&f.enableProxy, "enable-proxy", false, "mcp-remote's flag to honour HTTP(S)_PROXY, which is always done")
+	fs.StringVar(&f.bearer, "oauth2Bearer", "", "supergateway's name for --bearer-token")
 
-	f.clientID = getenv("MCP_OAUTH_CLIENT_ID")
-	f.clientSecret = getenv("MCP_OAUTH_CLIENT_SECRET")
-	f.oauthTimeout = seconds(auth.DefaultTimeout.Seconds())
+	f.oauthTimeout = duration(auth.DefaultTimeout)
 	fs.BoolVar(&f.oauth, "oauth", false, "sign in with OAuth 2.1 (browser, PKCE); tokens are kept in ~/.config/mcp-stdio/tokens.json")
-	fs.StringVar(&f.clientID, "client-id", f.clientID, "pre-registered OAuth client `id` (env MCP_OAUTH_CLIENT_ID); default: registers one")
-	fs.StringVar(&f.clientSecret, "client-secret", f.clientSecret, "OAuth client `secret` for --client-id (prefer the env var MCP_OAUTH_CLIENT_SECRET)")
+	fs.StringVar(&f.clientID, "client-id", "", "pre-registered OAuth client `ID`; without it, one is registered")
+	fs.StringVar(&f.clientSecret, "client-secret", "", "OAuth client `SECRET` for --client-id (prefer the env var MCP_OAUTH_CLIENT_SECRET)")
 	fs.StringVar(&f.clientMetadata, "client-metadata-url", "", "https `URL` of a Client ID Metadata Document, used as client_id where the server supports it")
-	fs.StringVar(&f.oauthScope, "oauth-scope", "", "`scope` to request (default: the server's challenge, else its scopes_supported)")
+	fs.StringVar(&f.oauthScope, "oauth-scope", "", "`SCOPE` to request (default: the server's challenge, else its scopes_supported)")
 	fs.BoolVar(&f.oauthDevice, "oauth-device", false, "sign in with the device grant (prints a code to enter elsewhere); implies --oauth")
-	fs.Var(&f.oauthTimeout, "oauth-timeout", "`seconds` one sign-in may take")
+	fs.Var(&f.oauthTimeout, "oauth-timeout", "give one sign-in at most `DURATION`")
+	fs.Var(&f.oauthTimeout, "auth-timeout", "mcp-remote's name for --oauth-timeout")
+	fs.IntVar(&f.callbackPort, "oauth-callback-port", 0, "take the browser sign-in's redirect on loopback `PORT` (redirect URI http://127.0.0.1:PORT/callback), for servers that want it registered beforehand; implies --oauth (default: a fresh port each time)")
 	fs.BoolVar(&f.oauthEager, "oauth-eager", false, "sign in at start instead of at the first 401")
 	fs.BoolVar(&f.noOAuthReauth, "no-oauth-reauth", false, "when the grant is revoked, fail requests instead of signing in again in the background")
 	return fs
 }
 
+// fromEnv applies the defaults that come from the environment to the
+// flags not given.
+func (f *relayFlags) fromEnv(fs *flag.FlagSet, getenv func(string) string) {
+	for _, d := range []struct {
+		flag, env string
+		v         *string
+	}{
+		{"bearer-token", "MCP_BEARER_TOKEN", &f.bearer},
+		{"client-id", "MCP_OAUTH_CLIENT_ID", &f.clientID},
+		{"client-secret", "MCP_OAUTH_CLIENT_SECRET", &f.clientSecret},
+	} {
+		if !flagSet(fs, d.flag) && *d.v == "" {
+			*d.v = getenv(d.env)
+		}
+	}
+}
+
 // Relay is the relay command (the default): mcp-stdio [flags] URL.
 func Relay(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, opt Options) error {
 	var f relayFlags
-	fs := newRelayFlagSet(&f, getenv)
-	fs.SetOutput(stderr)
-	usage := setUsage(fs, relayUsage)
+	fs := newRelayFlagSet(&f)
+	usage := relayUsagePrinter(fs)
 	positional, err := parseInterspersed(fs, args)
 	if err != nil {
-		return parseError(err, fs, usage, stdout, stderr)
+		return parseError(err, "mcp-stdio", usage, stdout, stderr)
 	}
+	f.fromEnv(fs, getenv)
 	if f.version {
 		fmt.Fprintf(stdout, "mcp-stdio %s\n", opt.Version)
 		return nil
 	}
-	logger := newLogger(stderr, f.logLevel)
+	switch {
+	case f.debug:
+		f.logLevel = logLevel(slog.LevelDebug)
+	case f.silent:
+		f.logLevel = logLevel(slog.LevelError)
+	}
+	logger := newLogger(stderr, f.logLevel.level())
 	if f.test {
 		logger.Warn("--test is deprecated; use --check instead")
 		f.check = true
@@ -119,9 +193,10 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 	cfg, err := f.config(positional, getenv, logger)
 	cfg.HTTPClient = opt.HTTPClient
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-stdio: %v\nrun 'mcp-stdio --help' for usage\n", err)
+		fmt.Fprintf(stderr, "mcp-stdio: %v (run 'mcp-stdio --help' for the flags)\n", err)
 		return &ExitError{Code: ExitUsage}
 	}
+	f.warnPlainHTTP(cfg.URL, logger)
 	if f.oauth {
 		oc, err := f.oauthClient(&cfg, getenv, stderr, logger)
 		if err != nil {
@@ -160,6 +235,15 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 	return nil
 }
 
+// relayUsagePrinter returns the function that prints the relay's help.
+func relayUsagePrinter(fs *flag.FlagSet) func(io.Writer) {
+	flags := usagePrinter(fs, relayUsage, relayHelp)
+	return func(w io.Writer) {
+		flags(w)
+		fmt.Fprint(w, relayHelpFooter)
+	}
+}
+
 // oauthClient builds the OAuth client for cfg's server and routes the
 // relay's HTTP through it: every request carries the current token, and
 // the re-authorisation stage is wired in.
@@ -177,7 +261,8 @@ func (f *relayFlags) oauthClient(cfg *pipeline.RelayConfig, getenv func(string) 
 		ClientMetadataURL: f.clientMetadata,
 		Scope:             f.oauthScope,
 		Device:            f.oauthDevice,
-		Timeout:           f.oauthTimeout.duration(),
+		Timeout:           f.oauthTimeout.std(),
+		CallbackPort:      f.callbackPort,
 		Eager:             f.oauthEager,
 		NoReauth:          f.noOAuthReauth,
 		HTTPClient:        asClient,
@@ -201,8 +286,18 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	var cfg pipeline.RelayConfig
 	switch len(positional) {
 	case 0:
-		return cfg, errors.New("missing the server URL")
+		return cfg, errors.New("missing the server URL, as in: mcp-stdio https://example.com/mcp")
 	case 1:
+	case 2:
+		// mcp-remote's form: URL PORT, the OAuth callback port.
+		port, err := callbackPort(positional[1])
+		if err != nil {
+			return cfg, fmt.Errorf("one server URL expected, got %q after it (a port after the URL is the OAuth callback port: %v)", positional[1], err)
+		}
+		if f.callbackPort != 0 && f.callbackPort != port {
+			return cfg, fmt.Errorf("the callback port after the URL (%d) differs from --oauth-callback-port (%d)", port, f.callbackPort)
+		}
+		f.callbackPort = port
 	default:
 		return cfg, fmt.Errorf("one server URL expected, got %d arguments", len(positional))
 	}
@@ -210,13 +305,22 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return cfg, fmt.Errorf("invalid server URL %q: want http(s)://host/path", positional[0])
 	}
+	if t, ok := transportAliases[f.transport]; ok {
+		f.transport = t
+	}
 	switch f.transport {
 	case pipeline.TransportAuto, pipeline.TransportStreamable, pipeline.TransportSSE:
 	default:
 		return cfg, fmt.Errorf("invalid --transport %q: want auto, streamable-http or sse", f.transport)
 	}
-	if f.maxMessage < 0 {
-		return cfg, errors.New("--max-message-size must not be negative")
+	if f.callbackPort < 0 || f.callbackPort > 65535 {
+		return cfg, fmt.Errorf("invalid --oauth-callback-port %d: want a port, 1 to 65535", f.callbackPort)
+	}
+	if f.callbackPort != 0 {
+		f.oauth = true
+	}
+	if f.maxMessage <= 0 || f.maxMessage > math.MaxInt32 {
+		return cfg, errors.New("--max-message-size must be positive and under 2GiB")
 	}
 	if f.oauthDevice {
 		f.oauth = true
@@ -234,24 +338,102 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 		h.Set("Authorization", "Bearer "+f.bearer)
 	}
 	for _, kv := range f.headers {
-		h.Set(kv[0], kv[1])
+		v, err := expandEnv(kv[1], getenv)
+		if err != nil {
+			return cfg, fmt.Errorf("header %s: %w", kv[0], err)
+		}
+		h.Set(kv[0], v)
 	}
 	cfg = pipeline.RelayConfig{
 		URL:       u.String(),
 		Transport: f.transport,
 		Header:    h,
 		HTTP: transport.HTTPOptions{
-			ConnectTimeout: f.connectTimeout.duration(),
-			ReadTimeout:    f.readTimeout.duration(),
+			ConnectTimeout: f.connectTimeout.std(),
+			ReadTimeout:    f.readTimeout.std(),
 			KeepAlive:      !f.noKeepalive,
 			Getenv:         getenv,
 		},
-		SSEReadTimeout: f.sseReadTimeout.durationOrOff(),
-		MaxMessageSize: f.maxMessage,
+		SSEReadTimeout: f.sseReadTimeout.orOff(),
+		MaxMessageSize: int(f.maxMessage),
 		NoCancelFilter: f.noCancelFilter,
+		Advice:         f.advice,
 		Logger:         logger,
 	}
 	return cfg, nil
+}
+
+// transportAliases maps other gateways' transport names to ours:
+// mcp-remote's strategies (its sse-first tries HTTP+SSE first; auto tries
+// Streamable HTTP first, and lands on the same transport) and mcp-proxy's
+// streamablehttp.
+var transportAliases = map[string]string{
+	"http-first":     pipeline.TransportAuto,
+	"sse-first":      pipeline.TransportAuto,
+	"http-only":      pipeline.TransportStreamable,
+	"sse-only":       pipeline.TransportSSE,
+	"streamablehttp": pipeline.TransportStreamable,
+}
+
+// callbackPort parses mcp-remote's positional callback port.
+func callbackPort(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 65535 {
+		return 0, errors.New("want 1 to 65535")
+	}
+	return n, nil
+}
+
+// envReference is ${NAME} in a header value.
+var envReference = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expandEnv replaces each ${NAME} in a header value with the environment
+// variable's value, as mcp-remote does (so that a host's config can keep
+// a token in env and out of args). A variable that is not set is an
+// error, not an empty value.
+func expandEnv(v string, getenv func(string) string) (string, error) {
+	var missing string
+	v = envReference.ReplaceAllStringFunc(v, func(ref string) string {
+		name := envReference.FindStringSubmatch(ref)[1]
+		val := getenv(name)
+		if val == "" && missing == "" {
+			missing = name
+		}
+		return val
+	})
+	if missing != "" {
+		return "", fmt.Errorf("${%s} is not set in the environment", missing)
+	}
+	if _, _, err := transport.ParseHeader("X:" + v); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
+// warnPlainHTTP warns when credentials would cross the network in clear:
+// a bearer token or an OAuth token sent over http:// to a host that is
+// not loopback. --allow-http silences it.
+func (f *relayFlags) warnPlainHTTP(rawURL string, logger *slog.Logger) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "http" || f.allowHTTP || loopbackHost(u.Hostname()) {
+		return
+	}
+	credentials := f.oauth || f.bearer != ""
+	for _, kv := range f.headers {
+		credentials = credentials || kv[0] == "Authorization"
+	}
+	if credentials {
+		logger.Warn("sending credentials over plain http to " + u.Host + ": anyone on the network path can read the token and use it; use https, or pass --allow-http if this network is trusted")
+	}
+}
+
+// loopbackHost reports whether a URL's host name is this machine.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // parseInterspersed parses flags wherever they appear among the positional

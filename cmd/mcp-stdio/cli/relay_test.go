@@ -34,15 +34,54 @@ func TestRelayVersion(t *testing.T) {
 	}
 }
 
+// The help reads like the README: flags with two dashes and a
+// placeholder that says what to give, defaults as they are typed, and
+// never a secret from the environment.
 func TestRelayHelp(t *testing.T) {
 	is := is.New(t)
-	code, out, _ := runRelay(t, nil, "--help")
+	code, out, _ := runRelay(t, map[string]string{"MCP_BEARER_TOKEN": "secret-from-env"}, "--help")
 	is.Equal(code, 0)
 	is.True(strings.Contains(out, "usage: mcp-stdio [flags] URL"))
-	for _, f := range []string{"-bearer-token", "-header", "-transport", "-timeout-connect", "-timeout-read",
-		"-sse-read-timeout", "-no-tcp-keepalive", "-no-cancel-filter", "-check"} {
-		is.True(strings.Contains(out, f)) // every reference flag is documented
+	for _, f := range []string{"--bearer-token TOKEN", "-H, --header 'Name: Value'", "--transport TRANSPORT",
+		"--timeout-connect DURATION", "--timeout-read DURATION", "--sse-read-timeout DURATION",
+		"--no-tcp-keepalive\n", "--no-cancel-filter\n", "--check\n", "--max-message-size BYTES",
+		"--log-level LEVEL", "--oauth-timeout DURATION", "-V, --version\n", "-h, --help\n"} {
+		is.True(strings.Contains(out, "\n  "+f)) // every reference flag is documented
 	}
+	for _, d := range []string{"(default 10s)", "(default 2m)", "(default 5m)", "(default 64MiB)", "(default info)", "(default auto)", "(default $MCP_BEARER_TOKEN)"} {
+		is.True(strings.Contains(out, d))
+	}
+	is.True(!strings.Contains(out, "\n  -bearer-token")) // one dash is the flag package's, not ours
+	is.True(!strings.Contains(out, "secret-from-env"))
+	is.True(!strings.Contains(out, "--test\n        ")) // deprecated: mentioned, not listed
+}
+
+// Durations are plain seconds, as the Python tool takes them, or Go
+// durations; sizes plain bytes or with a unit.
+func TestRelayDurationsAndSizes(t *testing.T) {
+	srv, _ := checkServer(t)
+	for _, args := range [][]string{
+		{"--timeout-connect", "10", "--timeout-read", "1.5", "--sse-read-timeout", "0"},
+		{"--timeout-connect", "10s", "--timeout-read", "2m", "--oauth-timeout", "90s"},
+		{"--max-message-size", "1048576"},
+		{"--max-message-size", "1MiB"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			is := is.New(t)
+			code, _, errOut := runRelay(t, nil, append(args, "--check", srv.URL)...)
+			is.Equal(code, 0)
+			is.True(strings.Contains(errOut, "✓ Connected"))
+		})
+	}
+}
+
+// A flag error is one line that names the flag as typed and where to look.
+func TestRelayFlagErrorIsOneLine(t *testing.T) {
+	is := is.New(t)
+	code, out, errOut := runRelay(t, nil, "--timeout-connect", "soon", "http://a/mcp")
+	is.Equal(code, cli.ExitUsage)
+	is.Equal(out, "")
+	is.Equal(errOut, `mcp-stdio: invalid value "soon" for --timeout-connect: want seconds (30) or a duration such as 30s or 5m (run 'mcp-stdio --help' for the flags)`+"\n")
 }
 
 func TestRelayUsageErrors(t *testing.T) {
@@ -112,17 +151,22 @@ func TestRelayCheck(t *testing.T) {
 	is.Equal(hs[0].Get("Accept"), "application/json, text/event-stream")
 }
 
-func TestRelayCheckFailureNeverPrintsBody(t *testing.T) {
+// A failed check prints the server's own words, one line of them, but
+// never the credentials we sent, which servers echo in error pages.
+func TestRelayCheckFailureNeverPrintsTheToken(t *testing.T) {
 	is := is.New(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
-		io.WriteString(w, "secret-token-echo")
+		io.WriteString(w, "token "+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")+" is expired, got "+r.Header.Get("X-Key")+"\nsecond line")
 	}))
 	defer srv.Close()
-	code, _, errOut := runRelay(t, nil, "--transport", "streamable-http", "--check", srv.URL)
+	code, _, errOut := runRelay(t, map[string]string{"MCP_BEARER_TOKEN": "secret-token-echo"}, "--transport", "streamable-http", "-H", "X-Key: another-secret", "--check", srv.URL)
 	is.Equal(code, cli.ExitFailure)
-	is.True(strings.Contains(errOut, "✗ HTTP 401"))
+	is.True(strings.Contains(errOut, "✗ HTTP 401 from "+srv.URL))
+	is.True(strings.Contains(errOut, `the server said: "token … is expired, got …"`))
 	is.True(!strings.Contains(errOut, "secret-token-echo"))
+	is.True(!strings.Contains(errOut, "another-secret"))
+	is.True(!strings.Contains(errOut, "second line"))
 }
 
 func TestRelayTestAliasWarns(t *testing.T) {

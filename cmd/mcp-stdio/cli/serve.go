@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -34,8 +34,29 @@ their origin is loopback, --public-url or --allow-origin. Set a bearer token
 with the MCP_STDIO_SERVE_TOKEN environment variable (or --auth-token, which
 shows in ps) before listening anywhere but loopback.
 
+DURATION is seconds (30) or a Go duration (30s, 5m, 1h); BYTES is a number
+of bytes, or one with KiB, MiB or GiB (64MiB).
+
 Flags:
 `
+
+// serveHelpFooter follows the flags in serve's help.
+const serveHelpFooter = `
+Also accepted:
+  --healthEndpoint PATH   (supergateway's name for --health-path)
+`
+
+// serveHelp is how serve's help lists its flags.
+func serveHelp(maxBufferedNote string) helpLayout {
+	return helpLayout{
+		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "public-url", "allow-origin", "allow-host",
+			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
+			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
+			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level"},
+		hidden:   []string{"healthEndpoint"},
+		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "max-buffered": maxBufferedNote},
+	}
+}
 
 // Defaults of the serve command.
 const (
@@ -60,74 +81,98 @@ type serveFlags struct {
 	allowOrigins stringList
 	allowHosts   stringList
 	publicURL    string
+	healthPath   string
 	dropCaps     stringList
-	idleTimeout  time.Duration
+	idleTimeout  duration
 	maxSessions  int
 	maxBody      byteSize
 	maxMessage   byteSize
 	maxBuffered  byteSize
 	maxConns     int
-	readTimeout  time.Duration
-	connIdle     time.Duration
-	stdinGrace   time.Duration
-	termGrace    time.Duration
-	drainTimeout time.Duration
-	logLevel     slog.Level
+	readTimeout  duration
+	connIdle     duration
+	stdinGrace   duration
+	termGrace    duration
+	drainTimeout duration
+	logLevel     logLevel
 }
 
-func newServeFlagSet(f *serveFlags, getenv func(string) string) *flag.FlagSet {
-	fs := flag.NewFlagSet("mcp-stdio serve", flag.ContinueOnError)
-	f.authToken = getenv(pipeline.ServeTokenEnv)
+// newServeFlagSet defines serve's flags on a new flag set, and returns it
+// with the help's layout.
+func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
+	fs := newFlagSet("mcp-stdio serve")
 	f.maxBody = frame.DefaultMaxMessageSize
 	f.maxMessage = frame.DefaultMaxMessageSize
-	fs.StringVar(&f.listen, "listen", defaultServeListen, "`address` to listen on, host:port (:0 picks a free port)")
-	fs.StringVar(&f.path, "path", pipeline.DefaultServePath, "`path` of the MCP endpoint")
-	fs.StringVar(&f.ssePath, "sse-path", pipeline.DefaultSSEPath, "`path` of the HTTP+SSE stream, for clients of 2024-11-05")
-	fs.StringVar(&f.messagePath, "message-path", pipeline.DefaultMessagePath, "`path` HTTP+SSE clients POST their messages to")
+	f.idleTimeout = duration(pipeline.DefaultSessionIdleTimeout)
+	f.readTimeout = duration(transport.DefaultBodyReadTimeout)
+	f.connIdle = duration(serveIdleConnTime)
+	f.stdinGrace = duration(transport.DefaultStdinGrace)
+	f.termGrace = duration(transport.DefaultTermGrace)
+	f.drainTimeout = duration(pipeline.DefaultServeDrainTimeout)
+	f.logLevel = logLevel(slog.LevelInfo)
+	fs.StringVar(&f.listen, "listen", defaultServeListen, "listen on `ADDR`, host:port (port 0 picks a free one; :0 or 0.0.0.0:PORT listen on every interface)")
+	fs.StringVar(&f.path, "path", pipeline.DefaultServePath, "serve the MCP endpoint at `PATH`")
+	fs.StringVar(&f.ssePath, "sse-path", pipeline.DefaultSSEPath, "serve the HTTP+SSE stream, for clients of 2024-11-05, at `PATH`")
+	fs.StringVar(&f.messagePath, "message-path", pipeline.DefaultMessagePath, "take HTTP+SSE clients' messages at `PATH` (the stream's endpoint event names it)")
 	fs.BoolVar(&f.noSSE, "no-sse", false, "serve Streamable HTTP only: no HTTP+SSE stream and message paths")
-	fs.StringVar(&f.authToken, "auth-token", f.authToken, "static bearer `token` every request must present (prefer the "+pipeline.ServeTokenEnv+" env var: flags show in ps)")
-	fs.Var(&f.allowOrigins, "allow-origin", "extra browser `origin` allowed, exact match, any scheme (repeatable)")
-	fs.Var(&f.allowHosts, "allow-host", "extra `name` allowed in the Host header when listening on loopback (repeatable)")
-	fs.StringVar(&f.publicURL, "public-url", "", "external `URL` of this server (behind a proxy or tunnel); its origin and host are allowed, and its path prefixes the HTTP+SSE endpoint event's")
-	fs.Var(&f.dropCaps, "drop-client-capability", "remove client `capability` roots, sampling or elicitation from initialize before the server sees it (repeatable)")
-	fs.DurationVar(&f.idleTimeout, "session-idle-timeout", pipeline.DefaultSessionIdleTimeout, "end a session (and its process) idle this `long` (0 = never)")
-	fs.IntVar(&f.maxSessions, "max-sessions", mw.DefaultMaxSessions, "most sessions (processes) alive at `once`; more get 503")
-	fs.Var(&f.maxBody, "max-body", "largest request body in `bytes` (suffixes KiB, MiB, GiB); larger gets 413")
-	fs.Var(&f.maxMessage, "max-message-size", "largest message in `bytes` the server process may write (suffixes KiB, MiB, GiB)")
+	fs.StringVar(&f.authToken, "auth-token", "", "require `TOKEN` as the bearer token of every request (prefer the "+pipeline.ServeTokenEnv+" env var: flags show in ps)")
+	fs.Var(&f.allowOrigins, "allow-origin", "also allow browser pages from `ORIGIN`, exact match, any scheme (repeatable)")
+	fs.Var(&f.allowHosts, "allow-host", "also allow `NAME` in the Host header when listening on loopback (repeatable)")
+	fs.StringVar(&f.healthPath, "health-path", "", "answer GET `PATH` with 200 \"ok\", before any check, for load balancers and probes (off by default)")
+	fs.StringVar(&f.healthPath, "healthEndpoint", "", "supergateway's name for --health-path")
+	fs.StringVar(&f.publicURL, "public-url", "", "the server's external `URL` (behind a proxy or tunnel); its origin and host are allowed, and its path prefixes the HTTP+SSE endpoint event's")
+	fs.Var(&f.dropCaps, "drop-client-capability", "remove `CAPABILITY` (roots, sampling or elicitation) from the client's initialize before the server sees it (repeatable)")
+	fs.Var(&f.idleTimeout, "session-idle-timeout", "end a session (and its process) idle for `DURATION` (0 = never)")
+	fs.IntVar(&f.maxSessions, "max-sessions", mw.DefaultMaxSessions, "keep at most `N` sessions (processes) at once; more get 503")
+	fs.Var(&f.maxBody, "max-body", "refuse request bodies larger than `BYTES` with 413")
+	fs.Var(&f.maxMessage, "max-message-size", "refuse lines larger than `BYTES` from the server process")
+	fs.Var(&f.maxBuffered, "max-buffered", "hold at most `BYTES` of messages at once, all sessions together; a request body beyond gets 503, a server's message beyond is answered with an error (at least --max-body and --max-message-size)")
+	fs.IntVar(&f.maxConns, "max-connections", transport.DefaultMaxConnections, "keep at most `N` HTTP connections open; more get an immediate 503 and are closed")
+	fs.Var(&f.readTimeout, "read-timeout", "give up a request body that stops arriving for this `DURATION` (408, connection closed; 0 = never)")
+	fs.Var(&f.connIdle, "conn-idle-timeout", "close a keep-alive connection that carries no request for this `DURATION`")
+	fs.Var(&f.stdinGrace, "stdin-grace", "after closing a process's stdin, wait this `DURATION` before SIGTERM")
+	fs.Var(&f.termGrace, "term-grace", "after SIGTERM, wait this `DURATION` before SIGKILL")
+	fs.Var(&f.drainTimeout, "drain-timeout", "on shutdown, let requests in flight finish for this `DURATION`")
+	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
+
 	mem, known := machineMemory()
-	memNote := "a quarter of this machine's memory, here " + formatSize(defaultMaxBuffered(mem, known, 0))
+	note := "a quarter of this machine's memory, here " + formatSize(defaultMaxBuffered(mem, known, 0))
 	if !known {
-		memNote = formatSize(defaultMaxBuffered(mem, known, 0)) + ": this machine's memory is unknown"
+		note = formatSize(defaultMaxBuffered(mem, known, 0)) + ": this machine's memory is unknown"
 	}
-	fs.Var(&f.maxBuffered, "max-buffered", "most message `bytes` held at once, all sessions together (suffixes KiB, MiB, GiB); a request body beyond gets 503, a server's message beyond is answered with an error (default "+memNote+", at least --max-body and --max-message-size)")
-	fs.IntVar(&f.maxConns, "max-connections", transport.DefaultMaxConnections, "most HTTP connections open at `once`; more get an immediate 503 and are closed")
-	fs.DurationVar(&f.readTimeout, "read-timeout", transport.DefaultBodyReadTimeout, "give up a request body that stops arriving for this `long` (408, connection closed; 0 = never)")
-	fs.DurationVar(&f.connIdle, "conn-idle-timeout", serveIdleConnTime, "close a keep-alive connection that carries no request for this `long`")
-	fs.DurationVar(&f.stdinGrace, "stdin-grace", transport.DefaultStdinGrace, "after closing a process's stdin, wait this `long` before SIGTERM")
-	fs.DurationVar(&f.termGrace, "term-grace", transport.DefaultTermGrace, "after SIGTERM, wait this `long` before SIGKILL")
-	fs.DurationVar(&f.drainTimeout, "drain-timeout", pipeline.DefaultServeDrainTimeout, "on shutdown, let requests in flight finish for this `long`")
-	fs.TextVar(&f.logLevel, "log-level", slog.LevelInfo, "stderr log `level`: debug, info, warn or error")
-	return fs
+	return fs, serveHelp(note)
 }
 
 // Serve is the serve command: mcp-stdio serve [flags] [-- CMD ARGS...].
 func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer, opt Options) error {
 	var f serveFlags
-	fs := newServeFlagSet(&f, getenv)
-	fs.SetOutput(stderr)
-	usage := setUsage(fs, serveUsage)
-	if err := fs.Parse(args); err != nil {
-		return parseError(err, fs, usage, stdout, stderr)
+	fs, layout := newServeFlagSet(&f)
+	flags := usagePrinter(fs, serveUsage, layout)
+	usage := func(w io.Writer) {
+		flags(w)
+		fmt.Fprint(w, serveHelpFooter)
 	}
-	logger := newLogger(stderr, f.logLevel)
+	if err := fs.Parse(args); err != nil {
+		return parseError(err, "mcp-stdio serve", usage, stdout, stderr)
+	}
+	if !flagSet(fs, "auth-token") {
+		f.authToken = getenv(pipeline.ServeTokenEnv)
+	}
+	logger := newLogger(stderr, f.logLevel.level())
 	if !flagSet(fs, "max-buffered") {
 		mem, known := machineMemory()
 		f.maxBuffered = byteSize(defaultMaxBuffered(mem, known, int64(max(f.maxBody, f.maxMessage))))
 	}
 	cfg, desc, err := f.config(fs.Args(), stderr, logger)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
+		fmt.Fprintf(stderr, "mcp-stdio serve: %v (run 'mcp-stdio serve --help' for the flags)\n", err)
 		return &ExitError{Code: ExitUsage}
+	}
+	// A command that cannot run would fail every session with a 502:
+	// better to say so now, once.
+	if err := checkCommand(cfg.Command); err != nil {
+		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
+		return &ExitError{Code: ExitFailure}
 	}
 	if opt.OwnProcess {
 		tuneServeProcess(getenv, logger)
@@ -143,21 +188,21 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		return fmt.Errorf("serve: %w", err)
 	}
 	ln = transport.LimitConnections(ln, f.maxConns, logger)
-	logger.Debug("limits", "max_connections", f.maxConns, "max_buffered", int64(f.maxBuffered), "read_timeout", f.readTimeout, "conn_idle_timeout", f.connIdle)
-	loopback := isLoopbackListener(f.listen)
-	if !loopback && cfg.AuthToken == "" {
-		logger.Warn("listening beyond loopback without authentication: anyone who can reach this address can run the server; set " + pipeline.ServeTokenEnv)
+	logger.Debug("limits", "max_connections", f.maxConns, "max_buffered", int64(f.maxBuffered), "read_timeout", f.readTimeout.std(), "conn_idle_timeout", f.connIdle.std())
+	reach := reachability(ln.Addr())
+	if reach != reachLoopback && cfg.AuthToken == "" {
+		logger.Warn("listening beyond loopback without authentication: anyone who can reach this address can run the server; set " + pipeline.ServeTokenEnv + " (or listen on 127.0.0.1)")
 	}
 	httpSrv := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: serveHeaderTimeout,
-		IdleTimeout:       f.connIdle,
+		IdleTimeout:       f.connIdle.std(),
 		MaxHeaderBytes:    serveMaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 	}
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
-	fmt.Fprintf(stderr, "mcp-stdio: serving %s at %s\n", desc, endpointURL(ln.Addr(), f.listen, cfg.Path))
+	fmt.Fprintf(stderr, "mcp-stdio: serving %s on %s (%s) at %s\n", desc, ln.Addr(), reach, endpointURL(ln.Addr(), f.listen, cfg.Path))
 	if !cfg.NoSSE {
 		fmt.Fprintf(stderr, "mcp-stdio: HTTP+SSE clients (2024-11-05) connect to %s\n", endpointURL(ln.Addr(), f.listen, cfg.SSEPath))
 	}
@@ -169,7 +214,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	case err := <-served:
 		runErr = fmt.Errorf("serve: %w", err)
 	}
-	bound := f.drainTimeout + f.stdinGrace + f.termGrace + serveShutdownSlack
+	bound := f.drainTimeout.std() + f.stdinGrace.std() + f.termGrace.std() + serveShutdownSlack
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
 	defer cancel()
 	// Drain with the listener still open, so that clients can still answer
@@ -206,7 +251,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		command = []string{exe, ExampleServerCommand}
 		desc = "the bundled example server"
 	} else {
-		desc = strconv.Quote(strings.Join(command, " "))
+		desc = shellQuote(command)
 	}
 	// Every child runs under this program's supervisor, so that what it
 	// starts ends with the gateway however the gateway ends.
@@ -241,8 +286,11 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	if f.maxConns <= 0 {
 		return cfg, "", errors.New("--max-connections must be positive")
 	}
-	if f.idleTimeout < 0 || f.stdinGrace < 0 || f.termGrace < 0 || f.drainTimeout < 0 || f.readTimeout < 0 {
-		return cfg, "", errors.New("durations must not be negative")
+	if f.healthPath != "" && (f.healthPath[0] != '/' || f.healthPath == f.path) {
+		return cfg, "", fmt.Errorf("--health-path %q must start with / and differ from --path", f.healthPath)
+	}
+	if f.healthPath != "" && !f.noSSE && (f.healthPath == f.ssePath || f.healthPath == f.messagePath) {
+		return cfg, "", fmt.Errorf("--health-path %q must differ from --sse-path and --message-path", f.healthPath)
 	}
 	if f.connIdle <= 0 {
 		return cfg, "", errors.New("--conn-idle-timeout must be positive")
@@ -260,14 +308,8 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 			return cfg, "", fmt.Errorf("invalid --drop-client-capability %q: want roots, sampling or elicitation", c)
 		}
 	}
-	idle := f.idleTimeout
-	if idle == 0 {
-		idle = -1 // never
-	}
-	readTimeout := f.readTimeout
-	if readTimeout == 0 {
-		readTimeout = -1 // never
-	}
+	idle := f.idleTimeout.orOff()
+	readTimeout := f.readTimeout.orOff()
 	cfg = pipeline.ServeConfig{
 		Command:                command,
 		Supervisor:             supervisor,
@@ -280,6 +322,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		CheckHost:              isLoopbackListener(f.listen) || len(f.allowHosts) > 0,
 		AllowHosts:             f.allowHosts,
 		PublicURL:              f.publicURL,
+		HealthPath:             f.healthPath,
 		DropClientCapabilities: f.dropCaps,
 		MaxSessions:            f.maxSessions,
 		SessionIdleTimeout:     idle,
@@ -287,20 +330,13 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		MaxMessageSize:         int(f.maxMessage),
 		ReadTimeout:            readTimeout,
 		Budget:                 frame.NewBudget(int64(f.maxBuffered)),
-		StdinGrace:             f.stdinGrace,
-		TermGrace:              f.termGrace,
-		DrainTimeout:           f.drainTimeout,
+		StdinGrace:             f.stdinGrace.std(),
+		TermGrace:              f.termGrace.std(),
+		DrainTimeout:           f.drainTimeout.std(),
 		ChildStderr:            stderr,
 		Logger:                 logger,
 	}
 	return cfg, desc, nil
-}
-
-// flagSet reports whether the flag name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 // isLoopbackListener reports whether a listen address binds loopback only.
@@ -316,6 +352,101 @@ func isLoopbackListener(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// Reachabilities of a bound address, as the startup line says them.
+const (
+	reachLoopback = "loopback only"
+	reachAll      = "all interfaces: reachable from the network"
+	reachNetwork  = "reachable from the network"
+)
+
+// reachability says who can reach a bound address.
+func reachability(bound net.Addr) string {
+	host, _, err := net.SplitHostPort(bound.String())
+	ip := net.ParseIP(host)
+	switch {
+	case err != nil || ip == nil:
+		return reachNetwork
+	case ip.IsLoopback():
+		return reachLoopback
+	case ip.IsUnspecified():
+		return reachAll
+	}
+	return reachNetwork
+}
+
+// checkCommand reports, in a sentence that says what to do, why the server
+// command cannot be started: not found, not a file, not executable.
+func checkCommand(command []string) error {
+	name := command[0]
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return nil
+	}
+	what := fmt.Sprintf("cannot run the server command %s", shellQuote(command[:1]))
+	var st os.FileInfo
+	switch {
+	case errors.Is(err, exec.ErrDot):
+		return fmt.Errorf("%s: it is in the current directory, which PATH lookups skip; write ./%s", what, name)
+	case !strings.ContainsAny(name, "/"+string(os.PathSeparator)) && errors.Is(err, exec.ErrNotFound):
+		return fmt.Errorf("%s: not found in PATH; give its full path, or install it", what)
+	}
+	if path == "" {
+		path = name
+	}
+	if st, err = os.Stat(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: no such file; check the command after --", what)
+		}
+		return fmt.Errorf("%s: %v", what, err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("%s: it is a directory; give the program after --", what)
+	}
+	return fmt.Errorf("%s: it is not executable; make it so (chmod +x %s) or run it through its interpreter", what, shellQuote(command[:1]))
+}
+
+// shellQuote writes argv as a shell would read it back, on one line:
+// words of plain characters as they are, the others in single quotes, and
+// those holding control characters (a newline in a script) in bash's
+// $'…' with escapes.
+func shellQuote(argv []string) string {
+	var b strings.Builder
+	for i, a := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		switch {
+		case a != "" && strings.Trim(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789@%+=:,./_-") == "":
+			b.WriteString(a)
+		case strings.IndexFunc(a, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+			b.WriteString("$'")
+			for _, c := range []byte(a) {
+				switch c {
+				case '\n':
+					b.WriteString(`\n`)
+				case '\t':
+					b.WriteString(`\t`)
+				case '\r':
+					b.WriteString(`\r`)
+				case '\\', '\'':
+					b.WriteByte('\\')
+					b.WriteByte(c)
+				default:
+					if c < 0x20 || c == 0x7f {
+						fmt.Fprintf(&b, `\x%02x`, c)
+					} else {
+						b.WriteByte(c)
+					}
+				}
+			}
+			b.WriteByte('\'')
+		default:
+			b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+		}
+	}
+	return b.String()
+}
+
 // endpointURL returns the URL clients use: the bound address, with a
 // loopback host in place of an unspecified one.
 func endpointURL(bound net.Addr, listen, path string) string {
@@ -329,51 +460,4 @@ func endpointURL(bound net.Addr, listen, path string) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port) + path
-}
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string { return strings.Join(*l, ",") }
-
-func (l *stringList) Set(s string) error {
-	*l = append(*l, s)
-	return nil
-}
-
-// byteSize is a size flag: a number of bytes, optionally with a binary
-// suffix (KiB, MiB, GiB; K, M, G and KB, MB, GB mean the same).
-type byteSize int64
-
-func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
-
-func (b *byteSize) Set(s string) error {
-	v, mult := splitSizeSuffix(strings.TrimSpace(s))
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return fmt.Errorf("want a size in bytes such as 1048576 or 64MiB, got %q", s)
-	}
-	*b = byteSize(n * mult)
-	return nil
-}
-
-// sizeSuffixes are the unit suffixes byteSize accepts, longest first.
-var sizeSuffixes = []struct {
-	suffix string
-	mult   int64
-}{
-	{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10},
-	{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10},
-	{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10},
-}
-
-// splitSizeSuffix splits a unit suffix off a size and returns the number
-// and the unit's multiplier (1 without a suffix).
-func splitSizeSuffix(v string) (string, int64) {
-	for _, u := range sizeSuffixes {
-		if len(v) > len(u.suffix) && strings.EqualFold(v[len(v)-len(u.suffix):], u.suffix) {
-			return strings.TrimSpace(v[:len(v)-len(u.suffix)]), u.mult
-		}
-	}
-	return v, 1
 }

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/mcp-stdio/mcp-stdio/pipeline"
+)
+
+// advice says what the user can do about a server the relay cannot use,
+// in the terms of this command line: it ends the message --check prints
+// and the relay answers initialize with (see pipeline.Unreachable).
+func (f *relayFlags) advice(u *pipeline.Unreachable) string {
+	switch code := u.Status; {
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return f.authAdvice(u)
+	case u.Request == "POST and GET" || code == http.StatusNotFound:
+		return "check the URL's path (servers commonly serve /mcp, and /sse for HTTP+SSE)"
+	case u.Request == "GET" && u.Transport == pipeline.TransportSSE && (code == http.StatusBadRequest || code == http.StatusMethodNotAllowed):
+		return "if this is a Streamable HTTP endpoint, leave out --transport sse"
+	case u.Request == "POST" && code == http.StatusMethodNotAllowed && u.Transport == pipeline.TransportStreamable:
+		return "if this is an HTTP+SSE stream, use --transport sse (or auto)"
+	case code >= 500:
+		return "the server's own error: try again later, or tell its operator"
+	case code != 0:
+		return ""
+	case u.Request == "" && strings.Contains(u.Cause, "HTTP+SSE"):
+		return "check the URL (for HTTP+SSE it is the stream's, often /sse); a slow server may need a longer --timeout-connect"
+	case strings.Contains(u.Cause, "nothing listens"), strings.Contains(u.Cause, "does not resolve"):
+		return "check the host and port, and that the server is running"
+	}
+	return ""
+}
+
+// authAdvice is the advice for a 401 or 403: which credentials to give,
+// after what the server's challenge asks for.
+func (f *relayFlags) authAdvice(u *pipeline.Unreachable) string {
+	challenge := strings.ToLower(u.Challenge)
+	switch {
+	case strings.Contains(challenge, "insufficient_scope"):
+		if f.oauth {
+			return "the token lacks a scope the server asks for: pass it with --oauth-scope"
+		}
+		return "the token lacks a scope the server asks for: use a token that has it, or --oauth to sign in"
+	case f.oauth:
+		return "the signed-in token was refused: check --oauth-scope and --client-id"
+	case u.Credentials:
+		return "check the token (MCP_BEARER_TOKEN, --bearer-token or -H 'Authorization: …'), or sign in with --oauth"
+	case strings.HasPrefix(challenge, "basic"):
+		return "the server asks for Basic credentials: pass -H 'Authorization: Basic …'"
+	case strings.Contains(challenge, "resource_metadata") || strings.HasPrefix(challenge, "bearer"):
+		return "the server asks for a Bearer token: sign in with --oauth, or set MCP_BEARER_TOKEN (or -H 'Authorization: Bearer …')"
+	}
+	if u.Status == http.StatusForbidden {
+		// Without a challenge a 403 may be about anything: a policy, the
+		// client's address, a Host the server does not serve.
+		return "if the server wants credentials, set MCP_BEARER_TOKEN (or -H 'Authorization: …'), or sign in with --oauth"
+	}
+	return "set MCP_BEARER_TOKEN (or -H 'Authorization: …'), or sign in with --oauth"
+}
