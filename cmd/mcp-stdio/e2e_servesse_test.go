@@ -16,6 +16,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
@@ -206,4 +207,35 @@ func TestServeSSEThroughTheRelay(t *testing.T) {
 	is.Equal(relay.ProcessState.ExitCode(), 0)
 	checkGone(t, procs, "after the relay's stream closed")
 	is.True(strings.Contains(g.stderr.String(), `reason="its client closed the stream"`))
+}
+
+// --sse-path and --message-path move the HTTP+SSE paths; supergateway's
+// --ssePath and --messagePath are the same flags.
+func TestServeSSEPathFlags(t *testing.T) {
+	for _, flags := range [][2]string{{"--sse-path", "--message-path"}, {"--ssePath", "--messagePath"}} {
+		t.Run(flags[0], func(t *testing.T) {
+			is := is.New(t)
+			g := startServe(t, flags[0], "/events", flags[1], "/msg")
+			base := strings.TrimSuffix(g.url, "/mcp")
+			ctx, cancel := context.WithTimeout(context.Background(), serveProcWait)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/events", nil)
+			resp, err := g.client.Do(req)
+			is.NoErr(err)
+			defer resp.Body.Close()
+			is.Equal(resp.StatusCode, http.StatusOK)
+			ev, err := frame.NewSSEReader(resp.Body, 0).Next()
+			is.NoErr(err)
+			is.Equal(ev.Type, "endpoint")
+			is.True(strings.HasPrefix(string(ev.Data), "/msg?session="))
+			post, err := g.client.Post(base+string(ev.Data), "application/json", strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+			is.NoErr(err)
+			post.Body.Close()
+			is.Equal(post.StatusCode, http.StatusAccepted)
+			old, err := g.client.Get(base + "/sse")
+			is.NoErr(err)
+			old.Body.Close()
+			is.Equal(old.StatusCode, http.StatusNotFound) // the default path is not served
+		})
+	}
 }

@@ -44,6 +44,8 @@ Flags:
 const serveHelpFooter = `
 Also accepted:
   --healthEndpoint PATH   (supergateway's name for --health-path)
+  --ssePath PATH          (supergateway's name for --sse-path)
+  --messagePath PATH      (supergateway's name for --message-path)
 `
 
 // serveHelp is how serve's help lists its flags.
@@ -53,7 +55,7 @@ func serveHelp(maxBufferedNote string) helpLayout {
 			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level"},
-		hidden:   []string{"healthEndpoint"},
+		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
 		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "max-buffered": maxBufferedNote},
 	}
 }
@@ -114,6 +116,8 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.StringVar(&f.path, "path", pipeline.DefaultServePath, "serve the MCP endpoint at `PATH`")
 	fs.StringVar(&f.ssePath, "sse-path", pipeline.DefaultSSEPath, "serve the HTTP+SSE stream, for clients of 2024-11-05, at `PATH`")
 	fs.StringVar(&f.messagePath, "message-path", pipeline.DefaultMessagePath, "take HTTP+SSE clients' messages at `PATH` (the stream's endpoint event names it)")
+	fs.StringVar(&f.ssePath, "ssePath", pipeline.DefaultSSEPath, "supergateway's name for --sse-path")
+	fs.StringVar(&f.messagePath, "messagePath", pipeline.DefaultMessagePath, "supergateway's name for --message-path")
 	fs.BoolVar(&f.noSSE, "no-sse", false, "serve Streamable HTTP only: no HTTP+SSE stream and message paths")
 	fs.StringVar(&f.authToken, "auth-token", "", "require `TOKEN` as the bearer token of every request (prefer the "+pipeline.ServeTokenEnv+" env var: flags show in ps)")
 	fs.Var(&f.allowOrigins, "allow-origin", "also allow browser pages from `ORIGIN`, exact match, any scheme (repeatable)")
