@@ -185,7 +185,7 @@ func TestSSEServerCutCarried(t *testing.T) {
 	carried := make(chan *Exchange, 1)
 	over := make(chan struct{})
 	h := newSSEHarness(t, HTTPServerConfig{}, func(ctx context.Context, m frame.Message, x *Exchange) error {
-		if x.Method() == http.MethodPost {
+		if x.Method() == http.MethodPost && m.IsRequest() {
 			x.OnDone(func([]frame.Message) { close(over) })
 			carried <- x
 		}
