@@ -2,6 +2,7 @@ package mw
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -107,3 +108,49 @@ func (c *chainBackend) Handle(ctx context.Context, m frame.Message) error {
 }
 func (c *chainBackend) Done() <-chan struct{}       { return nil }
 func (c *chainBackend) Close(context.Context) error { return nil }
+
+// BenchmarkResponseCacheHit is the cost of a tools/list the response
+// cache answers, through the relay's stages around it (pagination merge,
+// then the cache), for a list of 20 tools: from the host's request to its
+// answer handed client-bound.
+func BenchmarkResponseCacheHit(b *testing.B) {
+	result := benchToolsList(20)
+	var sent int
+	var up Late
+	server := HandlerFunc(func(ctx context.Context, m frame.Message) error {
+		sent++
+		return up.Handle(ctx, frame.ResultResponse(m.ID(), result))
+	})
+	var answers int
+	client := HandlerFunc(func(context.Context, frame.Message) error { answers++; return nil })
+	d := Chain(PaginationMerge(PaginationOptions{}), ResponseCache(CacheOptions{}))(Duplex{ToServer: server, ToClient: client})
+	up.Bind(d.ToClient)
+	req := frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"progressToken":1}}}`)
+	ctx := context.Background()
+	if err := d.ToServer.Handle(ctx, req); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(result)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := d.ToServer.Handle(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if sent != 1 || answers != b.N+1 {
+		b.Fatalf("server asked %d times, %d answers for %d requests", sent, answers, b.N+1)
+	}
+}
+
+// benchToolsList is a tools/list result of n tools of a typical size,
+// with a ttlMs of an hour.
+func benchToolsList(n int) []byte {
+	b := []byte(`{"tools":[`)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, `{"name":"tool_%d","description":"Does thing number %d for the caller, with the options below.","inputSchema":{"type":"object","properties":{"path":{"type":"string","description":"where"},"count":{"type":"integer","minimum":1}},"required":["path"]}}`, i, i)
+	}
+	return append(b, `],"ttlMs":3600000,"cacheScope":"public","resultType":"complete"}`...)
+}

@@ -49,8 +49,13 @@ type Conn struct {
 	clientInit frame.Message
 	serverInit frame.Message
 	principal  string
-	closed     error // why the connection ended; nil while it lasts
-	onClose    []func(cause error)
+	// 2026-07-28: the server's DiscoverResult (a result message), the
+	// modern version in use, and the log level a legacy client asked for.
+	discovered    frame.Message
+	modernVersion string
+	logLevel      string
+	closed        error // why the connection ended; nil while it lasts
+	onClose       []func(cause error)
 }
 
 // NewConn returns the state of a connection in era e.
@@ -104,6 +109,41 @@ func (c *Conn) ServerInitialize() (frame.Message, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.serverInit, c.serverInit.Len() > 0
+}
+
+// Discovered records what the era probe learned of a 2026-07-28 server:
+// its answer to server/discover (a result message; the zero Message when
+// the server named its era without one, by a modern error) and the modern
+// protocol version the relay speaks with it.
+func (c *Conn) Discovered(result frame.Message, version string) {
+	c.mu.Lock()
+	c.discovered, c.modernVersion = result, version
+	c.mu.Unlock()
+}
+
+// Discovery returns what [Conn.Discovered] recorded: the DiscoverResult
+// message (the zero Message when there was none) and the modern protocol
+// version ("" before the probe found a 2026-07-28 server).
+func (c *Conn) Discovery() (result frame.Message, version string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.discovered, c.modernVersion
+}
+
+// SetLogLevel records the log level a session-era client asked for with
+// logging/setLevel, which a 2026-07-28 server takes on every request
+// instead.
+func (c *Conn) SetLogLevel(level string) {
+	c.mu.Lock()
+	c.logLevel = level
+	c.mu.Unlock()
+}
+
+// LogLevel returns the level [Conn.SetLogLevel] recorded, "" for none.
+func (c *Conn) LogLevel() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.logLevel
 }
 
 // Principal returns who the client is, as the authentication in front

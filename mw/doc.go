@@ -17,20 +17,41 @@
 //
 // This is the one drawing of the chains package pipeline assembles; each
 // stage's documentation says what it does, and refers here for where it
-// sits. The relay, for a server of the session era (HTTP+SSE takes the same
-// chain), nearest the client first:
+// sits. The relay, nearest the client first:
 //
 //	stdio transport (transport.Stdio: stdin, stdout)
 //	  AnswerOnce             one answer per request, never a stray one
 //	  ReservedIDs            client ids never look like ids stages mint
 //	  CancelFilter           a cancelled request gets no answer
 //	  your Middlewares
-//	  PaginationMerge        one answer for a whole list
-//	  Session                the session kept, recovered after a 404
-//	  Retry                  another attempt when it cannot run twice
-//	  Reauth                 401 and 403 handed to the OAuth client
-//	  SingleAnswers          a single request never gets a batch back
-//	HTTP transport (transport.StreamableClient, SSEClient or Auto)
+//	EraProbe                 the fork: server/discover decides, once
+//	session era (HTTP+SSE takes the same chain):
+//	    PaginationMerge      one answer for a whole list
+//	    ResponseCache        a list or read asked again while ttlMs lasts
+//	    Session              the session kept, recovered after a 404
+//	    Retry                another attempt when it cannot run twice
+//	    Reauth               401 and 403 handed to the OAuth client
+//	    SingleAnswers        a single request never gets a batch back
+//	  HTTP transport (transport.StreamableClient, SSEClient or Auto)
+//	2026-07-28 (no session: no GET stream, no DELETE):
+//	    CloseOnCancel        a cancel closes the request's stream
+//	    CleanResults         results in the shape a session-era client knows
+//	    LocalAnswers         initialize, ping, setLevel answered here
+//	    MRTRBridge           input requests asked of the host, the call re-issued
+//	    PaginationMerge
+//	    ResponseCache
+//	    (Mcp-Param-* mirroring, listen bridge)
+//	    InjectMeta           _meta of the handshake on every request
+//	    RoutingHeaders       MCP-Protocol-Version, Mcp-Method, Mcp-Name
+//	    Retry                a new id for each attempt (Reissue)
+//	    Reauth
+//	    SingleAnswers
+//	  HTTP transport (transport.StreamableClient)
+//
+// The bridges of the 2026-07-28 chain (LocalAnswers, InjectMeta,
+// CleanResults, …) act on the lines of a session-era client only; a
+// 2026-07-28 client's lines ([ClassifyEra]) pass them, and get only the
+// routing headers derived from their bodies.
 //
 // serve, from the network in:
 //

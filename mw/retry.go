@@ -46,6 +46,12 @@ type RetryOptions struct {
 	// again after it may have reached the server. nil means
 	// [ReplaySafeMethod].
 	ReplaySafe func(method string) bool
+	// Reissue sends every attempt of a request after the first under a
+	// fresh minted id, as MCP 2026-07-28 asks (it has no resumption: a
+	// request whose stream broke is lost, and sent again with a new id).
+	// The answer reaches the client under the client's own id. The
+	// relay's chain for a 2026-07-28 server sets it.
+	Reissue bool
 	// Logger receives a line per retry and per give-up; nil discards.
 	Logger *slog.Logger
 }
@@ -99,9 +105,15 @@ func Retry(o RetryOptions) Middleware {
 		o.ReplaySafe = ReplaySafeMethod
 	}
 	o.Logger = loggerOrDiscard(o.Logger)
-	return ServerBound(func(next Handler) Handler {
-		return &retrier{o: o, next: next}
-	})
+	if !o.Reissue {
+		return ServerBound(func(next Handler) Handler {
+			return &retrier{o: o, next: next}
+		})
+	}
+	return func(next Duplex) Duplex {
+		r := &retrier{o: o, next: next.ToServer, toClient: next.ToClient, reissued: NewRemap("retry")}
+		return Duplex{ToServer: r, ToClient: HandlerFunc(r.fromServer)}
+	}
 }
 
 // ReplaySafeMethod reports whether a request with this method may be sent a
@@ -133,11 +145,41 @@ func ReplaySafeMethod(method string) bool {
 type retrier struct {
 	o    RetryOptions
 	next Handler
+	// With Reissue: the client-bound exit, and the attempts under minted
+	// ids.
+	toClient Handler
+	reissued *Remap
+}
+
+// fromServer takes the answers to reissued attempts and gives them back
+// under the client's id.
+func (r *retrier) fromServer(ctx context.Context, m frame.Message) error {
+	if r.reissued.Capture(m) {
+		return nil
+	}
+	return r.toClient.Handle(ctx, m)
+}
+
+// send makes one attempt: the first as m is, later ones of a request under
+// a minted id when reissuing.
+func (r *retrier) send(ctx context.Context, m frame.Message, attempt int) error {
+	if attempt == 0 || r.reissued == nil || m.Kind() != frame.Request {
+		return r.next.Handle(ctx, m)
+	}
+	answer, err := r.reissued.Call(ctx, r.next, m, m.ID())
+	if err != nil {
+		return err
+	}
+	answer, err = answer.WithID(m.ID())
+	if err != nil {
+		return err
+	}
+	return r.toClient.Handle(ctx, answer)
 }
 
 func (r *retrier) Handle(ctx context.Context, m frame.Message) error {
 	for attempt := 0; ; attempt++ {
-		err := r.next.Handle(ctx, m)
+		err := r.send(ctx, m, attempt)
 		if err == nil {
 			return nil
 		}

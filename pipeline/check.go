@@ -23,6 +23,10 @@ type CheckResult struct {
 	Prompts         bool
 	SessionID       string
 	Transport       string // the transport that answered
+	// Era is the era the server speaks: "2026-07-28" when the era probe
+	// found a 2026-07-28 server (ProtocolVersion is then the modern
+	// version), else "session era".
+	Era string
 }
 
 // checkRunnerGrace bounds how long Check waits for the reason the HTTP+SSE
@@ -111,11 +115,19 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 		Prompts:         m.Get("result.capabilities.prompts").Exists(),
 		SessionID:       r.session.ID(),
 		Transport:       cfg.Transport,
+		Era:             r.conn.Era().String(),
+	}
+	if r.conn.Era() == mw.EraStateless {
+		// The initialize was answered from server/discover: the version
+		// that matters is the modern one.
+		_, res.ProtocolVersion = r.conn.Discovery()
+		res.Transport = TransportStreamable
 	}
 	yes := map[bool]string{true: "yes", false: "no"}
 	fmt.Fprintln(w, "✓ Connected")
 	fmt.Fprintf(w, "  server:    %s %s\n", oneLineText(res.ServerName), oneLineText(res.ServerVersion))
 	fmt.Fprintf(w, "  protocol:  %s\n", oneLineText(res.ProtocolVersion))
+	fmt.Fprintf(w, "  era:       %s\n", res.Era)
 	fmt.Fprintf(w, "  tools:     %s\n  resources: %s\n  prompts:   %s\n", yes[res.Tools], yes[res.Resources], yes[res.Prompts])
 	if res.SessionID != "" {
 		fmt.Fprintf(w, "  session:   %s\n", oneLineText(res.SessionID))

@@ -37,6 +37,14 @@ type RelayConfig struct {
 	// Transport is TransportAuto (the default when empty),
 	// TransportStreamable or TransportSSE.
 	Transport string
+	// Era is how the server's era is picked: mw.EraAuto (the default when
+	// empty) probes with server/discover, mw.EraModern speaks 2026-07-28,
+	// mw.EraLegacy the session era (and HTTP+SSE) without probing. With
+	// TransportSSE the era is the session era's.
+	Era mw.EraChoice
+	// ProbeTimeout bounds the era probe's server/discover; 0 means
+	// mw.DefaultProbeTimeout.
+	ProbeTimeout time.Duration
 	// Header holds static headers sent with every HTTP request: -H entries,
 	// a bearer token. They override the defaults (Content-Type, Accept).
 	Header http.Header
@@ -63,6 +71,9 @@ type RelayConfig struct {
 	// requests then reach the client, and a cancel no longer aborts the
 	// in-flight HTTP request.
 	NoCancelFilter bool
+	// NoCache removes the response cache (mw.ResponseCache): every list
+	// and read goes to the server, whatever ttlMs its results carry.
+	NoCache bool
 	// Middlewares are extra stages, placed just inside the cancel filter:
 	// they see every message the client sends and every message it gets
 	// except responses to requests it cancelled. Use them to deny a tool,
@@ -85,6 +96,12 @@ type RelayConfig struct {
 func (c *RelayConfig) defaults() {
 	if c.Transport == "" {
 		c.Transport = TransportAuto
+	}
+	if c.Era == "" {
+		c.Era = mw.EraAuto
+	}
+	if c.Transport == TransportSSE && c.Era == mw.EraAuto {
+		c.Era = mw.EraLegacy // HTTP+SSE is 2024-11-05's
 	}
 	if c.MaxMessageSize <= 0 {
 		c.MaxMessageSize = frame.DefaultMaxMessageSize
@@ -187,6 +204,7 @@ type relay struct {
 	log     *slog.Logger
 	conn    *mw.Conn
 	session *mw.Session
+	probe   *mw.EraProbe
 	chain   mw.Duplex
 	// runner is the transport's background work (the HTTP+SSE stream), or
 	// nil.
@@ -207,37 +225,44 @@ func newRelay(cfg RelayConfig, client mw.Handler, oneShot bool) (*relay, error) 
 	if cfg.URL == "" {
 		return nil, errors.New("relay: no server URL")
 	}
+	if cfg.Era == mw.EraModern && cfg.Transport == TransportSSE {
+		return nil, errors.New("relay: --era modern needs Streamable HTTP, not the HTTP+SSE transport")
+	}
+	if _, err := mw.ParseEraChoice(string(cfg.Era)); err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
 	r := &relay{cfg: cfg, log: cfg.Logger, conn: mw.NewConn(mw.EraSession)}
 
-	// The server's transport is built before the chain, so its client-bound
-	// exit is bound once the chain exists.
-	var toClient mw.Late
-	w, err := buildTransport(cfg, &toClient, oneShot)
+	// The server's transports are built before the chains, so their
+	// client-bound exits are bound once the chains exist: one for the
+	// session era (auto, Streamable HTTP or HTTP+SSE), one for 2026-07-28
+	// (Streamable HTTP's per-request exchange).
+	var toClient, toModern mw.Late
+	w, err := buildTransport(cfg, &toClient, &toModern, oneShot)
 	if err != nil {
 		return nil, err
 	}
 	r.runner, r.built = w.runner, w.built
 	r.session = mw.NewSession(mw.SessionOptions{Transport: w.streams, Conn: r.conn, Logger: cfg.Logger})
-	// Today every server is taken to speak the session era.
-	r.chain = mw.Chain(r.sessionEraStages()...)(mw.Duplex{ToServer: w.wire, ToClient: client})
+	r.probe = mw.NewEraProbe(mw.EraProbeOptions{Choice: cfg.Era, Conn: r.conn, Timeout: cfg.ProbeTimeout, Logger: cfg.Logger})
+	modern := mw.Chain(r.modernEraStages()...)(mw.Duplex{ToServer: w.modern, ToClient: r.probe.ModernClient()})
+	toModern.Bind(modern.ToClient)
+	r.chain = mw.Chain(slices.Concat(
+		r.outerStages(),
+		[]mw.Middleware{r.probe.Middleware(modern.ToServer)}, // the era fork
+		r.sessionEraStages(),
+	)...)(mw.Duplex{ToServer: w.wire, ToClient: client})
 	toClient.Bind(r.chain.ToClient)
 	return r, nil
 }
 
-// sessionEraStages lists the relay's stages for a session-era server,
-// nearest the client first.
-func (r *relay) sessionEraStages() []mw.Middleware {
+// outerStages lists the stages both eras share, nearest the client
+// first; the era fork follows them.
+func (r *relay) outerStages() []mw.Middleware {
 	cfg := r.cfg
-	var cancel, reauth mw.Middleware
+	var cancel mw.Middleware
 	if !cfg.NoCancelFilter {
 		cancel = mw.CancelFilter(mw.CancelOptions{Logger: cfg.Logger})
-	}
-	if cfg.Auth != nil {
-		reauth = mw.Reauth(mw.ReauthOptions{Authorizer: cfg.Auth, Logger: cfg.Logger})
-	}
-	retry := cfg.Retry
-	if retry.Logger == nil {
-		retry.Logger = cfg.Logger
 	}
 	answerWait := cfg.HTTP.ReadTimeout
 	if answerWait <= 0 {
@@ -250,14 +275,74 @@ func (r *relay) sessionEraStages() []mw.Middleware {
 			cancel,
 		},
 		cfg.Middlewares,
-		[]mw.Middleware{
-			mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
-			r.session.Middleware(),
-			mw.Retry(retry),
-			reauth,
-			mw.SingleAnswers(cfg.Logger),
-		},
 	)
+}
+
+// sessionEraStages lists the relay's stages for a session-era server,
+// nearest the client first (inside the era fork).
+func (r *relay) sessionEraStages() []mw.Middleware {
+	cfg := r.cfg
+	return []mw.Middleware{
+		mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
+		r.responseCache(),
+		r.session.Middleware(),
+		mw.Retry(r.retryOptions()),
+		r.reauth(),
+		mw.SingleAnswers(cfg.Logger),
+	}
+}
+
+// modernEraStages lists the relay's stages for a 2026-07-28 server, nearest
+// the client first (inside the era fork). There is no session: nothing
+// opens a GET stream or sends a DELETE. Each bridge acts only on what a
+// session-era client sends; a 2026-07-28 client's lines pass them, and
+// only the routing headers are derived from their bodies.
+func (r *relay) modernEraStages() []mw.Middleware {
+	cfg := r.cfg
+	retry := r.retryOptions()
+	retry.Reissue = true // no resumption in 2026-07-28: a new id each time
+	return []mw.Middleware{
+		mw.CloseOnCancel(cfg.Logger),
+		mw.CleanResults(),
+		mw.LocalAnswers(mw.LocalAnswersOptions{Logger: cfg.Logger}),
+		mw.MRTRBridge(mw.MRTROptions{Logger: cfg.Logger}),
+		mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
+		r.responseCache(),
+		// (param-headers) Mcp-Param-* mirroring goes here
+		// (listen) the listen bridge goes here
+		mw.InjectMeta(mw.MetaOptions{Logger: cfg.Logger}),
+		mw.RoutingHeaders(),
+		mw.Retry(retry),
+		r.reauth(),
+		mw.SingleAnswers(cfg.Logger),
+	}
+}
+
+// retryOptions returns the retry stage's options.
+func (r *relay) retryOptions() mw.RetryOptions {
+	retry := r.cfg.Retry
+	if retry.Logger == nil {
+		retry.Logger = r.cfg.Logger
+	}
+	return retry
+}
+
+// responseCache returns the response cache stage, or nil when
+// RelayConfig.NoCache turns it off. Each chain gets its own: only one of
+// them carries the connection's traffic once the era is known.
+func (r *relay) responseCache() mw.Middleware {
+	if r.cfg.NoCache {
+		return nil
+	}
+	return mw.ResponseCache(mw.CacheOptions{Logger: r.cfg.Logger})
+}
+
+// reauth returns a re-authorisation stage, or nil without OAuth.
+func (r *relay) reauth() mw.Middleware {
+	if r.cfg.Auth == nil {
+		return nil
+	}
+	return mw.Reauth(mw.ReauthOptions{Authorizer: r.cfg.Auth, Logger: r.cfg.Logger})
 }
 
 // run carries the client's messages from stdio until its input ends or
@@ -321,7 +406,8 @@ func (r *relay) stop(ctx context.Context) error {
 
 // wiring is the transport side of a relay.
 type wiring struct {
-	wire    mw.Handler         // sends messages
+	wire    mw.Handler         // sends messages (session era)
+	modern  mw.Handler         // sends messages (2026-07-28)
 	streams mw.StreamTransport // GET stream and DELETE; nil on HTTP+SSE
 	runner  func(context.Context) error
 	// built is the HTTP client made here (nil when the config supplied
@@ -330,8 +416,9 @@ type wiring struct {
 }
 
 // buildTransport builds the transport cfg names, delivering what the server
-// sends to sink. oneShot: see newRelay.
-func buildTransport(cfg RelayConfig, sink transport.Sink, oneShot bool) (wiring, error) {
+// sends to sink, and the Streamable HTTP client a 2026-07-28 server is
+// spoken to with, delivering to modernSink. oneShot: see newRelay.
+func buildTransport(cfg RelayConfig, sink, modernSink transport.Sink, oneShot bool) (wiring, error) {
 	client, built := cfg.HTTPClient, (*http.Client)(nil)
 	if client == nil {
 		client = transport.NewHTTPClient(cfg.HTTP)
@@ -370,14 +457,16 @@ func buildTransport(cfg RelayConfig, sink transport.Sink, oneShot bool) (wiring,
 	if oneShot {
 		sse.StartAttempts = 1
 	}
+	modern := *streamable // its own sink; nothing else differs
+	modern.ToClient = modernSink
 	switch cfg.Transport {
 	case TransportAuto:
 		auto := &transport.Auto{Streamable: streamable, SSE: sse, Logger: cfg.Logger}
-		return wiring{wire: auto, streams: auto, runner: auto.Run, built: built}, nil
+		return wiring{wire: auto, modern: &modern, streams: auto, runner: auto.Run, built: built}, nil
 	case TransportStreamable:
-		return wiring{wire: streamable, streams: streamable, built: built}, nil
+		return wiring{wire: streamable, modern: &modern, streams: streamable, built: built}, nil
 	case TransportSSE:
-		return wiring{wire: sse, runner: sse.Run, built: built}, nil
+		return wiring{wire: sse, modern: &modern, runner: sse.Run, built: built}, nil
 	}
 	return wiring{}, fmt.Errorf("relay: unknown transport %q (want %s, %s or %s)", cfg.Transport, TransportAuto, TransportStreamable, TransportSSE)
 }

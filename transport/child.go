@@ -142,7 +142,7 @@ type Child struct {
 	err      error         // the exit status; read after exited is closed
 
 	stopOnce  sync.Once
-	stopping  atomic.Bool   // the gateway started ending the child
+	signalled atomic.Bool   // the gateway sent the child SIGTERM or SIGKILL
 	hurry     chan struct{} // closed to skip the polite steps of a stop
 	hurryOnce sync.Once
 
@@ -365,7 +365,6 @@ func (c *Child) Close(ctx context.Context) error {
 
 // stop starts ending the child, once, on a goroutine of its own.
 func (c *Child) stop() {
-	c.stopping.Store(true)
 	c.stopOnce.Do(func() { go c.shutdown() })
 }
 
@@ -396,6 +395,7 @@ func (c *Child) shutdown() {
 // terminate sends SIGTERM to the server's process group, or asks its
 // supervisor to.
 func (c *Child) terminate() {
+	c.signalled.Store(true)
 	if c.ctl != nil {
 		c.tell(ctlTerminate)
 		return
@@ -407,6 +407,7 @@ func (c *Child) terminate() {
 // to; a supervisor that does not end in time is killed with its own group
 // (the server dies with it, what the server started may not).
 func (c *Child) kill() {
+	c.signalled.Store(true)
 	if c.ctl == nil {
 		c.signal(killGroup)
 		return
@@ -485,8 +486,11 @@ func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct
 	stdout.Close()
 	stderr.Close()
 	switch {
-	case c.err != nil && !c.stopping.Load():
-		// It failed on its own: its last words usually say why.
+	case c.err != nil && !c.signalled.Load():
+		// It failed on its own — it exited with an error status, or a
+		// signal the gateway did not send ended it — whether or not the
+		// gateway had begun to end it by closing its stdin (its exit and
+		// that close can race): its last words usually say why.
 		c.log.Warn("server process exited with an error", "pid", c.PID(), "status", c.err.Error(), "last_stderr", c.lastStderr)
 	case c.err != nil:
 		c.log.Info("server process exited", "pid", c.PID(), "status", c.err.Error())

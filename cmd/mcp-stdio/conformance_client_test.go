@@ -33,6 +33,9 @@ import (
 const (
 	confClientArg  = "mcp-stdio-conformance-client"
 	confBrowserArg = "mcp-stdio-conformance-browser"
+	// confLegacyHostArg, before RELAY, makes the client a session-era
+	// host: it asks for 2025-11-25 whatever the scenario's version.
+	confLegacyHostArg = "--legacy-host"
 )
 
 // Client program settings.
@@ -93,6 +96,10 @@ func confRelayArgs(scenario string, sc confScenarioContext, url string) []string
 // MCP_CONFORMANCE_CONTEXT, MCP_CONFORMANCE_PROTOCOL_VERSION). It returns
 // the exit code.
 func confClientMain(args []string, getenv func(string) string, stderr io.Writer) int {
+	legacyHost := len(args) > 0 && args[0] == confLegacyHostArg
+	if legacyHost {
+		args = args[1:]
+	}
 	if len(args) != 2 {
 		fmt.Fprintf(stderr, "usage: %s RELAY URL\n", confClientArg)
 		return 2
@@ -100,6 +107,10 @@ func confClientMain(args []string, getenv func(string) string, stderr io.Writer)
 	relay, url := args[0], args[1]
 	scenario := getenv("MCP_CONFORMANCE_SCENARIO")
 	version := getenv("MCP_CONFORMANCE_PROTOCOL_VERSION")
+	spec := version
+	if legacyHost {
+		version = "2025-11-25"
+	}
 	var sc confScenarioContext
 	if raw := getenv("MCP_CONFORMANCE_CONTEXT"); raw != "" {
 		if err := json.Unmarshal([]byte(raw), &sc); err != nil {
@@ -138,6 +149,7 @@ func confClientMain(args []string, getenv func(string) string, stderr io.Writer)
 		args:    confRelayArgs(scenario, sc, url),
 		env:     append(os.Environ(), "XDG_CONFIG_HOME="+home, "BROWSER="+self+" "+confBrowserArg),
 		version: version,
+		spec:    spec,
 		stderr:  stderr,
 		play:    play,
 		wire:    &confWire{},
@@ -160,6 +172,7 @@ type confClient struct {
 	args    []string
 	env     []string
 	version string // protocol version the go-sdk client asks for
+	spec    string // the scenario's spec version (its server's)
 	stderr  io.Writer
 	opts    *mcp.ClientOptions // the go-sdk client's options; nil for none
 	play    confPlay

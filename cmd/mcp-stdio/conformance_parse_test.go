@@ -42,20 +42,26 @@ func TestConformanceParsers(t *testing.T) {
 		out := "Client scenarios (test against a client):\n  - initialize [2025-06-18,2025-11-25]\n  - tools_call [2025-06-18,2025-11-25,2026-07-28]\n" +
 			"  - elicitation-sep1034-client-defaults [2025-11-25]\n  - sse-retry [2025-11-25]\n  - request-metadata [2026-07-28]\n" +
 			"  - auth/metadata-default [2025-11-25,2026-07-28]\n  - auth/iss-supported [2026-07-28]\n  - auth/dpop [extension]\n" +
-			"  - json-schema-2020-12-preservation [2025-11-25,2026-07-28]\n"
+			"  - json-schema-2020-12-preservation [2025-11-25,2026-07-28]\n" +
+			"  - http-standard-headers [2026-07-28]\n  - json-schema-ref-no-deref [2026-07-28]\n"
 		listed := confParseList([]byte(out))["client"]
 		runs, err := confRelayRuns(listed)
 		is.NoErr(err)
-		is.Equal(len(runs), len(confRelayScenarios))
-		var required []string
+		is.Equal(len(runs), len(confRelayScenarios)+2*len(confModernRelayScenarios))
+		var required, modern []string
 		for _, r := range runs {
-			is.Equal(r.spec, "2025-11-25")
 			is.Equal(r.note != "", !r.required) // one not required says why
+			if r.spec == "2026-07-28" {
+				modern = append(modern, r.label())
+				continue
+			}
+			is.Equal(r.spec, "2025-11-25")
 			if r.required {
 				required = append(required, r.name)
 			}
 		}
 		is.Equal(required, []string{"initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry", "json-schema-2020-12-preservation"})
+		is.Equal(modern[:2], []string{"tools_call", "tools_call (session-era host)"}) // as either host
 		_, err = confRelayRuns(listed[1:])
 		is.True(err != nil) // a relay scenario the suite does not list is an error
 		_, err = confRelayRuns(confParseList([]byte(strings.Replace(out, "sse-retry [2025-11-25]", "sse-retry [2026-07-28]", 1)))["client"])

@@ -31,6 +31,54 @@ var confPlays = map[string]confPlay{
 	"elicitation-sep1034-client-defaults": confPlayElicitationDefaults,
 	"sse-retry":                           confPlaySSERetry,
 	"json-schema-2020-12-preservation":    confPlaySchemaPreservation,
+	// 2026-07-28 (issue 11).
+	"request-metadata":         confPlayListTools,
+	"json-schema-ref-no-deref": confPlayListTools,
+	"http-standard-headers":    confPlayStandardHeaders,
+}
+
+// confPlayListTools lists the tools: the scenario's server judges the
+// request (its _meta and headers) or the client's handling of the list.
+func confPlayListTools(ctx context.Context, _ *confClient, cs *mcp.ClientSession) error {
+	_, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("tools/list: %w", err)
+	}
+	return nil
+}
+
+// confPlayStandardHeaders sends every request whose routing headers the
+// scenario's server checks: each list, and a call, a read and a get of
+// every tool, resource and prompt it offers.
+func confPlayStandardHeaders(ctx context.Context, _ *confClient, cs *mcp.ClientSession) error {
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("tools/list: %w", err)
+	}
+	for _, tool := range tools.Tools {
+		if _, err := confCall(ctx, cs, tool.Name, map[string]any{}); err != nil {
+			return err
+		}
+	}
+	resources, err := cs.ListResources(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("resources/list: %w", err)
+	}
+	for _, r := range resources.Resources {
+		if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: r.URI}); err != nil {
+			return fmt.Errorf("resources/read %s: %w", r.URI, err)
+		}
+	}
+	prompts, err := cs.ListPrompts(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("prompts/list: %w", err)
+	}
+	for _, p := range prompts.Prompts {
+		if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.Name}); err != nil {
+			return fmt.Errorf("prompts/get %s: %w", p.Name, err)
+		}
+	}
+	return nil
 }
 
 // The tools the scenarios' servers offer.
@@ -129,7 +177,7 @@ func confPlaySchemaPreservation(ctx context.Context, c *confClient, cs *mcp.Clie
 	if _, err := confCall(ctx, cs, confEchoTool, map[string]any{"schema": json.RawMessage(relayed)}); err != nil {
 		return err
 	}
-	direct, err := confDirectResult(ctx, c.url, c.version, "tools/list")
+	direct, err := confDirectResult(ctx, c.url, c.spec, "tools/list")
 	if err != nil {
 		return fmt.Errorf("without the relay: %w", err)
 	}
@@ -220,7 +268,12 @@ func confJSONString(s string) string {
 // Streamable HTTP server at url, and returns the raw result of its answer
 // (a JSON body, or the first response on an event stream).
 func confDirectResult(ctx context.Context, url, version, method string) ([]byte, error) {
-	body := `{"jsonrpc":"2.0","id":1,"method":` + confJSONString(method) + `,"params":{}}`
+	params := `{}`
+	if version >= "2026-07-28" {
+		// A 2026-07-28 server takes a request with its _meta only.
+		params = `{"_meta":{"io.modelcontextprotocol/protocolVersion":` + confJSONString(version) + `,"io.modelcontextprotocol/clientCapabilities":{}}}`
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":` + confJSONString(method) + `,"params":` + params + `}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -228,6 +281,7 @@ func confDirectResult(ctx context.Context, url, version, method string) ([]byte,
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", version)
+	req.Header.Set("Mcp-Method", method)
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -404,6 +404,19 @@ type confClientRun struct {
 	// repeat is how many times in a row the scenario must pass (0 means
 	// once): for a scenario that once failed intermittently.
 	repeat int
+	// legacyHost makes the client a session-era host (it asks for
+	// 2025-11-25, sends initialize) whatever the scenario's spec version:
+	// the relay bridges it to the scenario's 2026-07-28 server.
+	legacyHost bool
+}
+
+// label is how the run is named in the report: the scenario, and the
+// host's era when the client was made a session-era host.
+func (r confClientRun) label() string {
+	if r.legacyHost {
+		return r.name + " (session-era host)"
+	}
+	return r.name
 }
 
 // confRuns picks a client mode's runs from the client scenarios the suite
@@ -478,8 +491,36 @@ var confRelayScenarios = []struct {
 	{name: "json-schema-2020-12-preservation"},
 }
 
+// confModernRelaySpec is the revision of the relay scenarios of the
+// 2026-07-28 era (issue 11).
+const confModernRelaySpec = "2026-07-28"
+
+// confModernRelayScenarios are the client scenarios of 2026-07-28 that
+// apply to the relay's own part of it (era probe, _meta, routing headers;
+// the go-sdk client plays them, confPlays): each runs twice, with the
+// client as a 2026-07-28 host (it sends server/discover; the relay passes
+// its lines through) and as a session-era host (it sends initialize; the
+// relay answers it and stamps every request). Those with a note are run
+// and recorded but not required. The 2026-07-28 scenarios not listed —
+// sep-2322-client-request-state (the MRTR bridge), http-custom-headers and
+// http-invalid-tool-headers (Mcp-Param-* mirroring) — belong to stages of
+// their own.
+var confModernRelayScenarios = []struct {
+	name, note string
+	// modernHostNote, when set, makes the run as a 2026-07-28 host not
+	// required, and says why.
+	modernHostNote string
+}{
+	{name: "tools_call"},
+	{name: "request-metadata", modernHostNote: "warns that a request lacks io.modelcontextprotocol/clientInfo: the go-sdk client, as a 2026-07-28 host, sends it with server/discover only, and the relay passes a 2026-07-28 host's lines as they are"},
+	{name: "http-standard-headers"},
+	{name: "json-schema-ref-no-deref"},
+	{name: "json-schema-2020-12-preservation"},
+}
+
 // confRelayRuns returns the relay scenarios to run, each at confRelaySpec,
-// which the suite must list for it.
+// which the suite must list for it, and the 2026-07-28 ones at
+// confModernRelaySpec, as either host.
 func confRelayRuns(listed []confListed) ([]confClientRun, error) {
 	var runs []confClientRun
 	for _, sc := range confRelayScenarios {
@@ -488,6 +529,19 @@ func confRelayRuns(listed []confListed) ([]confClientRun, error) {
 			return nil, fmt.Errorf("conformance list --client does not list %s at %s", sc.name, confRelaySpec)
 		}
 		runs = append(runs, confClientRun{name: sc.name, spec: confRelaySpec, required: sc.note == "", note: sc.note, repeat: sc.repeat})
+	}
+	for _, sc := range confModernRelayScenarios {
+		i := slices.IndexFunc(listed, func(l confListed) bool { return l.name == sc.name })
+		if i < 0 || !slices.Contains(listed[i].versions, confModernRelaySpec) {
+			return nil, fmt.Errorf("conformance list --client does not list %s at %s", sc.name, confModernRelaySpec)
+		}
+		for _, legacy := range []bool{false, true} {
+			note := sc.note
+			if !legacy && sc.modernHostNote != "" {
+				note = sc.modernHostNote
+			}
+			runs = append(runs, confClientRun{name: sc.name, spec: confModernRelaySpec, required: note == "", note: note, legacyHost: legacy})
+		}
 	}
 	return runs, nil
 }
@@ -552,7 +606,11 @@ func confClientScenarios(t *testing.T, ctx context.Context, suite *confSuite, co
 			if r.forced {
 				sub += "-forced"
 			}
-			t.Run(sub+"/"+r.name, func(t *testing.T) {
+			name := r.name
+			if r.legacyHost {
+				name += "/legacy-host"
+			}
+			t.Run(sub+"/"+name, func(t *testing.T) {
 				t.Parallel()
 				s := confRunRepeated(t, ctx, suite, command, r, sem)
 				mu.Lock()
@@ -564,7 +622,7 @@ func confClientScenarios(t *testing.T, ctx context.Context, suite *confSuite, co
 	slices.SortStableFunc(m.Scenarios, func(a, b conformancereport.Scenario) int {
 		key := func(s conformancereport.Scenario) int {
 			return slices.IndexFunc(runs, func(r confClientRun) bool {
-				return r.name == s.Name && r.spec == s.Spec && r.forced == s.Forced
+				return r.label() == s.Name && r.spec == s.Spec && r.forced == s.Forced
 			})
 		}
 		return key(a) - key(b)
@@ -604,7 +662,10 @@ var confClientExit = regexp.MustCompile(`Client exited with code (-?\d+)`)
 // confRunClientScenario runs one client scenario and scores it. A required
 // scenario that does not pass fails t; an informational one is logged.
 func confRunClientScenario(t *testing.T, ctx context.Context, suite *confSuite, command string, r confClientRun) conformancereport.Scenario {
-	s := conformancereport.Scenario{Name: r.name, Spec: r.spec, Scored: r.required, Forced: r.forced, Notes: r.note}
+	s := conformancereport.Scenario{Name: r.label(), Spec: r.spec, Scored: r.required, Forced: r.forced, Notes: r.note}
+	if r.legacyHost {
+		command = strings.Replace(command, confClientArg, confClientArg+" "+confLegacyHostArg, 1)
+	}
 	results := t.TempDir()
 	out := &confLog{}
 	sctx, cancel := context.WithTimeout(ctx, confScenarioTimeout)

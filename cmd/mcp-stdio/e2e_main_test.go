@@ -112,6 +112,7 @@ type serverKind string
 const (
 	streamableServer serverKind = "streamable-http" // stateful Streamable HTTP
 	sseServer        serverKind = "sse"             // HTTP+SSE, 2024-11-05
+	modernServer     serverKind = "stateless"       // MCP 2026-07-28 (go-sdk's stateless mode)
 )
 
 // maxTestBody is the request body limit of the test servers, raised from
@@ -121,8 +122,14 @@ const maxTestBody = 256 << 20
 // handler returns the go-sdk HTTP handler of this kind serving s.
 func (k serverKind) handler(s *mcp.Server) http.Handler {
 	get := func(*http.Request) *mcp.Server { return s }
-	if k == sseServer {
+	switch k {
+	case sseServer:
 		return mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: maxTestBody})
+	case modernServer:
+		return mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+			Stateless: true, MaxRequestBodyBytes: maxTestBody,
+			PropagateRequestCancellation: true, // a closed stream cancels the tool
+		})
 	}
 	return mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{MaxRequestBodyBytes: maxTestBody})
 }
@@ -141,6 +148,15 @@ type testServer struct {
 	// remotes holds the client addresses (TCP connections) each session id
 	// was seen on.
 	remotes map[string]map[string]bool
+	// seen lists every request as "METHOD Mcp-Method session=<id>".
+	seen []string
+}
+
+// requests returns what sawRequest noted of every request.
+func (ts *testServer) requests() []string {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return append([]string(nil), ts.seen...)
 }
 
 // connections returns how many TCP connections requests naming this
@@ -153,11 +169,12 @@ func (ts *testServer) connections(sessionID string) int {
 
 func (ts *testServer) sawRequest(r *http.Request) {
 	sid := r.Header.Get("Mcp-Session-Id")
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.seen = append(ts.seen, r.Method+" "+r.Header.Get("Mcp-Method")+" session="+sid)
 	if sid == "" {
 		return
 	}
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
 	if ts.remotes[sid] == nil {
 		ts.remotes[sid] = make(map[string]bool)
 	}
@@ -239,6 +256,14 @@ type relayClient struct {
 // client closes the relay's stdin and the relay must exit 0 by itself.
 func startRelay(t testing.TB, ctx context.Context, url string, args ...string) *relayClient {
 	t.Helper()
+	return startRelayAt(t, ctx, clientVersion, url, args...)
+}
+
+// startRelayAt is startRelay with the client asking for protocol version
+// (go-sdk's ClientSessionOptions.ProtocolVersion; "" is the SDK's latest,
+// 2026-07-28, with which it sends server/discover first).
+func startRelayAt(t testing.TB, ctx context.Context, version, url string, args ...string) *relayClient {
+	t.Helper()
 	bin := relayBinary(t)
 	rc := &relayClient{stderr: &transporttest.SyncBuffer{}, progress: make(chan float64, 16), toolsChanged: make(chan struct{}, 16)}
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-client", Version: "1"}, &mcp.ClientOptions{
@@ -264,7 +289,7 @@ func startRelay(t testing.TB, ctx context.Context, url string, args ...string) *
 	// fails the test through the exit status (66).
 	rc.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=50")
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: rc.cmd, TerminateDuration: relayExitBound},
-		&mcp.ClientSessionOptions{ProtocolVersion: clientVersion})
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		if rc.cmd.Process != nil {
 			_ = rc.cmd.Process.Kill()

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -21,7 +23,8 @@ import (
 // example server as a real child process (this test binary): two clients at
 // once, each with its own session and child, each asked its own question
 // by its own child; a cancelled slow call; a 16 MiB argument and a 16 MiB
-// result; and the sessions' DELETE ending their children.
+// result; and the sessions' DELETE ending their children. Linux only, as
+// serveInProcess and transporttest.ProcessGone (a pidfd) are.
 func TestServeExampleServerEndToEnd(t *testing.T) {
 	is := is.New(t)
 	ctx, cancel := context.WithCancel(context.Background())

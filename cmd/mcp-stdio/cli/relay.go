@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcp-stdio/mcp-stdio/auth"
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/mw"
 	"github.com/mcp-stdio/mcp-stdio/pipeline"
 	"github.com/mcp-stdio/mcp-stdio/transport"
 )
@@ -51,8 +52,8 @@ Also accepted, for users of other gateways (see the README):
 
 // relayHelp is how the relay's help lists its flags.
 var relayHelp = helpLayout{
-	order: []string{"bearer-token", "header", "transport", "check", "timeout-connect", "timeout-read",
-		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "max-message-size", "allow-http", "log-level",
+	order: []string{"bearer-token", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
+		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "max-message-size", "allow-http", "log-level",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
 		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "version"},
 	short:  map[string]string{"header": "H", "version": "V"},
@@ -71,11 +72,13 @@ type relayFlags struct {
 	bearer         string
 	headers        headerList
 	transport      string
+	era            string
 	connectTimeout duration
 	readTimeout    duration
 	sseReadTimeout duration
 	noKeepalive    bool
 	noCancelFilter bool
+	noCache        bool
 	check          bool
 	test           bool
 	version        bool
@@ -116,11 +119,14 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.Var(&f.headers, "header", "add the header `'Name: Value'` to every request (repeatable)")
 	fs.Var(&f.headers, "H", "shorthand for --header")
 	fs.StringVar(&f.transport, "transport", f.transport, "speak `TRANSPORT`: auto (Streamable HTTP, falling back to HTTP+SSE), streamable-http or sse")
+	f.era = string(mw.EraAuto)
+	fs.StringVar(&f.era, "era", f.era, "speak the protocol era `ERA`: auto (ask with server/discover whether the server speaks MCP 2026-07-28; else the session era), modern (2026-07-28) or legacy (the session era, falling back to HTTP+SSE)")
 	fs.Var(&f.connectTimeout, "timeout-connect", "wait at most `DURATION` to connect, and at start for the HTTP+SSE endpoint event")
 	fs.Var(&f.readTimeout, "timeout-read", "wait at most `DURATION` for response headers, and for the next byte inside a response")
 	fs.Var(&f.sseReadTimeout, "sse-read-timeout", "reconnect a standing SSE stream that stays silent for `DURATION` (0 = never)")
 	fs.BoolVar(&f.noKeepalive, "no-tcp-keepalive", false, "turn off TCP keepalive probes (on: 60s idle, 15s x 4)")
 	fs.BoolVar(&f.noCancelFilter, "no-cancel-filter", false, "pass responses to cancelled requests through, and don't abort their HTTP requests")
+	fs.BoolVar(&f.noCache, "no-cache", false, "send every list and read to the server, even while the ttlMs of its last answer lasts")
 	fs.BoolVar(&f.check, "check", false, "check connectivity: send initialize, print what the server says (or why it cannot be used) on stderr, exit 0 or 1")
 	fs.BoolVar(&f.test, "test", false, "deprecated alias for --check")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
@@ -223,7 +229,7 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 		}
 		return nil
 	}
-	logger.Info("relaying stdio", "url", redactURL(cfg.URL), "transport", cfg.Transport, "oauth", f.oauth)
+	logger.Info("relaying stdio", "url", redactURL(cfg.URL), "transport", cfg.Transport, "era", string(cfg.Era), "oauth", f.oauth)
 	if opt.OwnProcess {
 		var restore func()
 		stdin, restore = tuneStdioProcess(stdin, getenv, logger)
@@ -313,6 +319,13 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	default:
 		return cfg, fmt.Errorf("invalid --transport %q: want auto, streamable-http or sse", f.transport)
 	}
+	era, err := mw.ParseEraChoice(f.era)
+	if err != nil {
+		return cfg, fmt.Errorf("invalid --era %q: want auto, modern or legacy", f.era)
+	}
+	if era == mw.EraModern && f.transport == pipeline.TransportSSE {
+		return cfg, errors.New("--era modern needs Streamable HTTP: it cannot go with --transport sse")
+	}
 	if f.callbackPort < 0 || f.callbackPort > 65535 {
 		return cfg, fmt.Errorf("invalid --oauth-callback-port %d: want a port, 1 to 65535", f.callbackPort)
 	}
@@ -347,6 +360,7 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	cfg = pipeline.RelayConfig{
 		URL:       u.String(),
 		Transport: f.transport,
+		Era:       era,
 		Header:    h,
 		HTTP: transport.HTTPOptions{
 			ConnectTimeout: f.connectTimeout.std(),
@@ -357,6 +371,7 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 		SSEReadTimeout: f.sseReadTimeout.orOff(),
 		MaxMessageSize: int(f.maxMessage),
 		NoCancelFilter: f.noCancelFilter,
+		NoCache:        f.noCache,
 		Advice:         f.advice,
 		Logger:         logger,
 	}

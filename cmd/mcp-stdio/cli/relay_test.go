@@ -44,7 +44,7 @@ func TestRelayHelp(t *testing.T) {
 	is.True(strings.Contains(out, "usage: mcp-stdio [flags] URL"))
 	for _, f := range []string{"--bearer-token TOKEN", "-H, --header 'Name: Value'", "--transport TRANSPORT",
 		"--timeout-connect DURATION", "--timeout-read DURATION", "--sse-read-timeout DURATION",
-		"--no-tcp-keepalive\n", "--no-cancel-filter\n", "--check\n", "--max-message-size BYTES",
+		"--no-tcp-keepalive\n", "--no-cancel-filter\n", "--no-cache\n", "--check\n", "--max-message-size BYTES",
 		"--log-level LEVEL", "--oauth-timeout DURATION", "-V, --version\n", "-h, --help\n"} {
 		is.True(strings.Contains(out, "\n  "+f)) // every reference flag is documented
 	}

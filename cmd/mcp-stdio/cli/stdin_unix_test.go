@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,11 +15,20 @@ import (
 )
 
 // rawPipe returns a pipe whose read end is in blocking mode, as a process
-// finds its stdin.
+// finds its stdin (os.Pipe would make it non-blocking). pipe2 is not on
+// every Unix (macOS lacks it), so the descriptors are marked close-on-exec
+// under the fork lock, as os.Pipe does there.
 func rawPipe(t *testing.T) (r, w *os.File) {
 	t.Helper()
 	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+	syscall.ForkLock.RLock()
+	err := unix.Pipe(p[:])
+	if err == nil {
+		unix.CloseOnExec(p[0])
+		unix.CloseOnExec(p[1])
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
 		t.Fatal(err)
 	}
 	r, w = os.NewFile(uintptr(p[0]), "stdin"), os.NewFile(uintptr(p[1]), "writer")

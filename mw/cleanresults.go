@@ -1,0 +1,93 @@
+package mw
+
+import (
+	"context"
+	"sync"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// modernOnlyResultFields are the members of a 2026-07-28 result that a
+// session-era client has no word for: resultType (when "complete": a
+// session-era result is complete by being a result) and the caching hints
+// ttlMs and cacheScope. Strict session-era clients reject unknown members
+// on some results (an empty result, say).
+var modernOnlyResultFields = []string{"resultType", "ttlMs", "cacheScope"}
+
+// CleanResults returns the stage that gives a session-era client the
+// results of a 2026-07-28 server in the shape it knows: resultType
+// "complete", ttlMs and cacheScope are removed from the result of every
+// request the client sent; every other byte passes as the server wrote it
+// (result._meta included). A result whose resultType is anything else
+// ("input_required", which the MRTR bridge deals with inside, or an
+// extension's value) keeps it.
+//
+// It sits outermost in the relay's chain for a 2026-07-28 server (see the
+// package documentation), so it sees results as they finally leave for
+// the client, after every stage that reads those fields (the response
+// cache, the MRTR bridge). It acts while the connection ([ConnOf]) speaks
+// 2026-07-28, on the answers to requests of a session-era client
+// ([ClassifyEra]); a 2026-07-28 client gets its results untouched.
+func CleanResults() Middleware {
+	return func(next Duplex) Duplex {
+		s := &cleanResults{next: next, legacy: make(map[frame.ID]int)}
+		return Duplex{ToServer: HandlerFunc(s.toServer), ToClient: HandlerFunc(s.toClient)}
+	}
+}
+
+type cleanResults struct {
+	next Duplex
+
+	mu sync.Mutex
+	// legacy counts the requests of a session-era client in flight, by
+	// raw id.
+	legacy map[frame.ID]int
+}
+
+func (s *cleanResults) toServer(ctx context.Context, m frame.Message) error {
+	c := ConnOf(ctx)
+	if m.Kind() != frame.Request || c == nil || c.Era() != EraStateless || ClassifyEra(m) != EraSession {
+		return s.next.ToServer.Handle(ctx, m)
+	}
+	id := m.ID()
+	s.mu.Lock()
+	s.legacy[id]++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.legacy[id]--; s.legacy[id] <= 0 {
+			delete(s.legacy, id)
+		}
+		s.mu.Unlock()
+	}()
+	return s.next.ToServer.Handle(ctx, m)
+}
+
+func (s *cleanResults) toClient(ctx context.Context, m frame.Message) error {
+	if m.Kind() != frame.Result {
+		return s.next.ToClient.Handle(ctx, m)
+	}
+	s.mu.Lock()
+	_, legacy := s.legacy[m.ID()]
+	s.mu.Unlock()
+	if legacy {
+		m = legacyResult(m)
+	}
+	return s.next.ToClient.Handle(ctx, m)
+}
+
+// legacyResult returns m without the members a session-era client does not
+// know (see modernOnlyResultFields); m itself when it has none.
+func legacyResult(m frame.Message) frame.Message {
+	out := m
+	for _, f := range modernOnlyResultFields {
+		v := out.Get("result." + f)
+		if !v.Exists() || (f == "resultType" && v.String() != "complete") {
+			continue
+		}
+		if d, err := out.Delete("result." + f); err == nil {
+			out = d
+		}
+	}
+	return out
+}

@@ -1,0 +1,136 @@
+package mw
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// LegacyVersions are the protocol versions of the session era, oldest
+// first: a session-era client asks for one of them in its initialize.
+var LegacyVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+
+// latestLegacyVersion is what a session-era client that asks for a
+// version we do not know is offered.
+const latestLegacyVersion = "2025-11-25"
+
+// isLegacyVersion reports whether v is one of LegacyVersions.
+func isLegacyVersion(v string) bool {
+	for _, l := range LegacyVersions {
+		if v == l {
+			return true
+		}
+	}
+	return false
+}
+
+// LocalAnswersOptions configures [LocalAnswers].
+type LocalAnswersOptions struct {
+	// ServerName names the server in an initialize answered for a server
+	// whose discovery named none; "" means "mcp-server".
+	ServerName string
+	// Logger receives a debug line for each message answered or dropped;
+	// nil discards.
+	Logger *slog.Logger
+}
+
+// LocalAnswers returns the stage that answers, for a 2026-07-28 server,
+// what a session-era client sends that such a server no longer takes:
+// the handshake, ping, logging/setLevel and roots/list_changed. The
+// relay's chain for a 2026-07-28 server lists it first (see the package
+// documentation), outside [InjectMeta], which stamps every other request
+// with what the handshake told.
+//
+// It acts only while the connection ([ConnOf]) speaks 2026-07-28, and only
+// on messages of a session-era client ([ClassifyEra]); a 2026-07-28
+// client's messages pass. Server-bound:
+//
+//   - initialize is answered from the server's DiscoverResult
+//     ([Conn.Discovery]): protocolVersion echoes the client's when it is
+//     one of [LegacyVersions], else it is 2025-11-25; capabilities and
+//     instructions are the DiscoverResult's, serverInfo its _meta's
+//     io.modelcontextprotocol/serverInfo. Without a DiscoverResult (the
+//     server named its era by an error) the capabilities are tools,
+//     prompts and resources, and serverInfo names ServerName. The request
+//     and the answer are recorded as the connection's handshake
+//     ([Conn.Initialized]).
+//   - notifications/initialized is swallowed.
+//   - ping is answered {}.
+//   - logging/setLevel is answered {}, and its level recorded
+//     ([Conn.SetLogLevel]) for InjectMeta to put on every request.
+//   - notifications/roots/list_changed is dropped: a 2026-07-28 server
+//     asks for roots with each request that needs them.
+//
+// Everything else passes, and client-bound traffic passes untouched.
+func LocalAnswers(o LocalAnswersOptions) Middleware {
+	if o.ServerName == "" {
+		o.ServerName = "mcp-server"
+	}
+	log := loggerOrDiscard(o.Logger)
+	return func(next Duplex) Duplex {
+		return Duplex{
+			ToServer: HandlerFunc(func(ctx context.Context, m frame.Message) error {
+				c := ConnOf(ctx)
+				if c == nil || c.Era() != EraStateless || ClassifyEra(m) != EraSession {
+					return next.ToServer.Handle(ctx, m)
+				}
+				switch k := m.Kind(); {
+				case k == frame.Request && m.Method() == "initialize":
+					answer := frame.ResultResponse(m.ID(), initializeFromDiscovery(m, c, o.ServerName))
+					c.Initialized(m, answer)
+					log.Debug("initialize answered from server/discover", "version", answer.Get("result.protocolVersion").String())
+					return next.ToClient.Handle(ctx, answer)
+				case k == frame.Request && m.Method() == "ping":
+					return next.ToClient.Handle(ctx, frame.ResultResponse(m.ID(), []byte("{}")))
+				case k == frame.Request && m.Method() == "logging/setLevel":
+					if level := m.Get("params.level"); level.Type == gjson.String {
+						c.SetLogLevel(level.Str)
+					}
+					return next.ToClient.Handle(ctx, frame.ResultResponse(m.ID(), []byte("{}")))
+				case k == frame.Notification && (m.Method() == "notifications/initialized" || m.Method() == "notifications/roots/list_changed"):
+					log.Debug("not forwarded to a 2026-07-28 server", "method", m.Method())
+					return nil
+				}
+				return next.ToServer.Handle(ctx, m)
+			}),
+			ToClient: next.ToClient,
+		}
+	}
+}
+
+// initializeFromDiscovery returns the result of the session-era
+// initialize request init, answered for the 2026-07-28 server c found.
+func initializeFromDiscovery(init frame.Message, c *Conn, serverName string) []byte {
+	version := init.Get("params.protocolVersion").String()
+	if !isLegacyVersion(version) {
+		version = latestLegacyVersion
+	}
+	disc, _ := c.Discovery()
+	caps := []byte(`{"tools":{},"prompts":{},"resources":{}}`)
+	serverInfo := metaObject([]metaEntry{{"name", jsonString(serverName)}, {"version", jsonString("unknown")}})
+	var instructions gjson.Result
+	if disc.Len() > 0 {
+		if v := disc.Get("result.capabilities"); v.IsObject() {
+			caps = []byte(v.Raw)
+		}
+		if v := disc.Get("result._meta." + gjson.Escape(MetaServerInfo)); v.IsObject() {
+			serverInfo = []byte(v.Raw)
+		}
+		instructions = disc.Get("result.instructions")
+	}
+	out := metaObject([]metaEntry{
+		{"protocolVersion", jsonString(version)},
+		{"capabilities", caps},
+		{"serverInfo", serverInfo},
+	})
+	if instructions.Type == gjson.String {
+		if b, err := sjson.SetRawBytes(out, "instructions", []byte(instructions.Raw)); err == nil {
+			out = b
+		}
+	}
+	return out
+}
