@@ -29,7 +29,7 @@ func TestParseRequests(t *testing.T) {
 		"{\"jsonrpc\":\"2.0\",\n" +
 		"\"id\":1,\"method\":\"ping\"}\n" +
 		"\n" +
-		"GET /mcp events=2\n" +
+		"GET /mcp events=2 ready=1\n" +
 		"Mcp-Session-Id: $SESSION\n" +
 		"\n" +
 		"# no body: a comment after the blank line\n" +
@@ -56,6 +56,7 @@ func TestParseRequests(t *testing.T) {
 	g := reqs[1]
 	is.Equal(g.method, "GET")
 	is.Equal(g.events, 2)
+	is.Equal(g.ready, 1)
 	is.Equal(g.header.Get("Mcp-Session-Id"), "$SESSION")
 	is.True(!g.hasBody)
 
@@ -78,6 +79,8 @@ func TestParseRequestsErrors(t *testing.T) {
 		{"unknown option", "GET /mcp stream=1\n", "unknown request option"},
 		{"bad count", "GET /mcp events=-1\n", "events wants a count"},
 		{"events on POST", "POST /mcp events=1\n", "events=N is for GET streams"},
+		{"ready on POST", "POST /message?session=$SESSION ready=1\n", "ready=N is for GET streams"},
+		{"bad ready", "GET /sse ready=x\n", "ready wants a count"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
@@ -166,8 +169,8 @@ func FuzzParseRequests(f *testing.F) {
 			if !isHTTPMethod(r.method) || !strings.HasPrefix(r.target, "/") || r.line < 1 {
 				t.Fatalf("accepted a malformed request: %+v", r)
 			}
-			if r.events != 0 && r.method != http.MethodGet {
-				t.Fatalf("accepted events=N on %s", r.method)
+			if (r.events != 0 || r.ready != 0) && r.method != http.MethodGet {
+				t.Fatalf("accepted events=N or ready=N on %s", r.method)
 			}
 			if r.hasBody && (len(r.body) == 0 || r.body[0] == '#') {
 				t.Fatalf("accepted a body that is empty or a comment: %q", r.body)

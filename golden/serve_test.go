@@ -69,6 +69,7 @@ type serveRequest struct {
 	body    []byte
 	hasBody bool
 	events  int // GET: the events its stream carries in all
+	ready   int // GET: the events it carries before the next request is sent
 }
 
 // serveOutcome is what one run of serve produced.
@@ -148,7 +149,7 @@ func parseServeCase(ar *txtar.Archive) (serveCase, error) {
 // parseRequests parses a requests section:
 //
 //	# a comment
-//	POST /mcp                    request line: METHOD target [events=N]
+//	POST /mcp                    request line: METHOD target [events=N] [ready=N]
 //	Content-Type: application/json
 //	Mcp-Session-Id: $SESSION     headers, one per line
 //	                             a blank line
@@ -158,7 +159,10 @@ func parseServeCase(ar *txtar.Archive) (serveCase, error) {
 // at the next request line). A body never starts with '#': a comment after
 // the headers' blank line is a comment. events=N, on a GET only, says how
 // many events its stream carries in all (0 when absent); the run waits for
-// them before it shuts serve down, and fails when there are more.
+// them before it shuts serve down, and fails when there are more. ready=N,
+// on a GET only, says how many it carries before the next request is sent
+// (the endpoint event of an HTTP+SSE stream, whose session the next
+// requests name); 0 when absent.
 func parseRequests(src []byte) ([]*serveRequest, error) {
 	text := strings.ReplaceAll(string(src), "\r\n", "\n")
 	ls := strings.Split(text, "\n")
@@ -225,22 +229,25 @@ func isRequestLine(line string) bool {
 
 func parseRequestLine(line string) (*serveRequest, error) {
 	if !isRequestLine(line) {
-		return nil, errors.New("want a request line 'METHOD /path [events=N]'")
+		return nil, errors.New("want a request line 'METHOD /path [events=N] [ready=N]'")
 	}
 	f := strings.Fields(line)
 	req := &serveRequest{method: f[0], target: f[1], header: http.Header{}}
 	for _, opt := range f[2:] {
-		v, ok := strings.CutPrefix(opt, "events=")
+		name, v, _ := strings.Cut(opt, "=")
 		n, err := strconv.Atoi(v)
 		switch {
-		case !ok:
-			return nil, fmt.Errorf("unknown request option %q (want events=N)", opt)
+		case name != "events" && name != "ready":
+			return nil, fmt.Errorf("unknown request option %q (want events=N or ready=N)", opt)
 		case err != nil || n < 0:
-			return nil, fmt.Errorf("events wants a count, got %q", v)
+			return nil, fmt.Errorf("%s wants a count, got %q", name, v)
 		case req.method != http.MethodGet:
-			return nil, errors.New("events=N is for GET streams")
+			return nil, fmt.Errorf("%s=N is for GET streams", name)
+		case name == "events":
+			req.events = n
+		default:
+			req.ready = n
 		}
-		req.events = n
 	}
 	return req, nil
 }
@@ -276,9 +283,10 @@ type exchange struct {
 	await  []frame.ID // the ids of the requests the POST carries
 	head   string     // rendered status and headers
 	gotHdr bool
+	status int
 	sse    bool
 	body   bytes.Buffer
-	seen   map[frame.ID]bool // responses on its stream
+	seen   map[frame.ID]bool // responses on its stream, or on a GET stream for a 202
 	asked  []frame.ID        // requests from the server on its stream
 	events int
 	done   bool
@@ -426,25 +434,55 @@ func runServe(c serveCase) serveOutcome {
 // settled reports whether x can be left alone while the next request is
 // sent (final: while serve shuts down): whatever it carries from now on is
 // fixed by what has been sent.
-//   - A response that is not an event stream: once read to its end.
+//   - A response that is not an event stream: once read to its end; a 202
+//     to a POST of requests (HTTP+SSE) once their answers came on a GET
+//     stream, or while the child waits for the client (see
+//     settledElsewhere).
 //   - A POST's event stream: once it has ended, or while the server waits
 //     for the client to answer a request it sent on the stream.
-//   - A GET's event stream: at once (what it carries is caused by later
-//     requests); finally, once it has carried its events=N events.
+//   - A GET's event stream: once it has carried its first ready=N events
+//     (what it carries next is caused by later requests); finally, once
+//     it has carried its events=N events.
 //
 // The caller holds r.mu.
 func (r *serveRun) settled(x *exchange, final bool) bool {
 	switch {
+	case x.done && x.status == http.StatusAccepted && len(x.await) > 0:
+		return r.settledElsewhere(x)
 	case x.done:
 		return true
 	case !x.gotHdr || !x.sse:
 		return false
+	case x.req.method == http.MethodGet && final:
+		return x.events >= x.req.events
 	case x.req.method == http.MethodGet:
-		return !final || x.events >= x.req.events
+		return x.events >= x.req.ready
 	}
 	for _, id := range x.asked {
 		if !r.answered[id] {
 			return true
+		}
+	}
+	return false
+}
+
+// settledElsewhere reports whether x, a POST whose requests were accepted
+// with 202 (HTTP+SSE: their answers come on the session's stream), has
+// settled: once the GET streams have carried the responses to all of
+// them, or while the child waits for the client to answer a request a
+// GET stream carried. The caller holds r.mu.
+func (r *serveRun) settledElsewhere(x *exchange) bool {
+	if len(x.seen) == len(x.await) {
+		return true
+	}
+	for _, y := range r.exchanges {
+		if y.req.method != http.MethodGet {
+			continue
+		}
+		for _, id := range y.asked {
+			if !r.answered[id] {
+				return true
+			}
 		}
 	}
 	return false
@@ -494,7 +532,7 @@ func (r *serveRun) prepare(req *serveRequest) (*exchange, *http.Request) {
 		}
 	}
 	u := *r.base
-	target, err := url.Parse(req.target)
+	target, err := url.Parse(r.expand(req, req.target))
 	if err != nil {
 		r.problems = append(r.problems, fmt.Sprintf("requests line %d: bad target: %v", req.line, err))
 	} else {
@@ -544,7 +582,7 @@ func (r *serveRun) exchange(x *exchange, hreq *http.Request) {
 	defer resp.Body.Close()
 	sse := isEventStream(resp.Header.Get("Content-Type"))
 	r.mu.Lock()
-	x.head, x.gotHdr, x.sse = r.renderHead(resp), true, sse
+	x.head, x.gotHdr, x.status, x.sse = r.renderHead(resp), true, resp.StatusCode, sse
 	r.mu.Unlock()
 	r.signal()
 
@@ -586,15 +624,42 @@ func (r *serveRun) event(x *exchange, ev frame.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	x.events++
+	if ev.Type == "endpoint" {
+		// HTTP+SSE: the stream names its session in the URL it gives.
+		if u, err := url.Parse(string(ev.Data)); err == nil {
+			if id := u.Query().Get("session"); id != "" {
+				r.placeholder(id)
+			}
+		}
+		return
+	}
 	m, err := frame.Parse(ev.Data)
 	if err != nil {
 		return
 	}
 	switch {
+	case m.Kind().IsResponse() && x.req.method == http.MethodGet:
+		r.answeredElsewhere(m.ID())
 	case m.Kind().IsResponse():
 		x.seen[m.ID()] = true
 	case m.Kind() == frame.Request:
 		x.asked = append(x.asked, m.ID())
+	}
+}
+
+// answeredElsewhere notes a response to id on a GET stream (HTTP+SSE):
+// it answers the oldest POST of a request with that id whose answer is
+// not its own response (a 202, or none yet) and that has not had it. The
+// caller holds r.mu.
+func (r *serveRun) answeredElsewhere(id frame.ID) {
+	for _, y := range r.exchanges {
+		if y.req.method != http.MethodPost || y.sse || (y.gotHdr && y.status != http.StatusAccepted) || y.seen[id] {
+			continue
+		}
+		if slices.Contains(y.await, id) {
+			y.seen[id] = true
+			return
+		}
 	}
 }
 
@@ -684,6 +749,9 @@ func (r *serveRun) render() []byte {
 		fmt.Fprintf(&b, "> %s\n", x.label)
 		b.WriteString(x.head)
 		body := x.body.Bytes()
+		for id, name := range r.ids { // as named in an HTTP+SSE endpoint event
+			body = bytes.ReplaceAll(body, []byte(id), []byte(name))
+		}
 		b.Write(body)
 		if len(body) > 0 && body[len(body)-1] != '\n' {
 			b.WriteByte('\n')

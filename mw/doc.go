@@ -62,12 +62,17 @@
 // serve, from the network in:
 //
 //	HTTP guards (Guard, on headers alone, before any body is read):
-//	  CheckOrigin, CheckHost, the endpoint's path, CORS, RequireBearer, LimitBody
-//	HTTP transport (transport.HTTPServer: a Message and its Exchange per request)
-//	ByEra                    the fork: 2026-07-28 or the session era
+//	  CheckOrigin, CheckHost, the served paths, CORS, RequireBearer, LimitBody
+//	HTTP transports, by path:
+//	  the endpoint: Streamable HTTP (transport.HTTPServer: a Message and its
+//	    Exchange per request)
+//	  /sse, /message: HTTP+SSE of 2024-11-05 (transport.SSEServer: a stream per
+//	    session; each POST's Exchange is carried by its session's stream)
+//	ByEra (Streamable HTTP)  the fork: 2026-07-28 or the session era
 //	session era:
 //	  CheckVersionHeader     MCP-Protocol-Version names a revision
-//	  Sessions               one session (Conn, chain, child) per initialize
+//	  Sessions               one session (Conn, chain, child) per initialize,
+//	                         or (Sessions.SSE) per HTTP+SSE stream
 //	  per session:
 //	    Route                each answer to the exchange it belongs to
 //	    RefuseDuplicateIDs   one request per raw id in flight

@@ -163,7 +163,7 @@ func (s *Sessions) require(m frame.Message) (*session, error) {
 	if sid == "" {
 		return nil, Refuse(http.StatusBadRequest, "", frame.CodeInvalidRequest, "Bad Request: missing Mcp-Session-Id")
 	}
-	ss := s.lookup(sid)
+	ss := s.lookup(sid, false)
 	if ss == nil {
 		return nil, Refuse(http.StatusNotFound, "", frame.CodeInvalidRequest, "session not found")
 	}
@@ -182,12 +182,12 @@ func (s *Sessions) post(ctx context.Context, m frame.Message, x Exchange) error 
 	case isInit && m.Kind() != frame.Request:
 		return Refuse(http.StatusBadRequest, "", frame.CodeInvalidRequest, "initialize must be a request")
 	case isInit && sid != "":
-		if s.lookup(sid) == nil {
+		if s.lookup(sid, false) == nil {
 			return Refuse(http.StatusNotFound, m.ID(), frame.CodeInvalidRequest, "session not found")
 		}
 		return Refuse(http.StatusBadRequest, m.ID(), frame.CodeInvalidRequest, "the session is already initialized")
 	case isInit:
-		ss, err := s.open(ctx, m)
+		ss, err := s.open(ctx, s.o.NewID(), m.ID(), false)
 		if err != nil {
 			return err
 		}
@@ -195,7 +195,7 @@ func (s *Sessions) post(ctx context.Context, m frame.Message, x Exchange) error 
 	case sid == "":
 		return Refuse(http.StatusBadRequest, m.ID(), frame.CodeInvalidRequest, "Bad Request: missing Mcp-Session-Id (initialize first)")
 	}
-	if ss = s.lookup(sid); ss == nil {
+	if ss = s.lookup(sid, false); ss == nil {
 		return Refuse(http.StatusNotFound, m.ID(), frame.CodeInvalidRequest, "session not found")
 	}
 	if v := ss.conn.ProtocolVersion(); m.Kind() == frame.Batch && !batchesAllowed(v) {
@@ -230,50 +230,69 @@ func checkBatch(m frame.Message) error {
 // JSON-RPC batches.
 func batchesAllowed(v string) bool { return v == "2025-03-26" || v == "2024-11-05" }
 
-// open starts a new session for an initialize, or returns the refusal.
-func (s *Sessions) open(ctx context.Context, init frame.Message) (*session, error) {
+// open starts a new session under id, or returns the refusal (under
+// reqID, the request that opens it, if any). sse marks a session of the
+// HTTP+SSE transport.
+func (s *Sessions) open(ctx context.Context, id string, reqID frame.ID, sse bool) (*session, error) {
 	s.mu.Lock()
+	_, taken := s.sessions[id]
 	switch {
 	case s.closed:
 		s.mu.Unlock()
-		return nil, Refuse(http.StatusServiceUnavailable, init.ID(), frame.CodeGateway, "the gateway is shutting down")
+		return nil, Refuse(http.StatusServiceUnavailable, reqID, frame.CodeGateway, "the gateway is shutting down")
+	case taken:
+		s.mu.Unlock()
+		return nil, Refuse(http.StatusConflict, reqID, frame.CodeInvalidRequest, "Conflict: the session id is in use")
 	case len(s.sessions)+s.starting >= s.o.MaxSessions:
 		s.mu.Unlock()
 		s.log.Warn("refused a session: too many sessions", "max", s.o.MaxSessions)
-		return nil, Refuse(http.StatusServiceUnavailable, init.ID(), frame.CodeGateway, fmt.Sprintf("too many sessions (at most %d)", s.o.MaxSessions))
+		return nil, Refuse(http.StatusServiceUnavailable, reqID, frame.CodeGateway, fmt.Sprintf("too many sessions (at most %d)", s.o.MaxSessions))
 	}
 	s.starting++
 	s.mu.Unlock()
 
-	ss := &session{s: s, id: s.o.NewID(), conn: NewConn(EraSession), done: make(chan struct{})}
+	ss := &session{s: s, id: id, sse: sse, conn: NewConn(EraSession), done: make(chan struct{})}
 	ss.log = s.log.With("session", ShortSessionID(ss.id))
 	backend, err := s.o.Open(ctx, ss.id, ss.conn)
 	s.mu.Lock()
 	s.starting--
 	closed := s.closed
-	if err == nil && !closed {
+	_, taken = s.sessions[id]
+	if err == nil && !closed && !taken {
 		ss.backend = backend
 		s.sessions[ss.id] = ss
 	}
 	s.mu.Unlock()
-	if err != nil {
+	switch {
+	case err != nil:
 		s.log.Error("cannot start the server for a new session", "err", err)
-		return nil, Refuse(http.StatusBadGateway, init.ID(), frame.CodeGateway, "cannot start the server: "+err.Error())
-	}
-	if closed {
+		return nil, Refuse(http.StatusBadGateway, reqID, frame.CodeGateway, "cannot start the server: "+err.Error())
+	case closed:
 		_ = backend.Close(context.Background())
-		return nil, Refuse(http.StatusServiceUnavailable, init.ID(), frame.CodeGateway, "the gateway is shutting down")
+		return nil, Refuse(http.StatusServiceUnavailable, reqID, frame.CodeGateway, "the gateway is shutting down")
+	case taken:
+		_ = backend.Close(context.Background())
+		return nil, Refuse(http.StatusConflict, reqID, frame.CodeInvalidRequest, "Conflict: the session id is in use")
 	}
-	ss.log.Info("session opened")
+	if sse {
+		ss.log.Info("session opened", "transport", "sse")
+	} else {
+		ss.log.Info("session opened")
+	}
 	go ss.watch()
 	return ss, nil
 }
 
-// lookup returns the live session sid names, or nil.
-func (s *Sessions) lookup(sid string) *session {
+// lookup returns the live session sid names, of the HTTP+SSE transport
+// when sse is set, else of Streamable HTTP; or nil. A session is reached
+// through the transport that opened it only.
+func (s *Sessions) lookup(sid string, sse bool) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.sessions[sid]
+	if ss := s.sessions[sid]; ss != nil && ss.sse == sse {
+		return ss
+	}
+	return nil
 }
 
 // forget removes a session, so that its id gets 404.
@@ -301,6 +320,7 @@ func ShortSessionID(id string) string {
 type session struct {
 	s       *Sessions
 	id      string
+	sse     bool // of the HTTP+SSE transport
 	log     *slog.Logger
 	conn    *Conn
 	backend Backend

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -27,6 +28,11 @@ import (
 const (
 	// DefaultServePath is the MCP endpoint's path.
 	DefaultServePath = "/mcp"
+	// DefaultSSEPath is the path of the HTTP+SSE transport's stream.
+	DefaultSSEPath = "/sse"
+	// DefaultMessagePath is the path the HTTP+SSE transport's messages
+	// are POSTed to.
+	DefaultMessagePath = "/message"
 	// DefaultSessionIdleTimeout ends sessions idle this long.
 	DefaultSessionIdleTimeout = 30 * time.Minute
 	// DefaultServeDrainTimeout bounds how long [Server.Close] lets requests
@@ -54,11 +60,20 @@ type ServeConfig struct {
 	// then only the child itself does.
 	Supervisor []string
 	// Path is the MCP endpoint's path; "" means DefaultServePath. Other
-	// paths get 404.
+	// paths get 404, but for those of the HTTP+SSE transport.
 	Path string
+	// SSEPath and MessagePath are the paths of the HTTP+SSE transport
+	// (MCP 2024-11-05), for clients that speak nothing newer: the GET
+	// stream, and where its messages are POSTed. "" means DefaultSSEPath
+	// and DefaultMessagePath. They may be one path, but not Path.
+	SSEPath     string
+	MessagePath string
+	// NoSSE turns the HTTP+SSE transport off: its paths get 404.
+	NoSSE bool
 	// HealthPath, when set, is a path that answers GET and HEAD with 200
 	// "ok" before any other check (origin, host, authentication), for load
-	// balancers and liveness probes. It must differ from Path.
+	// balancers and liveness probes. It must differ from Path, and from
+	// the HTTP+SSE paths unless NoSSE.
 	HealthPath string
 
 	// AuthToken, when set, is a static bearer token every request must
@@ -75,7 +90,9 @@ type ServeConfig struct {
 	// AllowHosts are extra host names (no port) for the Host check.
 	AllowHosts []string
 	// PublicURL is the server's external URL (behind a proxy or tunnel); its
-	// origin and host are allowed.
+	// origin and host are allowed. Its path, if any, is the prefix under
+	// which the proxy publishes the server: the HTTP+SSE endpoint event
+	// names MessagePath under it.
 	PublicURL string
 
 	// DropClientCapabilities names client capabilities ("roots",
@@ -130,7 +147,8 @@ type ServeConfig struct {
 }
 
 // Server is the serve pipeline: an http.Handler publishing a stdio MCP
-// server over Streamable HTTP, one child process per session.
+// server over Streamable HTTP, and over HTTP+SSE for clients of 2024-11-05
+// (unless NoSSE), one child process per session.
 type Server struct {
 	cfg      ServeConfig
 	log      *slog.Logger
@@ -139,6 +157,7 @@ type Server struct {
 	dropCaps mw.Middleware
 	sessions *mw.Sessions
 	http     *transport.HTTPServer
+	sse      *transport.SSEServer // nil when NoSSE
 	handler  http.Handler
 
 	drainOnce sync.Once
@@ -153,11 +172,29 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	if cfg.Path == "" {
 		cfg.Path = DefaultServePath
 	}
-	if !strings.HasPrefix(cfg.Path, "/") {
-		return nil, fmt.Errorf("serve: path %q must start with /", cfg.Path)
+	if cfg.SSEPath == "" {
+		cfg.SSEPath = DefaultSSEPath
+	}
+	if cfg.MessagePath == "" {
+		cfg.MessagePath = DefaultMessagePath
+	}
+	for _, p := range []string{cfg.Path, cfg.SSEPath, cfg.MessagePath} {
+		if !strings.HasPrefix(p, "/") {
+			return nil, fmt.Errorf("serve: path %q must start with /", p)
+		}
+	}
+	if !cfg.NoSSE && (cfg.SSEPath == cfg.Path || cfg.MessagePath == cfg.Path) {
+		return nil, fmt.Errorf("serve: the HTTP+SSE paths (%s, %s) must differ from the endpoint's, %s", cfg.SSEPath, cfg.MessagePath, cfg.Path)
+	}
+	endpoint, err := sseEndpoint(cfg.PublicURL, cfg.MessagePath)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.HealthPath != "" && (!strings.HasPrefix(cfg.HealthPath, "/") || cfg.HealthPath == cfg.Path) {
 		return nil, fmt.Errorf("serve: health path %q must start with / and differ from the endpoint's path", cfg.HealthPath)
+	}
+	if cfg.HealthPath != "" && !cfg.NoSSE && (cfg.HealthPath == cfg.SSEPath || cfg.HealthPath == cfg.MessagePath) {
+		return nil, fmt.Errorf("serve: health path %q must differ from the HTTP+SSE paths (%s, %s)", cfg.HealthPath, cfg.SSEPath, cfg.MessagePath)
 	}
 	if cfg.SessionIdleTimeout == 0 {
 		cfg.SessionIdleTimeout = DefaultSessionIdleTimeout
@@ -199,8 +236,52 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 		Budget:      cfg.Budget,
 		Logger:      cfg.Logger,
 	})
-	s.handler = mw.Guards(s.guards()...)(s.http)
+	if !cfg.NoSSE {
+		sse := s.sseSessionEra()
+		s.sse = transport.NewSSEServer(s.http, transport.SSEServerConfig{
+			Serve: func(ctx context.Context, m frame.Message, x *transport.Exchange) error {
+				return sse.Handle(mw.WithExchange(ctx, x), m)
+			},
+			StreamPath:  cfg.SSEPath,
+			MessagePath: cfg.MessagePath,
+			Endpoint:    endpoint,
+		})
+	}
+	s.handler = mw.Guards(s.guards()...)(http.HandlerFunc(s.serveHTTP))
 	return s, nil
+}
+
+// serveHTTP hands a request that passed the guards to the transport of
+// its path.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == s.cfg.Path || s.sse == nil {
+		s.http.ServeHTTP(w, r)
+		return
+	}
+	s.sse.ServeHTTP(w, r)
+}
+
+// paths returns the paths served: the endpoint's, and those of the
+// HTTP+SSE transport unless it is off.
+func (s *Server) paths() []string {
+	if s.cfg.NoSSE {
+		return []string{s.cfg.Path}
+	}
+	return []string{s.cfg.Path, s.cfg.SSEPath, s.cfg.MessagePath}
+}
+
+// sseEndpoint returns what the HTTP+SSE endpoint event names: the message
+// path, under the path of publicURL when there is one.
+func sseEndpoint(publicURL, messagePath string) (string, error) {
+	prefix := ""
+	if publicURL != "" {
+		u, err := url.Parse(publicURL)
+		if err != nil {
+			return "", fmt.Errorf("serve: public URL: %w", err)
+		}
+		prefix = strings.TrimSuffix(u.Path, "/")
+	}
+	return (&url.URL{Path: prefix + messagePath}).EscapedPath(), nil
 }
 
 // guards lists the HTTP guards, the first to see a request first. They
@@ -221,7 +302,7 @@ func (s *Server) guards() []mw.Guard {
 		health, // before everything: a probe sends no Origin, a token or the public Host
 		mw.CheckOrigin(mw.OriginPolicy{Allow: cfg.AllowOrigins, PublicURL: cfg.PublicURL}),
 		checkHost,
-		onPath(cfg.Path),
+		onPaths(s.paths()...),
 		mw.CORS, // behind the origin check, before authentication
 		bearer,
 		mw.LimitBody(cfg.MaxBodySize),
@@ -234,6 +315,15 @@ func (s *Server) sessionEra() mw.Handler {
 	return mw.Chain(
 		mw.CheckVersionHeader(),
 	)(mw.Duplex{ToServer: s.sessions, ToClient: mw.Discard()}).ToServer
+}
+
+// sseSessionEra is the chain of the HTTP+SSE transport, in front of the
+// same sessions: its clients speak the session era (2024-11-05, or
+// whatever their initialize negotiates).
+func (s *Server) sseSessionEra() mw.Handler {
+	return mw.Chain(
+		mw.CheckVersionHeader(),
+	)(mw.Duplex{ToServer: s.sessions.SSE(), ToClient: mw.Discard()}).ToServer
 }
 
 // sessionStages lists the stages of one session, nearest the client
@@ -252,7 +342,7 @@ func (s *Server) sessionStages(conn *mw.Conn, log *slog.Logger) []mw.Middleware 
 }
 
 // Handler returns the HTTP handler to serve (on every path; only the MCP
-// endpoint's path answers).
+// endpoint's path and those of HTTP+SSE answer).
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Sessions returns the number of live sessions.
@@ -322,12 +412,12 @@ func (b *childBackend) Handle(ctx context.Context, m frame.Message) error {
 func (b *childBackend) Done() <-chan struct{}           { return b.child.Done() }
 func (b *childBackend) Close(ctx context.Context) error { return b.child.Close(ctx) }
 
-// onPath is the guard that serves the endpoint's path only; other paths
-// get 404.
-func onPath(path string) mw.Guard {
+// onPaths is the guard that serves the given paths only; other paths get
+// 404.
+func onPaths(paths ...string) mw.Guard {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != path {
+			if !slices.Contains(paths, r.URL.Path) {
 				http.NotFound(w, r)
 				return
 			}

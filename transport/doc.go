@@ -18,7 +18,10 @@
 //   - HTTP toward remote clients (serve): [HTTPServer], which hands each
 //     request to the pipeline as a Message with the request's headers
 //     attached, together with the [Exchange] its answer is written from;
-//     [LimitConnections], the listener that caps its connections.
+//     [SSEServer], its face for clients of the HTTP+SSE transport of
+//     2024-11-05, whose POSTs' exchanges are carried by their session's
+//     stream; [LimitConnections], the listener that caps their
+//     connections.
 //
 // Resource limits are the transports' too: a request body that stops
 // arriving is given up ([BodyLimits.ReadTimeout]), and a [frame.Budget]

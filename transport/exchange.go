@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,11 +32,28 @@ const (
 // answer's messages on it with [Exchange.Send] and say when it is complete
 // with [Exchange.End]; the server writes them as they come.
 //
+// On serve's HTTP+SSE face ([SSEServer]) the answer to a POST travels on
+// its session's stream instead: such an exchange is "carried" by the
+// stream's exchange. What is sent on it is queued on the stream (as the
+// stream's events, without ids); it is over once it is ended (or the
+// stream is over), and the stream's writer, not the POST's handler, runs
+// its OnDone functions.
+//
 // Its methods are safe for concurrent use.
 type Exchange struct {
 	method string
 	sse    bool // the answer is an event stream
 	srv    *HTTPServer
+	// via is the stream that carries this exchange's answer (HTTP+SSE),
+	// nil for an exchange answered on its own response.
+	via *Exchange
+	// opening is written right after the header of a GET's stream (the
+	// endpoint event of HTTP+SSE).
+	opening []byte
+	// plain: the stream's events carry no ids, whatever NumberEvents
+	// asks. An HTTP+SSE stream cannot be resumed: a client that comes
+	// back gets a new session.
+	plain bool
 
 	// naming is held while the writer takes the queue and names its
 	// events, so that Cut finds every message either queued or named.
@@ -56,6 +74,10 @@ type Exchange struct {
 	prime   string        // the id of the event that opens the stream, if any
 	retry   time.Duration // the reconnection time it names, if positive
 	onDone  []func(unsent []frame.Message)
+	// On a stream that carries exchanges: those it carries, and those of
+	// them that ended, which the stream's writer finishes.
+	carried []*Exchange
+	retired []*Exchange
 }
 
 // outboxItem is a message queued on an answer, with its event id.
@@ -112,6 +134,9 @@ func (x *Exchange) SendLast(ctx context.Context, m frame.Message, eventID string
 
 // send queues m, and ends the answer with it when last.
 func (x *Exchange) send(ctx context.Context, m frame.Message, eventID string, last bool) error {
+	if x.via != nil {
+		return x.sendVia(ctx, m, last)
+	}
 	x.mu.Lock()
 	for {
 		switch {
@@ -149,6 +174,24 @@ func (x *Exchange) send(ctx context.Context, m frame.Message, eventID string, la
 	}
 }
 
+// sendVia queues m on the stream that carries x, as an event without an
+// id, and ends x with it when last.
+func (x *Exchange) sendVia(ctx context.Context, m frame.Message, last bool) error {
+	x.mu.Lock()
+	over := x.isOver || x.ended
+	x.mu.Unlock()
+	if over {
+		return frame.ErrExchangeOver
+	}
+	if err := x.via.send(ctx, m, "", false); err != nil {
+		return err
+	}
+	if last {
+		x.End()
+	}
+	return nil
+}
+
 // push queues m, ends the answer when last, and wakes the writer. The
 // caller holds x.mu.
 func (x *Exchange) push(m frame.Message, id string, last bool) {
@@ -172,9 +215,68 @@ func (x *Exchange) notify() {
 // Calling End again does nothing.
 func (x *Exchange) End() {
 	x.mu.Lock()
+	if x.via != nil {
+		first := !x.ended && !x.isOver
+		x.ended = true
+		x.mu.Unlock()
+		if first {
+			x.via.retire(x)
+		}
+		return
+	}
 	x.ended = true
 	x.notify()
 	x.mu.Unlock()
+}
+
+// carry has stream x carry c's answer; it reports false when x is over or
+// ended, and then c is over.
+func (x *Exchange) carry(c *Exchange) bool {
+	x.mu.Lock()
+	ok := !x.isOver && !x.ended
+	if ok {
+		x.carried = append(x.carried, c)
+	}
+	x.mu.Unlock()
+	if !ok {
+		c.finish()
+	}
+	return ok
+}
+
+// retire hands c, an exchange x carries that has ended, to x's writer,
+// which finishes it; when x is over already, its finish has finished c.
+func (x *Exchange) retire(c *Exchange) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	i := slices.Index(x.carried, c)
+	if i < 0 {
+		return
+	}
+	x.carried = slices.Delete(x.carried, i, i+1)
+	x.retired = append(x.retired, c)
+	x.notify()
+}
+
+// uncarry forgets c, which is over.
+func (x *Exchange) uncarry(c *Exchange) {
+	x.mu.Lock()
+	if i := slices.Index(x.carried, c); i >= 0 {
+		x.carried = slices.Delete(x.carried, i, i+1)
+	}
+	x.mu.Unlock()
+}
+
+// finishRetired finishes the exchanges x carried that have ended, on the
+// writer's goroutine.
+func (x *Exchange) finishRetired() {
+	x.mu.Lock()
+	done := x.retired
+	x.retired = nil
+	x.mu.Unlock()
+	for _, c := range done {
+		c.finish()
+	}
 }
 
 // HoldHeader makes an event-stream answer's header wait for its first
@@ -182,6 +284,9 @@ func (x *Exchange) End() {
 // after HTTPServerConfig.HeaderHold), so that the first message's side
 // channel decides the header.
 func (x *Exchange) HoldHeader() {
+	if x.via != nil {
+		return // the stream's header is out
+	}
 	x.mu.Lock()
 	x.hold = true
 	x.mu.Unlock()
@@ -190,8 +295,13 @@ func (x *Exchange) HoldHeader() {
 // NumberEvents has name give the event id of each message sent without
 // one, at the moment the server takes it for writing: a message that is
 // never taken (see OnDone and Cut) is never named. name is called one
-// message at a time, while Cut waits; it must not call Cut.
+// message at a time, while Cut waits; it must not call Cut. The events of
+// an HTTP+SSE stream, and of the exchanges it carries, have no ids: there
+// this does nothing.
 func (x *Exchange) NumberEvents(name func(frame.Message) string) {
+	if x.via != nil || x.plain {
+		return
+	}
 	x.mu.Lock()
 	x.number = name
 	x.mu.Unlock()
@@ -204,7 +314,14 @@ func (x *Exchange) NumberEvents(name func(frame.Message) string) {
 // resume it from that id. The event goes out with the header; a POST's
 // header still waits for the first message up to HeaderHold, so a quick
 // answer leaves in one write with it.
+//
+// The streams of HTTP+SSE, and the exchanges they carry, are not primed:
+// their events have no ids, and a client that comes back gets a new
+// session.
 func (x *Exchange) Prime(eventID string, retry time.Duration) {
+	if x.via != nil || x.plain {
+		return
+	}
 	x.mu.Lock()
 	x.prime, x.retry = eventID, retry
 	x.mu.Unlock()
@@ -215,8 +332,14 @@ func (x *Exchange) Prime(eventID string, retry time.Duration) {
 // reported unsent to OnDone). A message the server took before Cut has
 // been named (see NumberEvents) by the time Cut returns: every message is
 // either handed back or named. The server writes what it had taken and
-// finishes the response. Once the exchange is over, Cut returns nil.
+// finishes the response. Once the exchange is over, Cut returns nil. An
+// exchange a stream carries holds nothing of its own (what was sent on it
+// is the stream's): Cut ends it and returns nil.
 func (x *Exchange) Cut() []frame.Message {
+	if x.via != nil {
+		x.End()
+		return nil
+	}
 	x.naming.Lock()
 	defer x.naming.Unlock()
 	x.mu.Lock()
@@ -293,7 +416,8 @@ func (x *Exchange) take() ([]outboxItem, bool) {
 	return items, ended
 }
 
-// finish makes the exchange over and runs the OnDone functions.
+// finish makes the exchange over and runs the OnDone functions: first
+// those of the exchanges it carries, which are over with it.
 func (x *Exchange) finish() {
 	x.mu.Lock()
 	if x.isOver {
@@ -310,7 +434,15 @@ func (x *Exchange) finish() {
 	x.q, x.spare = nil, nil
 	hooks := x.onDone
 	x.onDone = nil
+	carried := append(x.retired, x.carried...) // in the order they ended, then came
+	x.carried, x.retired = nil, nil
 	x.mu.Unlock()
+	if x.via != nil {
+		x.via.uncarry(x)
+	}
+	for _, c := range carried {
+		c.finish()
+	}
 	for _, f := range hooks {
 		f(unsent)
 	}
@@ -330,10 +462,16 @@ func (x *Exchange) writeSSE(w http.ResponseWriter, r *http.Request) bool {
 	x.mu.Unlock()
 	rc := http.NewResponseController(w)
 	headerSent := false
-	// sendHeader writes the header, and the priming event if there is one.
+	// sendHeader writes the header, then the opening (HTTP+SSE's endpoint
+	// event) and the priming event if there are.
 	sendHeader := func(first frame.Message) error {
 		writeHeader(w, first.Header(), "text/event-stream")
 		headerSent = true
+		if x.opening != nil {
+			if _, err := w.Write(x.opening); err != nil {
+				return err
+			}
+		}
 		if prime == "" {
 			return nil
 		}
@@ -359,6 +497,7 @@ func (x *Exchange) writeSSE(w http.ResponseWriter, r *http.Request) bool {
 	}
 	wrote := false // since the last tick
 	for {
+		x.finishRetired()
 		items, ended := x.take()
 		for i, it := range items {
 			if !headerSent && sendHeader(it.m) != nil {

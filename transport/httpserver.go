@@ -183,34 +183,13 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusNotAcceptable, "", frame.CodeInvalidRequest, "Accept must include application/json or text/event-stream")
 		return
 	}
-	body, held, err := ReadBodyLimited(w, r, BodyLimits{
-		Max:         s.cfg.MaxBodySize,
-		ReadTimeout: max(s.cfg.ReadTimeout, 0),
-		Budget:      s.cfg.Budget,
-	})
-	if err != nil {
-		if errors.Is(err, frame.ErrOverBudget) {
-			if ok, unlogged := s.refusals.allow(time.Now()); ok {
-				s.log.Warn("refusing request bodies: the memory budget for messages is used up", "budget", s.cfg.Budget.Limit(), "refused", unlogged+1)
-			}
-		}
-		writeBodyError(w, err, s.cfg.ReadTimeout)
+	m, held, ok := s.readMessage(w, r)
+	if !ok {
 		return
 	}
 	// The body is counted until the handler has passed it on (or it is
 	// refused here).
 	defer func() { s.cfg.Budget.Release(held) }()
-	m, err := frame.ParseOwned(body) // the body is ours: no copy
-	body = nil
-	if err != nil {
-		writeRPCError(w, http.StatusBadRequest, "", frame.CodeParseError, "parse error: the body is not JSON")
-		return
-	}
-	if err := m.Err(); err != nil {
-		id, msg := refusal(err)
-		writeRPCError(w, http.StatusBadRequest, id, frame.CodeInvalidRequest, msg)
-		return
-	}
 	firstID, hasRequest := m.FirstRequestID()
 	if hasRequest {
 		if !s.beginRequest() {
@@ -222,7 +201,7 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 	x := newExchange(s, http.MethodPost, wantSSE)
 	defer x.finish()
 	batch := m.Kind() == frame.Batch
-	err = s.cfg.Serve(r.Context(), m.WithHeaders(r.Header), x)
+	err := s.cfg.Serve(r.Context(), m.WithHeaders(r.Header), x)
 	s.cfg.Budget.Release(held)
 	held = 0
 	if err != nil {
@@ -237,6 +216,41 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 	default:
 		x.writeJSON(w, r, batch)
 	}
+}
+
+// readMessage reads a POST's body, within the body cap, the read timeout
+// and the budget, as one JSON-RPC message or a batch, and returns it with
+// what it holds of the budget (for the caller to release). When the body
+// cannot be read or is not JSON-RPC, it answers the POST itself and
+// reports false.
+func (s *HTTPServer) readMessage(w http.ResponseWriter, r *http.Request) (frame.Message, int64, bool) {
+	body, held, err := ReadBodyLimited(w, r, BodyLimits{
+		Max:         s.cfg.MaxBodySize,
+		ReadTimeout: max(s.cfg.ReadTimeout, 0),
+		Budget:      s.cfg.Budget,
+	})
+	if err != nil {
+		if errors.Is(err, frame.ErrOverBudget) {
+			if ok, unlogged := s.refusals.allow(time.Now()); ok {
+				s.log.Warn("refusing request bodies: the memory budget for messages is used up", "budget", s.cfg.Budget.Limit(), "refused", unlogged+1)
+			}
+		}
+		writeBodyError(w, err, s.cfg.ReadTimeout)
+		return frame.Message{}, 0, false
+	}
+	m, err := frame.ParseOwned(body) // the body is ours: no copy
+	if err != nil {
+		s.cfg.Budget.Release(held)
+		writeRPCError(w, http.StatusBadRequest, "", frame.CodeParseError, "parse error: the body is not JSON")
+		return frame.Message{}, 0, false
+	}
+	if err := m.Err(); err != nil {
+		s.cfg.Budget.Release(held)
+		id, msg := refusal(err)
+		writeRPCError(w, http.StatusBadRequest, id, frame.CodeInvalidRequest, msg)
+		return frame.Message{}, 0, false
+	}
+	return m, held, true
 }
 
 // serveBodiless handles a GET (stream) or a DELETE.
@@ -283,6 +297,13 @@ func (s *HTTPServer) beginRequest() bool {
 	}
 	s.inflight++
 	return true
+}
+
+// isDraining reports whether Drain was called.
+func (s *HTTPServer) isDraining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
 }
 
 // endRequest ends what beginRequest began.

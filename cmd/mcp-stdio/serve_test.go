@@ -53,6 +53,10 @@ func TestServeUsage(t *testing.T) {
 		{"bad size", []string{"serve", "--max-body", "lots"}, cli.ExitUsage, "", `mcp-stdio serve: invalid value "lots" for --max-body: want bytes`},
 		{"bad duration", []string{"serve", "--drain-timeout", "-5s"}, cli.ExitUsage, "", `mcp-stdio serve: invalid value "-5s" for --drain-timeout: want seconds`},
 		{"bad path", []string{"serve", "--path", "mcp"}, cli.ExitUsage, "", `mcp-stdio serve: --path "mcp" must start with /`},
+		{"bad SSE path", []string{"serve", "--sse-path", "sse"}, cli.ExitUsage, "", `mcp-stdio serve: --sse-path "sse" must start with /`},
+		{"message path is the endpoint's", []string{"serve", "--message-path", "/mcp"}, cli.ExitUsage, "", `mcp-stdio serve: --message-path "/mcp" is the path of the Streamable HTTP endpoint`},
+		{"SSE path is the endpoint's", []string{"serve", "--path", "/x", "--sse-path", "/x"}, cli.ExitUsage, "", `mcp-stdio serve: --sse-path "/x" is the path of the Streamable HTTP endpoint`},
+		{"health path is an SSE path", []string{"serve", "--health-path", "/sse"}, cli.ExitUsage, "", `mcp-stdio serve: --health-path "/sse" must differ from --sse-path and --message-path`},
 		{"bad public URL", []string{"serve", "--public-url", "ftp://x"}, cli.ExitUsage, "", "mcp-stdio serve: invalid --public-url"},
 		{"no sessions", []string{"serve", "--max-sessions", "0"}, cli.ExitUsage, "", "mcp-stdio serve: --max-sessions must be positive"},
 	} {
@@ -75,12 +79,12 @@ func TestServeHelp(t *testing.T) {
 	var stdout bytes.Buffer
 	is.NoErr(run(context.Background(), []string{"serve", "--help"}, func(string) string { return "secret-from-env" }, nil, &stdout, io.Discard))
 	out := stdout.String()
-	for _, f := range []string{"--listen ADDR", "--path PATH", "--auth-token TOKEN", "--max-sessions N",
+	for _, f := range []string{"--listen ADDR", "--path PATH", "--sse-path PATH", "--message-path PATH", "--no-sse", "--auth-token TOKEN", "--max-sessions N",
 		"--drain-timeout DURATION", "--session-idle-timeout DURATION", "--max-body BYTES", "--max-buffered BYTES",
 		"--log-level LEVEL", "-h, --help"} {
 		is.True(strings.Contains(out, "\n  "+f))
 	}
-	for _, d := range []string{"(default 127.0.0.1:8080)", "(default /mcp)", "(default 30m)", "(default 5s)",
+	for _, d := range []string{"(default 127.0.0.1:8080)", "(default /mcp)", "(default /sse)", "(default /message)", "(default 30m)", "(default 5s)",
 		"(default 64MiB)", "(default info)", "(default 100)", "(default $MCP_STDIO_SERVE_TOKEN)"} {
 		is.True(strings.Contains(out, d))
 	}

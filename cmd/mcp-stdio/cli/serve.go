@@ -27,7 +27,9 @@ Publish a local stdio MCP server over Streamable HTTP: every session a
 client opens (with initialize) gets its own CMD process, ended with the
 session. Without CMD the bundled example server is published.
 
-Clients connect to http://LISTEN/PATH. Browser pages are refused unless
+Clients connect to http://LISTEN/PATH; clients that speak only the older
+HTTP+SSE transport (2024-11-05) to http://LISTEN/sse (see --sse-path,
+--message-path, --no-sse). Browser pages are refused unless
 their origin is loopback, --public-url or --allow-origin. Set a bearer token
 with the MCP_STDIO_SERVE_TOKEN environment variable (or --auth-token, which
 shows in ps) before listening anywhere but loopback.
@@ -42,16 +44,18 @@ Flags:
 const serveHelpFooter = `
 Also accepted:
   --healthEndpoint PATH   (supergateway's name for --health-path)
+  --ssePath PATH          (supergateway's name for --sse-path)
+  --messagePath PATH      (supergateway's name for --message-path)
 `
 
 // serveHelp is how serve's help lists its flags.
 func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
-		order: []string{"listen", "path", "auth-token", "public-url", "allow-origin", "allow-host",
+		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "public-url", "allow-origin", "allow-host",
 			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level"},
-		hidden:   []string{"healthEndpoint"},
+		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
 		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "max-buffered": maxBufferedNote},
 	}
 }
@@ -72,6 +76,9 @@ const (
 type serveFlags struct {
 	listen       string
 	path         string
+	ssePath      string
+	messagePath  string
+	noSSE        bool
 	authToken    string
 	allowOrigins stringList
 	allowHosts   stringList
@@ -107,12 +114,17 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	f.logLevel = logLevel(slog.LevelInfo)
 	fs.StringVar(&f.listen, "listen", defaultServeListen, "listen on `ADDR`, host:port (port 0 picks a free one; :0 or 0.0.0.0:PORT listen on every interface)")
 	fs.StringVar(&f.path, "path", pipeline.DefaultServePath, "serve the MCP endpoint at `PATH`")
+	fs.StringVar(&f.ssePath, "sse-path", pipeline.DefaultSSEPath, "serve the HTTP+SSE stream, for clients of 2024-11-05, at `PATH`")
+	fs.StringVar(&f.messagePath, "message-path", pipeline.DefaultMessagePath, "take HTTP+SSE clients' messages at `PATH` (the stream's endpoint event names it)")
+	fs.StringVar(&f.ssePath, "ssePath", pipeline.DefaultSSEPath, "supergateway's name for --sse-path")
+	fs.StringVar(&f.messagePath, "messagePath", pipeline.DefaultMessagePath, "supergateway's name for --message-path")
+	fs.BoolVar(&f.noSSE, "no-sse", false, "serve Streamable HTTP only: no HTTP+SSE stream and message paths")
 	fs.StringVar(&f.authToken, "auth-token", "", "require `TOKEN` as the bearer token of every request (prefer the "+pipeline.ServeTokenEnv+" env var: flags show in ps)")
 	fs.Var(&f.allowOrigins, "allow-origin", "also allow browser pages from `ORIGIN`, exact match, any scheme (repeatable)")
 	fs.Var(&f.allowHosts, "allow-host", "also allow `NAME` in the Host header when listening on loopback (repeatable)")
 	fs.StringVar(&f.healthPath, "health-path", "", "answer GET `PATH` with 200 \"ok\", before any check, for load balancers and probes (off by default)")
 	fs.StringVar(&f.healthPath, "healthEndpoint", "", "supergateway's name for --health-path")
-	fs.StringVar(&f.publicURL, "public-url", "", "the server's external `URL` (behind a proxy or tunnel); its origin and host are allowed")
+	fs.StringVar(&f.publicURL, "public-url", "", "the server's external `URL` (behind a proxy or tunnel); its origin and host are allowed, and its path prefixes the HTTP+SSE endpoint event's")
 	fs.Var(&f.dropCaps, "drop-client-capability", "remove `CAPABILITY` (roots, sampling or elicitation) from the client's initialize before the server sees it (repeatable)")
 	fs.Var(&f.idleTimeout, "session-idle-timeout", "end a session (and its process) idle for `DURATION` (0 = never)")
 	fs.IntVar(&f.maxSessions, "max-sessions", mw.DefaultMaxSessions, "keep at most `N` sessions (processes) at once; more get 503")
@@ -195,6 +207,9 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
 	fmt.Fprintf(stderr, "mcp-stdio: serving %s on %s (%s) at %s\n", desc, ln.Addr(), reach, endpointURL(ln.Addr(), f.listen, cfg.Path))
+	if !cfg.NoSSE {
+		fmt.Fprintf(stderr, "mcp-stdio: HTTP+SSE clients (2024-11-05) connect to %s\n", endpointURL(ln.Addr(), f.listen, cfg.SSEPath))
+	}
 
 	var runErr error
 	select {
@@ -253,6 +268,16 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	if f.path == "" || f.path[0] != '/' {
 		return cfg, "", fmt.Errorf("--path %q must start with /", f.path)
 	}
+	if !f.noSSE {
+		for _, p := range []struct{ flag, path string }{{"--sse-path", f.ssePath}, {"--message-path", f.messagePath}} {
+			switch {
+			case p.path == "" || p.path[0] != '/':
+				return cfg, "", fmt.Errorf("%s %q must start with /", p.flag, p.path)
+			case p.path == f.path:
+				return cfg, "", fmt.Errorf("%s %q is the path of the Streamable HTTP endpoint (--path); choose another, or --no-sse", p.flag, p.path)
+			}
+		}
+	}
 	if f.maxSessions <= 0 {
 		return cfg, "", errors.New("--max-sessions must be positive")
 	}
@@ -267,6 +292,9 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	}
 	if f.healthPath != "" && (f.healthPath[0] != '/' || f.healthPath == f.path) {
 		return cfg, "", fmt.Errorf("--health-path %q must start with / and differ from --path", f.healthPath)
+	}
+	if f.healthPath != "" && !f.noSSE && (f.healthPath == f.ssePath || f.healthPath == f.messagePath) {
+		return cfg, "", fmt.Errorf("--health-path %q must differ from --sse-path and --message-path", f.healthPath)
 	}
 	if f.connIdle <= 0 {
 		return cfg, "", errors.New("--conn-idle-timeout must be positive")
@@ -290,6 +318,9 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		Command:                command,
 		Supervisor:             supervisor,
 		Path:                   f.path,
+		SSEPath:                f.ssePath,
+		MessagePath:            f.messagePath,
+		NoSSE:                  f.noSSE,
 		AuthToken:              f.authToken,
 		AllowOrigins:           f.allowOrigins,
 		CheckHost:              isLoopbackListener(f.listen) || len(f.allowHosts) > 0,
