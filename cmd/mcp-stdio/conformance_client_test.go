@@ -67,6 +67,14 @@ const (
 type confScenarioContext struct {
 	ClientID     string `json:"client_id"`
 	ClientSecret string `json:"client_secret"`
+	// ToolCalls are the calls http-custom-headers asks for.
+	ToolCalls []confToolCall `json:"toolCalls"`
+}
+
+// confToolCall is a tool call a scenario context asks for.
+type confToolCall struct {
+	Name      string         `json:"name"`
+	Arguments map[string]any `json:"arguments"`
 }
 
 // confAuthScenario reports whether a scenario is an authorization one: the
@@ -153,6 +161,7 @@ func confClientMain(args []string, getenv func(string) string, stderr io.Writer)
 		stderr:  stderr,
 		play:    play,
 		wire:    &confWire{},
+		calls:   sc.ToolCalls,
 	}
 	if !confAuthScenario(scenario) {
 		c.opts = &mcp.ClientOptions{ElicitationHandler: c.acceptDefaults}
@@ -180,6 +189,8 @@ type confClient struct {
 	wire *confWire
 	// elicited counts the elicitation requests answered.
 	elicited atomic.Int32
+	// calls are the tool calls the scenario context asks for.
+	calls []confToolCall
 }
 
 // confPlay is what the client does in a scenario once the session through

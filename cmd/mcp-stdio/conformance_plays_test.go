@@ -32,9 +32,83 @@ var confPlays = map[string]confPlay{
 	"sse-retry":                           confPlaySSERetry,
 	"json-schema-2020-12-preservation":    confPlaySchemaPreservation,
 	// 2026-07-28 (issue 11).
-	"request-metadata":         confPlayListTools,
-	"json-schema-ref-no-deref": confPlayListTools,
-	"http-standard-headers":    confPlayStandardHeaders,
+	"request-metadata":              confPlayListTools,
+	"json-schema-ref-no-deref":      confPlayListTools,
+	"http-standard-headers":         confPlayStandardHeaders,
+	"http-custom-headers":           confPlayContextCalls,
+	"http-invalid-tool-headers":     confPlayCallEveryTool,
+	"sep-2322-client-request-state": confPlayMRTR,
+}
+
+// confPlayContextCalls lists the tools, then calls the tools the scenario
+// context names with its arguments: the scenario's server checks the
+// Mcp-Param-* headers mirrored from the arguments.
+func confPlayContextCalls(ctx context.Context, c *confClient, cs *mcp.ClientSession) error {
+	if len(c.calls) == 0 {
+		return errors.New("the scenario context names no tool call")
+	}
+	for _, call := range c.calls {
+		if err := confHasTools(ctx, cs, call.Name); err != nil {
+			return err
+		}
+		if _, err := confCall(ctx, cs, call.Name, call.Arguments); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// confPlayCallEveryTool lists the tools and calls each one listed with a
+// string for every property: the scenario's server checks that the tools
+// with an invalid x-mcp-header annotation never reach the client (the
+// relay drops them from the list) while the valid one is called.
+func confPlayCallEveryTool(ctx context.Context, c *confClient, cs *mcp.ClientSession) error {
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("tools/list: %w", err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+		args := map[string]any{}
+		if schema, ok := tool.InputSchema.(map[string]any); ok {
+			props, _ := schema["properties"].(map[string]any)
+			for name := range props {
+				args[name] = "x"
+			}
+		}
+		if _, err := confCall(ctx, cs, tool.Name, args); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(c.stderr, "conformance client: tools listed and called: %v\n", names)
+	return nil
+}
+
+// The tools of sep-2322-client-request-state, in the order the play calls
+// them: two that ask for input (with and without requestState), one
+// called in between, one whose result has no resultType.
+var confMRTRTools = []string{"test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_unrelated", "test_mrtr_no_result_type"}
+
+// confPlayMRTR calls the MRTR tools: as a session-era host the client
+// answers the relay's elicitation/create (the MRTR bridge turns the
+// server's input_required result into it and retries the call); as a
+// 2026-07-28 host the go-sdk client runs the MRTR rounds itself through
+// the relay.
+func confPlayMRTR(ctx context.Context, c *confClient, cs *mcp.ClientSession) error {
+	if err := confHasTools(ctx, cs, confMRTRTools...); err != nil {
+		return err
+	}
+	for _, name := range confMRTRTools {
+		res, err := confCall(ctx, cs, name, map[string]any{})
+		if err != nil {
+			return err
+		}
+		if res.IsError {
+			return fmt.Errorf("tools/call %s: error result %q", name, confToolText(res))
+		}
+	}
+	return nil
 }
 
 // confPlayListTools lists the tools: the scenario's server judges the

@@ -501,10 +501,10 @@ const confModernRelaySpec = "2026-07-28"
 // client as a 2026-07-28 host (it sends server/discover; the relay passes
 // its lines through) and as a session-era host (it sends initialize; the
 // relay answers it and stamps every request). Those with a note are run
-// and recorded but not required. The 2026-07-28 scenarios not listed —
-// sep-2322-client-request-state (the MRTR bridge), http-custom-headers and
-// http-invalid-tool-headers (Mcp-Param-* mirroring) — belong to stages of
-// their own.
+// and recorded but not required. The suite (confSuiteVersion) offers no
+// client scenario at 2026-07-28 for subscriptions/listen, caching or
+// cancellation; the other 2026-07-28 client scenarios are authorization
+// ones (confAuthRuns).
 var confModernRelayScenarios = []struct {
 	name, note string
 	// modernHostNote, when set, makes the run as a 2026-07-28 host not
@@ -516,6 +516,9 @@ var confModernRelayScenarios = []struct {
 	{name: "http-standard-headers"},
 	{name: "json-schema-ref-no-deref"},
 	{name: "json-schema-2020-12-preservation"},
+	{name: "sep-2322-client-request-state"}, // MRTR: the bridge for a session-era host
+	{name: "http-custom-headers"},           // Mcp-Param-* mirroring
+	{name: "http-invalid-tool-headers"},     // tools with an invalid x-mcp-header dropped
 }
 
 // confRelayRuns returns the relay scenarios to run, each at confRelaySpec,
