@@ -41,8 +41,10 @@ import (
 //     conformance_plays_test.go); the required ones must pass;
 //   - client mode, authorization: the suite's authorization scenarios
 //     against the relay (mcp-stdio --oauth), driven the same way; every
-//     scenario of 2025-11-25 and 2025-03-26 must pass, the 2026-07-28-only
-//     ones are run and recorded.
+//     scenario must pass at 2025-11-25 (else 2025-03-26) and at 2026-07-28
+//     as either host where it applies, unless confAuthModernFailing says
+//     why not; the 2026-07-28-only ones are also run, and recorded, forced
+//     at the 2025-11-25 wire.
 //
 // The suite and Node.js 22 are installed with npm into the user cache
 // directory once. Skipped under -short and with MCP_STDIO_SKIP_CONFORMANCE=1.
@@ -445,9 +447,10 @@ func confListClient(ctx context.Context, suite *confSuite) ([]confListed, error)
 
 // confAuthRuns returns the authorization scenarios to run: every
 // non-extension auth/* scenario at 2025-11-25 where it applies, else at
-// 2025-03-26 (required), and the 2026-07-28-only ones (recorded), each of
-// those twice: at 2026-07-28, and forced at the 2025-11-25 wire, which the
-// relay speaks, to tell its authorization logic apart from the wire.
+// 2025-03-26, and at 2026-07-28 where it applies, there as either host
+// (confAuthModernRuns); the 2026-07-28-only ones also forced at the
+// 2025-11-25 wire (recorded), to tell the relay's authorization logic
+// apart from the wire.
 func confAuthRuns(listed []confListed) ([]confClientRun, error) {
 	var runs []confClientRun
 	for _, l := range listed {
@@ -457,11 +460,14 @@ func confAuthRuns(listed []confListed) ([]confClientRun, error) {
 		switch {
 		case slices.Contains(l.versions, "2025-11-25"):
 			runs = append(runs, confClientRun{name: l.name, spec: "2025-11-25", required: true})
+			if slices.Contains(l.versions, "2026-07-28") {
+				runs = append(runs, confAuthModernRuns(l.name, "")...)
+			}
 		case slices.Contains(l.versions, "2025-03-26"):
 			runs = append(runs, confClientRun{name: l.name, spec: "2025-03-26", required: true})
 		case slices.Equal(l.versions, []string{"2026-07-28"}):
-			runs = append(runs, confClientRun{name: l.name, spec: "2026-07-28", note: "2026-07-28 only"},
-				confClientRun{name: l.name, spec: "2025-11-25", forced: true, note: "2026-07-28 only; forced at the 2025-11-25 wire"})
+			runs = append(runs, confAuthModernRuns(l.name, "2026-07-28 only")...)
+			runs = append(runs, confClientRun{name: l.name, spec: "2025-11-25", forced: true, note: "2026-07-28 only; forced at the 2025-11-25 wire"})
 		}
 	}
 	if !slices.ContainsFunc(runs, func(r confClientRun) bool { return r.required }) {
@@ -469,6 +475,24 @@ func confAuthRuns(listed []confListed) ([]confClientRun, error) {
 	}
 	return runs, nil
 }
+
+// confAuthModernRuns returns an authorization scenario's runs at
+// 2026-07-28: with the client as a 2026-07-28 host and as a session-era
+// host (the relay signs in and bridges the era either way); required
+// unless confAuthModernFailing names the scenario.
+func confAuthModernRuns(name, note string) []confClientRun {
+	why := confAuthModernFailing[name]
+	var runs []confClientRun
+	for _, legacy := range []bool{false, true} {
+		runs = append(runs, confClientRun{name: name, spec: "2026-07-28", required: why == "", note: confJoinNotes(note, why), legacyHost: legacy})
+	}
+	return runs
+}
+
+// confAuthModernFailing names the authorization scenarios that do not pass
+// at their 2026-07-28 wire through the relay yet, with the reason; they
+// are run and recorded, the others at 2026-07-28 are required.
+var confAuthModernFailing = map[string]string{}
 
 // confRelaySpec is the revision the relay scenarios run at.
 const confRelaySpec = "2025-11-25"
