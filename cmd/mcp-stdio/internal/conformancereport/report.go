@@ -172,18 +172,18 @@ func Render(w io.Writer, s *Summary) error {
 	p("| Suite | `%s` on Node.js %s |\n", s.Suite, s.Node)
 	p("| Server fixture | `%s` (the stdio child behind `mcp-stdio serve`) |\n", s.Fixture)
 	p("| **Server mode** (`mcp-stdio serve`) | **%d/%d** scored scenarios pass at 2025-11-25; %s |\n", sp, st, warnings(s.Server))
-	p("| **Client mode** (relay, `mcp-stdio URL`) | **%d/%d** required scenarios pass at 2025-11-25%s |\n", rp, rt, notRequired(s.Relay))
-	p("| **Client mode** (relay, `mcp-stdio --oauth`) | **%d/%d** authorization scenarios pass (2025-11-25, 2025-03-26) |\n", cp, ct)
+	p("| **Client mode** (relay, `mcp-stdio URL`) | **%d/%d** required scenarios pass (2025-11-25; 2026-07-28 as a 2026-07-28 and as a session-era host)%s |\n", rp, rt, notRequired(s.Relay))
+	p("| **Client mode** (relay, `mcp-stdio --oauth`) | **%d/%d** required authorization scenarios pass (2025-11-25, else 2025-03-26; 2026-07-28 as either host) |\n", cp, ct)
 	fp, ft := 0, 0
 	for _, sc := range s.Client.Scenarios {
-		if !sc.Scored && !sc.Forced {
+		if !sc.Scored && sc.Forced {
 			ft++
 			if sc.Passed {
 				fp++
 			}
 		}
 	}
-	p("| 2026-07-28-only authorization scenarios | %d/%d pass through the relay already; %d/%d forced at the 2025-11-25 wire (not required yet) |\n\n", fp, ft, ip-fp, it-ft)
+	p("| Authorization, not required | %d/%d 2026-07-28-only scenarios forced at the 2025-11-25 wire pass; %d/%d others |\n\n", fp, ft, ip-fp, it-ft)
 
 	p("The test fails unless every scored server scenario passes, no server scenario (scored or not)\n")
 	p("has a warning, and every required client scenario passes.\n")
@@ -203,7 +203,7 @@ func Render(w io.Writer, s *Summary) error {
 	p("## Client mode: the relay (`mcp-stdio URL`)\n\n")
 	p("For each client scenario that applies to a relay the suite starts its own MCP server and runs the\n")
 	p("test binary as the MCP client: a go-sdk client that spawns `mcp-stdio <url>` and talks MCP to it\n")
-	p("over stdio, at the 2025-11-25 wire, doing what the scenario's server waits for:\n\n")
+	p("over stdio, doing what the scenario's server waits for. At 2025-11-25:\n\n")
 	p("- `initialize`: the handshake; the client checks that the answer has the version it asked for;\n")
 	p("- `tools_call`: lists the tools and calls `add_numbers`, checking the sum in the answer;\n")
 	p("- `elicitation-sep1034-client-defaults`: calls the tool whose server elicits a form during the call,\n")
@@ -213,7 +213,25 @@ func Render(w io.Writer, s *Summary) error {
 	p("- `json-schema-2020-12-preservation`: lists the tools and sends one tool's JSON Schema 2020-12\n")
 	p("  `inputSchema` back through an echo tool as the exact bytes the relay printed, and checks them\n")
 	p("  against the server's own `tools/list` answer fetched without the relay (byte for byte).\n\n")
-	renderMode(p, s.Relay, "Required (2025-11-25)", "Not required (informational)")
+	p("At 2026-07-28 each scenario runs twice: with the client as a 2026-07-28 host (it sends\n")
+	p("`server/discover`; the relay passes its lines through) and as a session-era host (it sends\n")
+	p("`initialize` at 2025-11-25; the relay answers it and bridges every request to the 2026-07-28\n")
+	p("server), marked \"(session-era host)\":\n\n")
+	p("- `tools_call`, `json-schema-2020-12-preservation`: as above;\n")
+	p("- `request-metadata`, `json-schema-ref-no-deref`: list the tools (the server judges `_meta`, the\n")
+	p("  `MCP-Protocol-Version` header and the retry after a -32022 refusal);\n")
+	p("- `http-standard-headers`: every list, and a call, read or get of every tool, resource and prompt\n")
+	p("  (the server judges `Mcp-Method` and `Mcp-Name`);\n")
+	p("- `http-custom-headers`: calls the tools the scenario context names with its arguments (the server\n")
+	p("  judges the `Mcp-Param-*` headers mirrored from `x-mcp-header` annotations);\n")
+	p("- `http-invalid-tool-headers`: lists the tools and calls every one listed (the tools with an\n")
+	p("  invalid `x-mcp-header` must not be called, the valid one must);\n")
+	p("- `sep-2322-client-request-state`: calls the four MRTR tools (an `input_required` result with and\n")
+	p("  without `requestState`, a call in between, a result without `resultType`); as a session-era host\n")
+	p("  the client answers the `elicitation/create` the relay's MRTR bridge sends it.\n\n")
+	p("The suite (this version) has no client scenario for `subscriptions/listen`, caching or\n")
+	p("cancellation.\n\n")
+	renderMode(p, s.Relay, "Required", "Not required (informational)")
 
 	p("## Client mode: the relay's OAuth (`mcp-stdio --oauth`)\n\n")
 	p("For each authorization scenario the suite starts its own authorization server and MCP server and\n")
@@ -223,10 +241,12 @@ func Render(w io.Writer, s *Summary) error {
 	p("(`XDG_CONFIG_HOME`), and `$BROWSER` is the test binary acting as a browser that follows the\n")
 	p("authorization redirect. Pre-registered credentials from the scenario context become\n")
 	p("`--client-id`/`--client-secret`; `auth/basic-cimd` gets `--client-metadata-url`.\n")
-	p("The 2026-07-28-only scenarios are run and recorded but not required: the relay does not speak\n")
-	p("2026-07-28 yet. Each of them also runs forced (`--force`) at the 2025-11-25 wire, which the relay\n")
-	p("speaks, so that its authorization logic is measured apart from the missing 2026-07-28 wire.\n\n")
-	renderMode(p, s.Client, "Required (2025-11-25 and 2025-03-26)", "2026-07-28 only (informational; also forced at 2025-11-25)")
+	p("Each scenario runs at 2025-11-25 (else 2025-03-26), and at 2026-07-28 where the suite lists it,\n")
+	p("there with the client as a 2026-07-28 host and as a session-era host (the relay probes the\n")
+	p("server's era after signing in). The 2026-07-28-only scenarios also run forced (`--force`) at the\n")
+	p("2025-11-25 wire, recorded only, so that the relay's authorization logic is measured apart from\n")
+	p("the wire.\n\n")
+	renderMode(p, s.Client, "Required", "Not required (recorded; forced at 2025-11-25)")
 
 	p("## For comparison (cited, not measured by this test)\n\n")
 	p("Other gateways with the same suite and the same go-sdk v1.8.0 conformance server as their stdio\n")

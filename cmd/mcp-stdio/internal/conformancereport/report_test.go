@@ -31,7 +31,7 @@ func sample() *conformancereport.Summary {
 		Client: conformancereport.Mode{
 			Scenarios: []conformancereport.Scenario{
 				{Name: "auth/metadata-default", Spec: "2025-11-25", Scored: true, Passed: true, Success: 13},
-				{Name: "auth/iss-supported", Spec: "2026-07-28", Passed: false, Success: 13, Notes: "2026-07-28 only"},
+				{Name: "auth/iss-supported", Spec: "2026-07-28", Scored: true, Passed: true, Success: 13, Notes: "2026-07-28 only"},
 				{Name: "auth/iss-supported", Spec: "2025-11-25", Forced: true, Passed: true, Success: 14},
 			},
 		},
@@ -54,14 +54,14 @@ func TestRender(t *testing.T) {
 	for _, want := range []string{
 		"**1/2** scored scenarios pass at 2025-11-25; warnings in 1 (`server-sse-polling`) |",
 		"no server scenario (scored or not)\nhas a warning",
-		"**1/1** authorization scenarios pass",
-		"| **Client mode** (relay, `mcp-stdio URL`) | **1/2** required scenarios pass at 2025-11-25; not required: 0/1 pass (`sse-retry`) |",
-		"### Required (2025-11-25): 1/2 pass",
+		"**2/2** required authorization scenarios pass",
+		"| **Client mode** (relay, `mcp-stdio URL`) | **1/2** required scenarios pass (2025-11-25; 2026-07-28 as a 2026-07-28 and as a session-era host); not required: 0/1 pass (`sse-retry`) |",
+		"### Required: 1/2 pass",
 		"| `tools_call` | 2025-11-25 | **FAIL** | 0/1/0 |  |",
 		"### Not required (informational): 0/1 pass",
 		"| `sse-retry` | 2025-11-25 | **FAIL** | 1/1/1 | not required: no resumption |",
 		"mcp-stdio --log-level debug URL\n",
-		"| 2026-07-28-only authorization scenarios | 0/1 pass through the relay already; 1/1 forced at the 2025-11-25 wire",
+		"| Authorization, not required | 1/1 2026-07-28-only scenarios forced at the 2025-11-25 wire pass; 0/0 others |",
 		"| `auth/iss-supported` | 2025-11-25 (forced) | pass | 14/0/0 |  |",
 		"### Scored: 1/2 pass",
 		"### Not scored (run and reported by the suite): 1/1 pass",
