@@ -17,6 +17,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // fakeServer is the scripted MCP server of one transcript. It is an
@@ -112,7 +114,7 @@ func (s *fakeServer) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 	}
 	b := &fakeBody{ctx: ctx, chunks: make(chan []byte), end: make(chan struct{}), closed: make(chan struct{})}
-	go s.produce(ctx, e, b, w.seq)
+	go s.produce(ctx, e, b, w.seq, gjson.GetBytes(body, "id").Raw)
 	return &http.Response{
 		StatusCode: e.status, Status: fmt.Sprintf("%d %s", e.status, http.StatusText(e.status)),
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
@@ -197,7 +199,8 @@ func (s *fakeServer) settle(until <-chan struct{}) {
 }
 
 // produce runs a scripted body.
-func (s *fakeServer) produce(ctx context.Context, e *entry, b *fakeBody, seq int) {
+// id is the raw JSON-RPC id of the request the body answers ("" for none).
+func (s *fakeServer) produce(ctx context.Context, e *entry, b *fakeBody, seq int, id string) {
 	err := io.EOF
 	defer func() { b.finish(err) }()
 	for _, it := range e.body {
@@ -225,19 +228,20 @@ func (s *fakeServer) produce(ctx context.Context, e *entry, b *fakeBody, seq int
 			err = io.ErrUnexpectedEOF
 			return
 		case itemHold:
-			if !s.hold(ctx, b) {
+			if !s.hold(ctx, b, id) {
 				return
 			}
 		case itemPush:
-			s.push(e, it.data)
+			s.push(e, it.data, it.target)
 		case itemEndStream:
-			s.endStream(e)
+			s.endStream(e, it.target)
 		}
 	}
 }
 
 // heldStream is a body that holds: it carries pushed events until ended.
 type heldStream struct {
+	id    string // raw JSON-RPC id of the request whose body this is
 	mu    sync.Mutex
 	queue [][]byte
 	ended bool
@@ -247,8 +251,8 @@ type heldStream struct {
 // hold keeps b open, sending what is pushed, until the stream is ended
 // (true: the body then goes on with its next item) or the client goes
 // away (false).
-func (s *fakeServer) hold(ctx context.Context, b *fakeBody) bool {
-	h := &heldStream{wake: make(chan struct{}, 1)}
+func (s *fakeServer) hold(ctx context.Context, b *fakeBody, id string) bool {
+	h := &heldStream{id: id, wake: make(chan struct{}, 1)}
 	s.mu.Lock()
 	s.streams = append(s.streams, h)
 	s.mu.Unlock()
@@ -286,8 +290,10 @@ func (s *fakeServer) hold(ctx context.Context, b *fakeBody) bool {
 	}
 }
 
-// current returns the most recently opened held stream, or nil.
-func (s *fakeServer) current() *heldStream {
+// current returns the most recently opened held stream that has not
+// ended, or nil. A non-empty id picks the one answering the request with
+// that raw JSON-RPC id instead.
+func (s *fakeServer) current(id string) *heldStream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := len(s.streams) - 1; i >= 0; i-- {
@@ -295,17 +301,17 @@ func (s *fakeServer) current() *heldStream {
 		h.mu.Lock()
 		ended := h.ended
 		h.mu.Unlock()
-		if !ended {
+		if !ended && (id == "" || h.id == id) {
 			return h
 		}
 	}
 	return nil
 }
 
-func (s *fakeServer) push(e *entry, data []byte) {
-	h := s.current()
+func (s *fakeServer) push(e *entry, data []byte, id string) {
+	h := s.current(id)
 	if h == nil {
-		s.problem("%s: push with no open held stream: %s", e, data)
+		s.problem("%s: push with no open held stream%s: %s", e, forID(id), data)
 		return
 	}
 	ev := make([]byte, 0, len(data)+24)
@@ -318,16 +324,24 @@ func (s *fakeServer) push(e *entry, data []byte) {
 	h.signal()
 }
 
-func (s *fakeServer) endStream(e *entry) {
-	h := s.current()
+func (s *fakeServer) endStream(e *entry, id string) {
+	h := s.current(id)
 	if h == nil {
-		s.problem("%s: end-stream with no open held stream", e)
+		s.problem("%s: end-stream with no open held stream%s", e, forID(id))
 		return
 	}
 	h.mu.Lock()
 	h.ended = true
 	h.mu.Unlock()
 	h.signal()
+}
+
+// forID names the request a push or end-stream targets, for a problem.
+func forID(id string) string {
+	if id == "" {
+		return ""
+	}
+	return " for id=" + id
 }
 
 func (h *heldStream) signal() {

@@ -34,6 +34,8 @@ GET
 hold
 push {"jsonrpc":"2.0","id":1,"result":{}}
 end-stream
+push id="mcp-stdio/listen/2" {"jsonrpc":"2.0","method":"x"}
+end-stream id=7
 
 POST *
 refused
@@ -63,10 +65,16 @@ reset
 	g := entries[1]
 	is.Equal(g.method, "GET")
 	is.Equal(g.shape, "")
-	is.Equal(len(g.body), 3)
+	is.Equal(len(g.body), 5)
 	is.Equal(g.body[0].kind, itemHold)
 	is.Equal(g.body[1].kind, itemPush)
+	is.Equal(g.body[1].target, "") // the latest held stream
 	is.Equal(g.body[2].kind, itemEndStream)
+	is.Equal(g.body[3].kind, itemPush)
+	is.Equal(g.body[3].target, `"mcp-stdio/listen/2"`)
+	is.Equal(string(g.body[3].data), `{"jsonrpc":"2.0","method":"x"}`)
+	is.Equal(g.body[4].kind, itemEndStream)
+	is.Equal(g.body[4].target, "7")
 
 	is.Equal(entries[2].shape, "*")
 	is.Equal(entries[2].fail, "refused")
@@ -88,6 +96,9 @@ func TestParseScriptErrors(t *testing.T) {
 		{"header after body", "POST ping\n200\n| x\nX-A: b\n", "unknown body directive"},
 		{"bad delay", "POST ping\n200\ndelay soon\n", "delay wants a positive duration"},
 		{"bad push", "POST ping\n200\npush {nope\n", "push wants one line of valid JSON"},
+		{"bad push target", "POST ping\n200\npush id=nope {}\n", "id= wants a raw JSON id"},
+		{"push target without JSON", "POST ping\n200\npush id=1\n", "push wants one line of valid JSON"},
+		{"argument to end-stream", "POST ping\n200\nend-stream now\n", "end-stream takes only id="},
 		{"bad eol", "POST ping\n200\neol cr\n", "eol wants crlf or lf"},
 		{"argument to hold", "GET\n200\nhold now\n", "hold takes no argument"},
 	} {

@@ -50,6 +50,9 @@ import (
 //	push <json>       send "event: message\ndata: <json>\n\n" on the most
 //	                  recently opened body that holds
 //	end-stream        end that held body (a clean end of stream)
+//	push id=<raw id> <json>, end-stream id=<raw id>
+//	                  the same on the held body that answers the request
+//	                  with that raw JSON-RPC id (for two held at once)
 //	eol crlf|lf       line ending for the body lines that follow
 //
 // Without break or hold, a body ends cleanly after its last item.
@@ -126,9 +129,10 @@ const (
 
 // item is one step of a scripted body.
 type item struct {
-	kind itemKind
-	data []byte        // itemData: bytes to send; itemPush: the JSON
-	d    time.Duration // itemDelay
+	kind   itemKind
+	data   []byte        // itemData: bytes to send; itemPush: the JSON
+	d      time.Duration // itemDelay
+	target string        // itemPush, itemEndStream: raw id of the held body's request; "" for the latest
 }
 
 // parseScript parses a server section.
@@ -295,12 +299,23 @@ func parseDirective(word, rest string) (it item, ok bool, err error) {
 	case "hold":
 		return noArg(itemHold)
 	case "end-stream":
-		return noArg(itemEndStream)
+		target, rest, err := cutTarget(rest)
+		if err != nil {
+			return item{}, true, err
+		}
+		if rest != "" {
+			return item{}, true, fmt.Errorf("end-stream takes only id=<raw id>")
+		}
+		return item{kind: itemEndStream, target: target}, true, nil
 	case "push":
+		target, rest, err := cutTarget(rest)
+		if err != nil {
+			return item{}, true, err
+		}
 		if !gjson.Valid(rest) || strings.ContainsAny(rest, "\r\n") {
 			return item{}, true, fmt.Errorf("push wants one line of valid JSON")
 		}
-		return item{kind: itemPush, data: []byte(rest)}, true, nil
+		return item{kind: itemPush, data: []byte(rest), target: target}, true, nil
 	case "eol":
 		switch rest {
 		case "crlf":
@@ -311,6 +326,20 @@ func parseDirective(word, rest string) (it item, ok bool, err error) {
 		return item{}, true, fmt.Errorf("eol wants crlf or lf")
 	}
 	return item{}, false, nil
+}
+
+// cutTarget cuts a leading "id=<raw id>" off a push or end-stream
+// argument: the raw JSON-RPC id of the request whose held body is meant.
+func cutTarget(rest string) (target, after string, err error) {
+	f, after, _ := strings.Cut(rest, " ")
+	raw, ok := strings.CutPrefix(f, "id=")
+	if !ok {
+		return "", rest, nil
+	}
+	if !gjson.Valid(raw) {
+		return "", "", fmt.Errorf("id= wants a raw JSON id such as 1 or \"a\"")
+	}
+	return raw, strings.TrimSpace(after), nil
 }
 
 // isToken reports whether s is an HTTP token (RFC 9110), as header names

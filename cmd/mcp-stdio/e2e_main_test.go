@@ -28,7 +28,7 @@ import (
 // confBrowserArg, see conformance_client_test.go).
 func init() {
 	transporttest.RunProgram(map[string]func(args []string) int{
-		serverProcess:  func([]string) int { return runServerProcess() },
+		serverProcess:  runServerProcess,
 		confClientArg:  func(args []string) int { return confClientMain(args, os.Getenv, os.Stderr) },
 		confBrowserArg: authtest.Browser,
 	})
