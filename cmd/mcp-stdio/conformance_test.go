@@ -589,7 +589,7 @@ func confRelayMode(t *testing.T, ctx context.Context, suite *confSuite, bins *co
 		m.Error = err.Error()
 		t.Fatal(err)
 	}
-	command, line := confClientCommand(bins, confRelaySpec)
+	command, line := confClientCommand(bins, "REV") // 2025-11-25 or 2026-07-28
 	m.Commands = []string{
 		line,
 		"# mcp-stdio.test " + confClientArg + " (the go-sdk client) runs, per scenario:",
