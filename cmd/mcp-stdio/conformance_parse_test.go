@@ -43,7 +43,8 @@ func TestConformanceParsers(t *testing.T) {
 			"  - elicitation-sep1034-client-defaults [2025-11-25]\n  - sse-retry [2025-11-25]\n  - request-metadata [2026-07-28]\n" +
 			"  - auth/metadata-default [2025-11-25,2026-07-28]\n  - auth/iss-supported [2026-07-28]\n  - auth/dpop [extension]\n" +
 			"  - json-schema-2020-12-preservation [2025-11-25,2026-07-28]\n" +
-			"  - http-standard-headers [2026-07-28]\n  - json-schema-ref-no-deref [2026-07-28]\n"
+			"  - http-standard-headers [2026-07-28]\n  - json-schema-ref-no-deref [2026-07-28]\n" +
+			"  - http-custom-headers [2026-07-28]\n  - http-invalid-tool-headers [2026-07-28]\n  - sep-2322-client-request-state [2026-07-28]\n"
 		listed := confParseList([]byte(out))["client"]
 		runs, err := confRelayRuns(listed)
 		is.NoErr(err)
@@ -71,7 +72,12 @@ func TestConformanceParsers(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(runs, []confClientRun{
 			{name: "auth/metadata-default", spec: "2025-11-25", required: true},
-			{name: "auth/iss-supported", spec: "2026-07-28", note: "2026-07-28 only"},
+			// at 2026-07-28 too, as a 2026-07-28 host and as a session-era host
+			{name: "auth/metadata-default", spec: "2026-07-28", required: true},
+			{name: "auth/metadata-default", spec: "2026-07-28", required: true, legacyHost: true},
+			{name: "auth/iss-supported", spec: "2026-07-28", required: true, note: "2026-07-28 only"},
+			{name: "auth/iss-supported", spec: "2026-07-28", required: true, note: "2026-07-28 only", legacyHost: true},
+			// and recorded, forced at the 2025-11-25 wire
 			{name: "auth/iss-supported", spec: "2025-11-25", forced: true, note: "2026-07-28 only; forced at the 2025-11-25 wire"},
 		})
 		_, err = confAuthRuns(listed[:1])
