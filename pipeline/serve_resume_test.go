@@ -6,157 +6,23 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/matryer/is"
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // Streams that break, end to end over loopback with the scripted child:
 // a POST's event stream resumed with GET and Last-Event-ID (issue 9, item
 // 12), and a GET stream whose connection died unnoticed, replaced by the
 // client's next GET (item 6).
-
-// cutProxy forwards loopback TCP connections to a server, one HTTP
-// request per connection. cut closes the client's side of the
-// connections carrying a method's requests and keeps their server side
-// open, reading and dropping whatever the server writes: the client sees
-// its connection break, the server sees nothing (a NAT that forgot the
-// connection, a laptop gone to sleep).
-type cutProxy struct {
-	ln     net.Listener
-	target string
-	url    string
-
-	mu    sync.Mutex
-	conns []*proxied
-	wg    sync.WaitGroup
-}
-
-// proxied is one connection through a cutProxy.
-type proxied struct {
-	client, server net.Conn
-	method         string
-	cut            bool
-}
-
-// newCutProxy starts a proxy to the server at rawURL; its url field is
-// rawURL with the proxy's address.
-func newCutProxy(t *testing.T, rawURL string) *cutProxy {
-	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln, target: u.Host}
-	u.Host = ln.Addr().String()
-	p.url = u.String()
-	p.wg.Go(p.accept)
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.client.Close()
-			c.server.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *cutProxy) accept() {
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		server, err := net.Dial("tcp", p.target)
-		if err != nil {
-			client.Close()
-			continue
-		}
-		c := &proxied{client: client, server: server}
-		p.mu.Lock()
-		p.conns = append(p.conns, c)
-		p.mu.Unlock()
-		p.wg.Go(func() { p.up(c) })
-		p.wg.Go(func() { p.down(c) })
-	}
-}
-
-// up copies the client's bytes to the server, noting the request's
-// method. It never closes the server side: a closed client must not end
-// the request at the server.
-func (p *cutProxy) up(c *proxied) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := c.client.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			if c.method == "" {
-				c.method, _, _ = strings.Cut(string(buf[:n]), " ")
-			}
-			p.mu.Unlock()
-			if _, werr := c.server.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// down copies the server's bytes to the client until the connection is
-// cut, then drops them, until the server closes its side.
-func (p *cutProxy) down(c *proxied) {
-	defer c.client.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := c.server.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			cut := c.cut
-			p.mu.Unlock()
-			if !cut {
-				_, _ = c.client.Write(buf[:n])
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// cut breaks the client's side of every connection open that carries a
-// request of method, and reports how many it broke.
-func (p *cutProxy) cut(method string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, c := range p.conns {
-		if c.method == method && !c.cut {
-			c.cut = true
-			c.client.Close()
-			n++
-		}
-	}
-	return n
-}
 
 // doVia sends a request to url (the gateway's or a proxy's), each on a
 // connection of its own; hdr are name, value pairs.
@@ -274,18 +140,18 @@ func TestSessionsPOSTStreamResumesFromADeadConnection(t *testing.T) {
 	is := is.New(t)
 	g := newSessionGateway(t, nil)
 	sid := g.initialize(t)
-	proxy := newCutProxy(t, g.url)
+	proxy := transporttest.NewCutProxy(t, g.url)
 
-	resp := g.doVia(t, context.Background(), proxy.url, http.MethodPost, sid, acceptBoth, `{"jsonrpc":"2.0","id":"long","method":"wait"}`)
+	resp := g.doVia(t, context.Background(), proxy.URL, http.MethodPost, sid, acceptBoth, `{"jsonrpc":"2.0","id":"long","method":"wait"}`)
 	br := bufio.NewReader(resp.Body)
 	id, _ := primingEvent(t, br)
 	is.Equal(id, "p1-0")
-	is.Equal(proxy.cut(http.MethodPost), 1)
+	is.Equal(proxy.Cut(http.MethodPost), 1)
 	_, _ = io.Copy(io.Discard, br) // the client's side is gone
 	resp.Body.Close()
 
 	is.Equal(g.status(t, "POST", sid, `{"jsonrpc":"2.0","method":"release"}`), http.StatusAccepted) // answered into the dead connection, or not yet
-	get := g.doVia(t, context.Background(), proxy.url, http.MethodGet, sid, "text/event-stream", "", "Last-Event-ID", "p1-0")
+	get := g.doVia(t, context.Background(), proxy.URL, http.MethodGet, sid, "text/event-stream", "", "Last-Event-ID", "p1-0")
 	defer get.Body.Close()
 	is.Equal(get.StatusCode, http.StatusOK)
 	resumed := frame.NewSSEReader(get.Body, 0)
@@ -304,7 +170,7 @@ func TestSessionsGETStreamTakesOverADeadOne(t *testing.T) {
 	is := is.New(t)
 	g := newSessionGateway(t, nil)
 	sid := g.initialize(t)
-	proxy := newCutProxy(t, g.url)
+	proxy := transporttest.NewCutProxy(t, g.url)
 	notify := func(id int, data string) {
 		t.Helper()
 		msgs, _ := g.call(t, sid, acceptJSON, `{"jsonrpc":"2.0","id":`+strconv.Itoa(id)+`,"method":"notify","params":{"data":"`+data+`"}}`)
@@ -312,18 +178,18 @@ func TestSessionsGETStreamTakesOverADeadOne(t *testing.T) {
 	}
 	data := func(msg string) string { return gjson.Get(msg, "params.data").Str }
 
-	first := g.doVia(t, context.Background(), proxy.url, http.MethodGet, sid, "text/event-stream", "")
+	first := g.doVia(t, context.Background(), proxy.URL, http.MethodGet, sid, "text/event-stream", "")
 	defer first.Body.Close()
 	is.Equal(first.StatusCode, http.StatusOK)
 	notify(1, "one")
 	id, msg := sseEvent(t, frame.NewSSEReader(first.Body, 0))
 	is.Equal([]string{id, data(msg)}, []string{"g1", "one"})
 
-	is.Equal(proxy.cut(http.MethodGet), 1)
+	is.Equal(proxy.Cut(http.MethodGet), 1)
 	_, _ = io.Copy(io.Discard, first.Body) // the client's side is gone
 	notify(2, "into the dead connection")
 
-	second := g.doVia(t, context.Background(), proxy.url, http.MethodGet, sid, "text/event-stream", "", "Last-Event-ID", "g1")
+	second := g.doVia(t, context.Background(), proxy.URL, http.MethodGet, sid, "text/event-stream", "", "Last-Event-ID", "g1")
 	defer second.Body.Close()
 	is.Equal(second.StatusCode, http.StatusOK) // not 409
 	events := frame.NewSSEReader(second.Body, 0)

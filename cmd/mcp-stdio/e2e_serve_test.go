@@ -1,22 +1,19 @@
 package main_test
 
 import (
-	"bufio"
 	"context"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/matryer/is"
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // TestServeGETStreamReconnectsThroughADeadConnection runs the mcp-stdio
@@ -32,10 +29,10 @@ func TestServeGETStreamReconnectsThroughADeadConnection(t *testing.T) {
 	is := is.New(t)
 	serve := startBenchGateway(t, gwServe, relayBinary(t), "", "", "--log-level", "info")
 	takeover := serve.log.Watch(regexp.MustCompile(`a new GET stream takes over from the one open`))
-	proxy := newCutProxy(t, serve.url)
+	proxy := transporttest.NewCutProxy(t, serve.url)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	c := &sessionClient{url: proxy.url}
+	c := &sessionClient{url: proxy.URL}
 	defer c.http.CloseIdleConnections()
 
 	init, sid := c.post(t, ctx, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"reconnecting","version":"1"}}}`)
@@ -58,7 +55,7 @@ func TestServeGETStreamReconnectsThroughADeadConnection(t *testing.T) {
 	ev := nextEvent(t, events)
 	is.Equal([]string{ev.ID, gjson.GetBytes(ev.Data, "method").Str}, []string{"g1", "notifications/tools/list_changed"})
 
-	is.Equal(proxy.cut(http.MethodGet), 1) // serve's side stays open
+	is.Equal(proxy.Cut(http.MethodGet), 1) // serve's side stays open
 	_, err := io.Copy(io.Discard, first.Body)
 	is.True(err != nil) // the client saw its connection break
 	first.Body.Close()
@@ -155,130 +152,4 @@ func (c *sessionClient) get(t *testing.T, ctx context.Context, lastEventID strin
 		hdr.Set("Last-Event-ID", lastEventID)
 	}
 	return c.do(t, ctx, http.MethodGet, "text/event-stream", "", hdr)
-}
-
-// cutProxy forwards loopback TCP connections to a server. cut closes the
-// client's side of the connections carrying a method's request and keeps
-// their server side open, reading and dropping what the server writes:
-// the client sees its connection break, the server sees nothing.
-type cutProxy struct {
-	ln     net.Listener
-	target string
-	url    string
-
-	mu    sync.Mutex
-	conns []*proxiedConn
-	wg    sync.WaitGroup
-}
-
-// proxiedConn is one connection through a cutProxy.
-type proxiedConn struct {
-	client, server net.Conn
-	method         string // of the first request, once read
-	cut            bool
-}
-
-// newCutProxy starts a proxy to the server at rawURL, with its url field
-// rawURL on the proxy's address; it stops when the test ends.
-func newCutProxy(t *testing.T, rawURL string) *cutProxy {
-	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln, target: u.Host}
-	u.Host = ln.Addr().String()
-	p.url = u.String()
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.client.Close()
-			c.server.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *cutProxy) accept() {
-	defer p.wg.Done()
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		server, err := net.Dial("tcp", p.target)
-		if err != nil {
-			client.Close()
-			continue
-		}
-		c := &proxiedConn{client: client, server: server}
-		p.mu.Lock()
-		p.conns = append(p.conns, c)
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go p.up(c)
-		go p.down(c)
-	}
-}
-
-// up copies the client's bytes to the server, noting the first request's
-// method. When the client's side ends it closes the server's side, unless
-// cut did it.
-func (p *cutProxy) up(c *proxiedConn) {
-	defer p.wg.Done()
-	br := bufio.NewReader(c.client)
-	if line, err := br.ReadString('\n'); err == nil {
-		method, _, _ := strings.Cut(line, " ")
-		p.mu.Lock()
-		c.method = method
-		p.mu.Unlock()
-		if _, err := io.WriteString(c.server, line); err == nil {
-			_, _ = io.Copy(c.server, br)
-		}
-	}
-	if !p.isCut(c) {
-		c.server.Close()
-	}
-}
-
-// down copies the server's bytes to the client; once the client's side is
-// cut it reads and drops them, so that the server's writes go through.
-func (p *cutProxy) down(c *proxiedConn) {
-	defer p.wg.Done()
-	_, _ = io.Copy(c.client, c.server)
-	if p.isCut(c) {
-		_, _ = io.Copy(io.Discard, c.server)
-	}
-	c.client.Close()
-}
-
-func (p *cutProxy) isCut(c *proxiedConn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return c.cut
-}
-
-// cut breaks the client's side of every connection that carries a request
-// of method, and reports how many it broke.
-func (p *cutProxy) cut(method string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, c := range p.conns {
-		if c.method == method && !c.cut {
-			c.cut = true
-			c.client.Close()
-			n++
-		}
-	}
-	return n
 }
