@@ -219,24 +219,39 @@ func (fs *faultServer) serveGET(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// startRelayProcess starts the relay binary with args, bound to ctx, and
+// returns it with its stdin, its stdout and what it writes on stderr,
+// which the test's log shows if the test fails.
+func startRelayProcess(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, io.WriteCloser, io.Reader, *transporttest.SyncBuffer) {
+	t.Helper()
+	relay := exec.CommandContext(ctx, relayBinary(t), args...)
+	stderr := &transporttest.SyncBuffer{}
+	relay.Stderr = stderr
+	stdin, err := relay.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := relay.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := relay.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("relay stderr:\n%s", stderr)
+		}
+	})
+	return relay, stdin, stdout, stderr
+}
+
 func TestRelayFaults(t *testing.T) {
 	is := is.New(t)
 	fs := startFaultServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	relay := exec.CommandContext(ctx, relayBinary(t), "--log-level", "debug", "--timeout-read", "2", "--max-message-size", "65536", fs.srv.URL+"/mcp")
-	stderr := &transporttest.SyncBuffer{}
-	relay.Stderr = stderr
-	stdin, err := relay.StdinPipe()
-	is.NoErr(err)
-	stdout, err := relay.StdoutPipe()
-	is.NoErr(err)
-	is.NoErr(relay.Start())
-	defer func() {
-		if t.Failed() {
-			t.Logf("relay stderr:\n%s", stderr)
-		}
-	}()
+	relay, stdin, stdout, _ := startRelayProcess(t, ctx, "--log-level", "debug", "--timeout-read", "2", "--max-message-size", "65536", fs.srv.URL+"/mcp")
 	lines := make(chan string, 1024)
 	go func() {
 		defer close(lines)
@@ -380,19 +395,7 @@ func TestRelayLogsOneWarningPerFailedRequest(t *testing.T) {
 	fs := startFaultServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	relay := exec.CommandContext(ctx, relayBinary(t), "--log-level", "debug", fs.srv.URL+"/mcp")
-	stderr := &transporttest.SyncBuffer{}
-	relay.Stderr = stderr
-	stdin, err := relay.StdinPipe()
-	is.NoErr(err)
-	stdout, err := relay.StdoutPipe()
-	is.NoErr(err)
-	is.NoErr(relay.Start())
-	defer func() {
-		if t.Failed() {
-			t.Logf("relay stderr:\n%s", stderr)
-		}
-	}()
+	relay, stdin, stdout, stderr := startRelayProcess(t, ctx, "--log-level", "debug", fs.srv.URL+"/mcp")
 	out := bufio.NewScanner(stdout)
 	send := func(line string) {
 		_, err := io.WriteString(stdin, line+"\n")
