@@ -69,11 +69,18 @@ func newServerHarness(t *testing.T, cfg HTTPServerConfig) *serverHarness {
 // do sends one request; hdr are name, value pairs.
 func (h *serverHarness) do(t *testing.T, ctx context.Context, method, body string, hdr ...string) *http.Response {
 	t.Helper()
+	return sendTestRequest(t, ctx, h.client, method, h.ts.URL+"/mcp", body, hdr...)
+}
+
+// sendTestRequest sends one request to url with client, a JSON body when
+// body is not empty; hdr are name, value pairs.
+func sendTestRequest(t *testing.T, ctx context.Context, client *http.Client, method, url, body string, hdr ...string) *http.Response {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, h.ts.URL+"/mcp", rd)
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +90,7 @@ func (h *serverHarness) do(t *testing.T, ctx context.Context, method, body strin
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := h.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

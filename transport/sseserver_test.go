@@ -53,25 +53,7 @@ func newSSEHarness(t *testing.T, cfg HTTPServerConfig, serve ServeFunc) *sseHarn
 // pairs.
 func (h *sseHarness) do(t *testing.T, ctx context.Context, method, target, body string, hdr ...string) *http.Response {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, h.ts.URL+target, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if method == http.MethodPost {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp
+	return sendTestRequest(t, ctx, h.client, method, h.ts.URL+target, body, hdr...)
 }
 
 // stream opens a stream and returns its response and a reader of its
