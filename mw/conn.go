@@ -213,3 +213,19 @@ func ConnOf(ctx context.Context) *Conn {
 	c, _ := ctx.Value(connKey{}).(*Conn)
 	return c
 }
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p, who the client of the request is as
+// the authentication in front established it (an issuer and subject, a
+// token's name; "" for nobody in particular). Serve's 2026-07-28 pool keys
+// its children on it.
+func WithPrincipal(ctx context.Context, p string) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalOf returns the principal ctx carries, "" when none.
+func PrincipalOf(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
+}
