@@ -3,6 +3,7 @@ package mw
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -489,4 +490,26 @@ func TestParkPointsProgressAtTheRetry(t *testing.T) {
 	got := e.client.lines()
 	is.Equal(got[0], progress("t1"))
 	is.Equal(got[2], progress("t2"))
+}
+
+func TestParkRunsConcurrentRetriesOnce(t *testing.T) {
+	is := is.New(t)
+	e, state := parked(t)
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			errs <- e.send(parkRetry(strconv.Itoa(10+i), `{"q":1,"r":[1,"é"]}`, `{"input-1":`+parkAccept+`}`, state))
+		}()
+	}
+	ok := 0
+	for range n {
+		if err := <-errs; err == nil {
+			ok++
+		} else {
+			refused(t, err, "used already")
+		}
+	}
+	is.Equal(ok, 1)                      // one retry holds
+	is.Equal(len(e.child.sent.all()), 2) // the call, and one answer to its elicitation
 }
