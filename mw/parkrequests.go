@@ -1,0 +1,734 @@
+package mw
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// Bounds and defaults of [ParkChildRequests].
+const (
+	// DefaultStateTTL is how long a parked call waits for the client's
+	// retry, and how long the requestState it was given stays valid.
+	DefaultStateTTL = 10 * time.Minute
+	// DefaultParkRounds is the most input_required results one call gets;
+	// the child's next request fails the call.
+	DefaultParkRounds = 16
+	// maxParkedInputs bounds the child's requests parked for one call.
+	maxParkedInputs = 64
+)
+
+// The methods of the child's requests a 2026-07-28 client can answer as
+// input requests.
+const (
+	methodSampling    = "sampling/createMessage"
+	methodElicitation = "elicitation/create"
+	methodRootsList   = "roots/list"
+)
+
+// ParkOptions configures [ParkChildRequests].
+type ParkOptions struct {
+	// StateKey seals the requestState handed to clients (AES-256-GCM);
+	// it must be StateKeySize (32) bytes. Replicas of a gateway that share
+	// clients share it. See [ParseStateKey] and [NewStateKey].
+	StateKey []byte
+	// ReplicaID names this gateway process among replicas sharing
+	// StateKey: a requestState is honoured only by the replica that
+	// issued it, since only that one holds the parked call. The caller
+	// makes one per process ([NewReplicaID]).
+	ReplicaID string
+	// StateTTL is how long a parked call waits for the client's retry
+	// (and how long its requestState is valid); 0 means
+	// [DefaultStateTTL].
+	StateTTL time.Duration
+	// MaxRounds is the most input_required results one call gets; 0
+	// means [DefaultParkRounds].
+	MaxRounds int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// AfterFunc runs f once d has passed, unless the returned stop is
+	// called first (which reports whether it stopped it); it times out a
+	// parked call. nil means time.AfterFunc.
+	AfterFunc func(d time.Duration, f func()) (stop func() bool)
+	// Logger receives a warning when the child asks for input that could
+	// belong to several calls, and debug lines; nil discards.
+	Logger *slog.Logger
+}
+
+// ParkChildRequests returns the stage that lets a 2026-07-28 client answer
+// the requests a session-era child sends during a call (sampling,
+// elicitation, roots) the 2026-07-28 way: multi round-trip requests
+// (SEP-2322). It sits in the entry chain of serve's legacy-only children,
+// below the router (every request it sees has a minted id unique on the
+// child) and above LocalDiscover and StripModernMeta (it reads the _meta
+// of the client's request); see the package documentation. It panics when
+// o.StateKey is not StateKeySize bytes.
+//
+// Server-bound, a tools/call, prompts/get or resources/read whose
+// params._meta["io.modelcontextprotocol/clientCapabilities"] declares
+// sampling, elicitation or roots is a call it tracks, with those
+// capabilities and the principal ([Conn.Principal] of [ConnOf]); it goes
+// on to the child unchanged. Client-bound, the child's requests are
+// answered here, never passed on:
+//
+//   - ping: {} to the child.
+//   - sampling/createMessage, elicitation/create, roots/list: given to the
+//     one tracked call, not finished, whose client declared that
+//     capability (URL elicitation needs elicitation.url, form elicitation
+//     elicitation.form or an empty elicitation, sampling with tools
+//     sampling.tools). With no such call the child gets an error (-32600),
+//     or for an elicitation the result {"action":"decline"}; with several,
+//     nothing tells which call the child means: the child gets an error
+//     (-32603) and the log one warning. Given to a call, the request is
+//     parked: the call gets a response under its id, as the client sees
+//     it: {"resultType":"input_required","inputRequests":{"input-<n>":
+//     {"method":…,"params":…}},"requestState":"<sealed>"}, params byte
+//     for byte, with every request parked for the call and not answered
+//     yet. A request that arrives while the call is already parked waits
+//     for the next round.
+//   - any other request: -32601 to the child.
+//
+// The call keeps running on the child; the child's response to it is held
+// until the client's retry. The retry is the call again under a new id,
+// with params.inputResponses (keyed like inputRequests) and
+// params.requestState, which is sealed with StateKey (AES-256-GCM) and
+// binds the principal, an expiry StateTTL ahead, the request
+// ([requestHash]: method, name or uri, and arguments, canonically), the
+// parked round, and ReplicaID. A retry whose state does not open, or
+// that comes from another principal, too late, to another replica, for
+// another request, for a round already answered or a call abandoned, or
+// to a child that has since ended, is refused with -32602 and HTTP 400
+// ([Refuse]) naming the cause, and never reaches the child: the tool never
+// runs twice. A retry that holds is not passed to the child either: each
+// parked request with an answer among inputResponses (an object) gets it
+// as its result; the ones left are asked again at once in a new round;
+// extra answers are ignored. From then on the retry's id is the call's:
+// the child's next request makes a new round under it, and the child's
+// response reaches the client under it. notifications/progress for the
+// call's progressToken is pointed at the retry's progressToken, if it has
+// one. More than MaxRounds rounds fail the call: the id waiting gets
+// -32603, the call is cancelled on the child, its parked requests get
+// errors.
+//
+// A call parked for StateTTL with no retry is abandoned: cancelled on the
+// child (notifications/cancelled naming it), its parked requests answered
+// with an error, and forgotten. A notifications/cancelled (server-bound)
+// naming an id the call has already answered with input_required is
+// swallowed: the client may still retry, and its stream ending after an
+// input_required is normal. One naming the retry that waits cancels the
+// call on the child. When the child's connection ends ([Conn.OnClose],
+// registered for the first message's Conn), everything is dropped and
+// nothing more is answered; a retry for a call that ran there is refused.
+func ParkChildRequests(o ParkOptions) Middleware {
+	sealer, err := newStateSealer(o.StateKey)
+	if err != nil {
+		panic(err.Error())
+	}
+	if o.StateTTL <= 0 {
+		o.StateTTL = DefaultStateTTL
+	}
+	if o.MaxRounds <= 0 {
+		o.MaxRounds = DefaultParkRounds
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.AfterFunc == nil {
+		o.AfterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+	}
+	return func(next Duplex) Duplex {
+		p := &parker{
+			next:     next,
+			o:        o,
+			seal:     sealer,
+			log:      loggerOrDiscard(o.Logger),
+			replica:  sha256.Sum256([]byte(o.ReplicaID)),
+			byChild:  make(map[frame.ID]*parkedCall),
+			byID:     make(map[frame.ID]*parkedCall),
+			byHandle: make(map[uint64]*parkedCall),
+			byToken:  make(map[string]*parkedCall),
+		}
+		_, _ = rand.Read(p.instance[:])
+		return Duplex{ToServer: HandlerFunc(p.toServer), ToClient: HandlerFunc(p.toClient)}
+	}
+}
+
+// parker is one child's ParkChildRequests.
+type parker struct {
+	next     Duplex
+	o        ParkOptions
+	seal     *stateSealer
+	log      *slog.Logger
+	replica  [32]byte // sha256 of o.ReplicaID
+	instance [8]byte  // this stage among the children's, in handles
+
+	mu      sync.Mutex
+	conn    *Conn // whose OnClose is registered; nil before
+	closed  bool
+	warned  bool   // the ambiguity warning was logged
+	handles uint64 // the last handle number issued
+	// byChild holds the tracked calls by the id the child knows; byID by
+	// every id the call has answered or will answer (the child's and each
+	// retry's); byHandle the parked ones by their round's handle; byToken
+	// by the raw progressToken the child knows, for calls that have one.
+	byChild  map[frame.ID]*parkedCall
+	byID     map[frame.ID]*parkedCall
+	byHandle map[uint64]*parkedCall
+	byToken  map[string]*parkedCall
+}
+
+// parkedCall is a tracked call.
+type parkedCall struct {
+	childID   frame.ID
+	caps      string // raw clientCapabilities of the latest request
+	principal [32]byte
+	hash      [32]byte
+	ids       []frame.ID // the retries' ids
+	// waiting is the id the call's outcome answers now: the child's id,
+	// then a retry's; "" while the call is parked.
+	waiting frame.ID
+	handle  uint64      // while parked: its round's handle; 0 otherwise
+	stop    func() bool // while parked: stops the abandon timer
+	pending []parkedInput
+	keys    int           // the last input-<n> given
+	held    frame.Message // the child's response, while parked
+	rounds  int
+	// childToken is the raw progressToken the child knows ("" for none),
+	// token the one of the retry waiting.
+	childToken, token string
+}
+
+// parkedInput is a request of the child parked for a call.
+type parkedInput struct {
+	key    string
+	id     frame.ID
+	method string
+	params string // raw; "" when the request had none
+}
+
+// parkSends are the messages a step decided to send, once the lock is
+// released: to the child first, then to the client.
+type parkSends struct {
+	child, client []frame.Message
+}
+
+func (p *parker) flush(ctx context.Context, s parkSends) error {
+	for _, m := range s.child {
+		if err := p.next.ToServer.Handle(ctx, m); err != nil {
+			p.log.Debug("a message to the child was not delivered", "id", m.ID().String(), "err", err)
+		}
+	}
+	var first error
+	for _, m := range s.client {
+		if err := p.next.ToClient.Handle(ctx, m); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// parkEligible reports whether method may answer input_required.
+func parkEligible(method string) bool {
+	switch method {
+	case "tools/call", "prompts/get", "resources/read":
+		return true
+	}
+	return false
+}
+
+// watch registers the OnClose of ctx's Conn, once.
+func (p *parker) watch(ctx context.Context) {
+	c := ConnOf(ctx)
+	if c == nil {
+		return
+	}
+	p.mu.Lock()
+	if p.conn != nil {
+		p.mu.Unlock()
+		return
+	}
+	p.conn = c
+	p.mu.Unlock()
+	c.OnClose(func(error) { p.close() })
+}
+
+// close drops everything: the child is gone.
+func (p *parker) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, c := range p.byChild {
+		if c.stop != nil {
+			c.stop()
+		}
+	}
+	clear(p.byChild)
+	clear(p.byID)
+	clear(p.byHandle)
+	clear(p.byToken)
+}
+
+// principalOf returns who the client of ctx's request is.
+func principalOf(ctx context.Context) string {
+	if c := ConnOf(ctx); c != nil {
+		return c.Principal()
+	}
+	return PrincipalOf(ctx)
+}
+
+func (p *parker) toServer(ctx context.Context, m frame.Message) error {
+	p.watch(ctx)
+	switch {
+	case m.Kind() == frame.Request && parkEligible(m.Method()):
+		if m.Get("params.requestState").Exists() || m.Get("params.inputResponses").Exists() {
+			return p.retry(ctx, m)
+		}
+		p.track(ctx, m)
+		err := p.next.ToServer.Handle(ctx, m)
+		if err != nil {
+			p.mu.Lock()
+			if c := p.byChild[m.ID()]; c != nil {
+				p.dropLocked(c)
+			}
+			p.mu.Unlock()
+		}
+		return err
+	case m.Kind() == frame.Notification && m.Method() == cancelMethod:
+		return p.cancel(ctx, m)
+	}
+	return p.next.ToServer.Handle(ctx, m)
+}
+
+// capsPath is where a 2026-07-28 request declares its client's
+// capabilities.
+var capsPath = "params._meta." + gjson.Escape(MetaClientCapabilities)
+
+// track starts tracking call m when its client declared a capability the
+// child may use.
+func (p *parker) track(ctx context.Context, m frame.Message) {
+	caps := m.Get(capsPath)
+	if !caps.Get("sampling").IsObject() && !caps.Get("elicitation").IsObject() && !caps.Get("roots").IsObject() {
+		return
+	}
+	c := &parkedCall{
+		childID:   m.ID(),
+		caps:      caps.Raw,
+		principal: sha256.Sum256([]byte(principalOf(ctx))),
+		hash:      requestHash(m),
+		waiting:   m.ID(),
+	}
+	if t := m.Get("params._meta.progressToken"); t.Type == gjson.String || t.Type == gjson.Number {
+		c.childToken = t.Raw
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.byID[m.ID()] != nil {
+		return
+	}
+	p.byChild[c.childID] = c
+	p.byID[c.childID] = c
+	if c.childToken != "" {
+		p.byToken[c.childToken] = c
+	}
+}
+
+// dropLocked forgets c.
+func (p *parker) dropLocked(c *parkedCall) {
+	if p.byChild[c.childID] != c {
+		return
+	}
+	delete(p.byChild, c.childID)
+	delete(p.byID, c.childID)
+	for _, id := range c.ids {
+		delete(p.byID, id)
+	}
+	if c.handle != 0 {
+		delete(p.byHandle, c.handle)
+		c.handle = 0
+	}
+	if c.stop != nil {
+		c.stop()
+		c.stop = nil
+	}
+	if c.childToken != "" && p.byToken[c.childToken] == c {
+		delete(p.byToken, c.childToken)
+	}
+}
+
+// refuseRetry is how a retry that does not hold is refused.
+func refuseRetry(id frame.ID, why string) error {
+	return Refuse(400, id, -32602, why)
+}
+
+// retry takes the client's retry of a parked call.
+func (p *parker) retry(ctx context.Context, m frame.Message) error {
+	id := m.ID()
+	rs := m.Get("params.requestState")
+	if !rs.Exists() {
+		return refuseRetry(id, "params.inputResponses without params.requestState: send the call again without inputResponses, or with the requestState of its input_required result")
+	}
+	if rs.Type != gjson.String {
+		return refuseRetry(id, "params.requestState is not a string")
+	}
+	responses := m.Get("params.inputResponses")
+	if responses.Exists() && !responses.IsObject() {
+		return refuseRetry(id, "params.inputResponses is not an object")
+	}
+	st, err := p.seal.open(rs.Str)
+	if err != nil {
+		return refuseRetry(id, err.Error())
+	}
+	again := ": send the call again without inputResponses and requestState"
+	switch {
+	case st.replica != p.replica:
+		return refuseRetry(id, "params.requestState was issued by another replica of this gateway, which holds the call: send the retry to that replica")
+	case st.principal != sha256.Sum256([]byte(principalOf(ctx))):
+		return refuseRetry(id, "params.requestState was issued to another principal")
+	case p.o.Now().After(st.expiry):
+		return refuseRetry(id, "params.requestState has expired (it lasts "+p.o.StateTTL.String()+")"+again)
+	case st.hash != requestHash(m):
+		return refuseRetry(id, "params.requestState belongs to another request: the method, name or uri, or arguments differ from the call that was given it")
+	case st.handle.instance != p.instance:
+		return refuseRetry(id, "the server process that ran this call has ended"+again)
+	}
+
+	var s parkSends
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return refuseRetry(id, "the server process that ran this call has ended"+again)
+	}
+	c := p.byHandle[st.handle.n]
+	if c == nil {
+		p.mu.Unlock()
+		return refuseRetry(id, "params.requestState was used already, or its call was abandoned"+again)
+	}
+	delete(p.byHandle, c.handle)
+	c.handle = 0
+	if c.stop != nil {
+		c.stop()
+		c.stop = nil
+	}
+	c.waiting = id
+	c.ids = append(c.ids, id)
+	p.byID[id] = c
+	if caps := m.Get(capsPath); caps.Exists() {
+		c.caps = caps.Raw
+	}
+	c.token = ""
+	if t := m.Get("params._meta.progressToken"); t.Type == gjson.String || t.Type == gjson.Number {
+		c.token = t.Raw
+	}
+	left := c.pending[:0:0]
+	for _, in := range c.pending {
+		answer := responses.Get(gjson.Escape(in.key))
+		if !answer.IsObject() {
+			left = append(left, in)
+			continue
+		}
+		s.child = append(s.child, frame.ResultResponse(in.id, []byte(answer.Raw)))
+	}
+	c.pending = left
+	switch {
+	case c.held.Len() > 0:
+		for _, in := range c.pending {
+			s.child = append(s.child, frame.ErrorResponse(in.id, -32603, "the call this request belongs to is over"))
+		}
+		s.client = append(s.client, p.outcomeLocked(c, c.held))
+	case len(c.pending) > 0:
+		s = p.roundLocked(c, s)
+	}
+	p.mu.Unlock()
+	return p.flush(ctx, s)
+}
+
+// outcomeLocked returns the child's response to c under the id waiting,
+// and forgets c.
+func (p *parker) outcomeLocked(c *parkedCall, m frame.Message) frame.Message {
+	p.dropLocked(c)
+	if c.waiting == c.childID {
+		return m
+	}
+	out, err := m.WithID(c.waiting)
+	if err != nil {
+		return frame.ErrorResponse(c.waiting, -32603, "the server's response could not be relayed")
+	}
+	return out
+}
+
+// roundLocked answers the id waiting for c with input_required for c's
+// pending requests, parks c under a new handle, and adds the messages to
+// s; past MaxRounds it fails the call instead.
+func (p *parker) roundLocked(c *parkedCall, s parkSends) parkSends {
+	c.rounds++
+	if c.rounds > p.o.MaxRounds {
+		s.client = append(s.client, frame.ErrorResponse(c.waiting, -32603,
+			"the call asked for input more than "+strconv.Itoa(p.o.MaxRounds)+" times; it was cancelled"))
+		return p.endLocked(c, s, "the call asked for input too many times")
+	}
+	p.handles++
+	h := p.handles
+	c.handle = h
+	p.byHandle[h] = c
+	state := p.seal.seal(requestState{
+		expiry:    p.o.Now().Add(p.o.StateTTL),
+		hash:      c.hash,
+		handle:    stateHandle{instance: p.instance, n: h},
+		principal: c.principal,
+		replica:   p.replica,
+	})
+	b := []byte(`{"resultType":"input_required","inputRequests":{`)
+	for i, in := range c.pending {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, jsonString(in.key)...)
+		b = append(b, `:{"method":`...)
+		b = append(b, jsonString(in.method)...)
+		if in.params != "" {
+			b = append(b, `,"params":`...)
+			b = append(b, in.params...)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `},"requestState":`...)
+	b = append(b, jsonString(state)...)
+	b = append(b, '}')
+	s.client = append(s.client, frame.ResultResponse(c.waiting, b))
+	c.waiting = ""
+	c.stop = p.o.AfterFunc(p.o.StateTTL, func() { p.abandon(c, h) })
+	return s
+}
+
+// endLocked cancels c on the child (unless it has answered), answers its parked requests with an
+// error, forgets it, and adds the messages to s.
+func (p *parker) endLocked(c *parkedCall, s parkSends, reason string) parkSends {
+	for _, in := range c.pending {
+		s.child = append(s.child, frame.ErrorResponse(in.id, -32603, "no answer: "+reason))
+	}
+	c.pending = nil
+	if c.held.Len() == 0 { // else the child has answered the call already
+		s.child = append(s.child, cancelNotification(c.childID, reason))
+	}
+	p.dropLocked(c)
+	return s
+}
+
+// cancelNotification returns notifications/cancelled for id.
+func cancelNotification(id frame.ID, reason string) frame.Message {
+	b := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`)
+	b = append(b, id.Raw()...)
+	b = append(b, `,"reason":`...)
+	b = append(b, jsonString(reason)...)
+	b = append(b, "}}"...)
+	return frame.MustParse(string(b))
+}
+
+// abandon ends c if it is still parked in round h: no retry came.
+func (p *parker) abandon(c *parkedCall, h uint64) {
+	p.mu.Lock()
+	if p.closed || p.byHandle[h] != c {
+		p.mu.Unlock()
+		return
+	}
+	c.stop = nil
+	s := p.endLocked(c, parkSends{}, "the client did not come back for the call")
+	conn := p.conn
+	p.mu.Unlock()
+	p.log.Debug("a parked call was abandoned: no retry came", "id", c.childID.String(), "after", p.o.StateTTL)
+	ctx := context.Background()
+	if conn != nil {
+		ctx = WithConn(ctx, conn)
+	}
+	_ = p.flush(ctx, s)
+}
+
+// cancel takes a server-bound notifications/cancelled.
+func (p *parker) cancel(ctx context.Context, m frame.Message) error {
+	rid, ok := cancelledRequestID(m)
+	if !ok {
+		return p.next.ToServer.Handle(ctx, m)
+	}
+	p.mu.Lock()
+	c := p.byID[rid]
+	switch {
+	case c == nil:
+		p.mu.Unlock()
+		return p.next.ToServer.Handle(ctx, m)
+	case c.waiting != rid:
+		// Answered with input_required already: the call stays parked.
+		p.mu.Unlock()
+		p.log.Debug("a cancel of a call answered with input_required is ignored; the call stays parked", "id", rid.String())
+		return nil
+	case rid == c.childID:
+		p.dropLocked(c)
+		p.mu.Unlock()
+		return p.next.ToServer.Handle(ctx, m)
+	}
+	s := p.endLocked(c, parkSends{}, "cancelled by the client")
+	p.mu.Unlock()
+	// The client's own notification, pointed at the call the child runs.
+	if last := len(s.child) - 1; last >= 0 && s.child[last].Method() == cancelMethod {
+		if out, err := m.Set("params.requestId", c.childID.Raw()); err == nil {
+			s.child[last] = out
+		}
+	}
+	return p.flush(ctx, s)
+}
+
+func (p *parker) toClient(ctx context.Context, m frame.Message) error {
+	switch m.Kind() {
+	case frame.Request:
+		return p.childRequest(ctx, m)
+	case frame.Result, frame.Error:
+		return p.childResponse(ctx, m)
+	case frame.Notification:
+		if m.Method() == "notifications/progress" {
+			m = p.retoken(m)
+		}
+	}
+	return p.next.ToClient.Handle(ctx, m)
+}
+
+// retoken points the child's progress for a call at the retry waiting.
+func (p *parker) retoken(m frame.Message) frame.Message {
+	t := m.Get("params.progressToken")
+	if t.Type != gjson.String && t.Type != gjson.Number {
+		return m
+	}
+	p.mu.Lock()
+	c := p.byToken[t.Raw]
+	token := ""
+	if c != nil && c.waiting != "" && c.waiting != c.childID {
+		token = c.token
+	}
+	p.mu.Unlock()
+	if token == "" {
+		return m
+	}
+	out, err := m.Set("params.progressToken", []byte(token))
+	if err != nil {
+		return m
+	}
+	return out
+}
+
+// childResponse takes the child's response: a tracked call's outcome is
+// held while it is parked and goes under the id waiting otherwise.
+func (p *parker) childResponse(ctx context.Context, m frame.Message) error {
+	p.mu.Lock()
+	c := p.byChild[m.ID()]
+	switch {
+	case c == nil:
+		p.mu.Unlock()
+		return p.next.ToClient.Handle(ctx, m)
+	case c.waiting == "":
+		c.held = m
+		p.mu.Unlock()
+		return nil
+	}
+	out := p.outcomeLocked(c, m)
+	p.mu.Unlock()
+	return p.next.ToClient.Handle(ctx, out)
+}
+
+// childRequest answers the child's request (see ParkChildRequests).
+func (p *parker) childRequest(ctx context.Context, m frame.Message) error {
+	method := m.Method()
+	switch method {
+	case "ping":
+		return p.next.ToServer.Handle(ctx, frame.ResultResponse(m.ID(), []byte("{}")))
+	case methodSampling, methodElicitation, methodRootsList:
+	default:
+		return p.next.ToServer.Handle(ctx, frame.ErrorResponse(m.ID(), -32601,
+			"method not found: "+method+" (a 2026-07-28 client answers only sampling/createMessage, elicitation/create and roots/list, during a call)"))
+	}
+	var s parkSends
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	var found []*parkedCall
+	for _, c := range p.byChild {
+		if c.held.Len() == 0 && declares(c.caps, m) {
+			found = append(found, c)
+		}
+	}
+	switch {
+	case len(found) == 0:
+		p.mu.Unlock()
+		if method == methodElicitation {
+			return p.next.ToServer.Handle(ctx, frame.ResultResponse(m.ID(), []byte(`{"action":"decline"}`)))
+		}
+		return p.next.ToServer.Handle(ctx, frame.ErrorResponse(m.ID(), -32600,
+			method+" is not available: no call in flight comes from a client that declared that capability"))
+	case len(found) > 1:
+		warn := !p.warned
+		p.warned = true
+		p.mu.Unlock()
+		msg := method + " could belong to any of " + strconv.Itoa(len(found)) + " calls in flight whose clients declared that capability; the server cannot say which, so it is refused"
+		if warn {
+			p.log.Warn("the server asked for input while several calls that could answer it were in flight; it was refused. "+
+				"Have clients of this principal run one call that may ask for input at a time, or serve a server that speaks 2026-07-28",
+				"method", method, "calls", len(found))
+		} else {
+			p.log.Debug(msg)
+		}
+		return p.next.ToServer.Handle(ctx, frame.ErrorResponse(m.ID(), -32603, msg))
+	}
+	c := found[0]
+	if len(c.pending) >= maxParkedInputs {
+		p.mu.Unlock()
+		return p.next.ToServer.Handle(ctx, frame.ErrorResponse(m.ID(), -32603,
+			"too many requests parked for one call ("+strconv.Itoa(maxParkedInputs)+")"))
+	}
+	c.keys++
+	in := parkedInput{key: "input-" + strconv.Itoa(c.keys), id: m.ID(), method: method}
+	if params := m.Get("params"); params.Exists() {
+		in.params = params.Raw
+	}
+	c.pending = append(c.pending, in)
+	if c.waiting != "" {
+		s = p.roundLocked(c, s)
+	}
+	p.mu.Unlock()
+	return p.flush(ctx, s)
+}
+
+// declares reports whether the raw clientCapabilities caps cover the
+// child's request m.
+func declares(caps string, m frame.Message) bool {
+	cs := gjson.Parse(caps)
+	switch m.Method() {
+	case methodSampling:
+		s := cs.Get("sampling")
+		if !s.IsObject() {
+			return false
+		}
+		if t := m.Get("params.tools"); t.IsArray() && len(t.Array()) > 0 {
+			return s.Get("tools").Exists()
+		}
+		return true
+	case methodElicitation:
+		e := cs.Get("elicitation")
+		if !e.IsObject() {
+			return false
+		}
+		if m.Get("params.mode").String() == "url" {
+			return e.Get("url").Exists()
+		}
+		return e.Get("form").Exists() || !e.Get("url").Exists()
+	case methodRootsList:
+		return cs.Get("roots").IsObject()
+	}
+	return false
+}
