@@ -473,7 +473,7 @@ func TestServeListenChildDeathEndsAbruptly(t *testing.T) {
 	r.child.next(t)
 	r.conn.Close(errors.New("the child exited"))
 	is.True(x.isEnded())
-	r.cancel(t, 1) // the Router's: swallowed
+	r.cancel(t, 1)  // the Router's: swallowed
 	r.child.none(t) // no unsubscribe to a dead child, no cancel
 	r.client.none(t)
 }
