@@ -40,9 +40,9 @@ const (
 // answer is still swallowed, but a failure goes unreported.
 const maxPendingSubscribes = 2 * MaxListenStreams * MaxListenResourceSubscriptions
 
-// maxGoneListens bounds the ids of listens ended abruptly whose
-// notifications/cancelled (sent by the Router once their exchange is over)
-// ServeListen still swallows.
+// maxGoneListens bounds the ids of listens ended without a final response
+// whose notifications/cancelled (sent by the Router once their exchange is
+// over) ServeListen still swallows.
 const maxGoneListens = 16
 
 // ServeListenOptions configures [ServeListen].
@@ -119,7 +119,8 @@ type ServeListenOptions struct {
 //     overflows. No final frame: the exchange of the listen request is cut
 //     ([Exchange.Cut] of [ExchangeOf] its context; with none, as in the
 //     relay or a test, the listen is only forgotten). The Router's
-//     notifications/cancelled that follows is swallowed.
+//     notifications/cancelled that follows is swallowed (for the last 16
+//     listens so ended).
 //   - The client: a server-bound notifications/cancelled naming L (the
 //     Router sends it when the client closed the stream) releases the
 //     listen; it is swallowed.
@@ -452,11 +453,9 @@ func (st *serveListen) end(s *servedListen, cut bool) {
 	}
 	s.state = listenGone
 	delete(st.streams, s.id)
-	if cut {
-		st.gone = append(st.gone, s.id)
-		if len(st.gone) > maxGoneListens {
-			st.gone = st.gone[1:]
-		}
+	st.gone = append(st.gone, s.id) // for the Router's cancel, when it comes
+	if len(st.gone) > maxGoneListens {
+		st.gone = st.gone[1:]
 	}
 	if !s.delivering {
 		close(s.done)
@@ -476,21 +475,20 @@ func (st *serveListen) end(s *servedListen, cut bool) {
 func (st *serveListen) cancelled(id frame.ID) bool {
 	st.mu.Lock()
 	s := st.streams[id]
-	if s == nil {
-		for i, g := range st.gone {
-			if g == id {
-				st.gone = append(st.gone[:i], st.gone[i+1:]...)
-				st.mu.Unlock()
-				return true
-			}
-		}
-		st.mu.Unlock()
-		return false
-	}
 	st.mu.Unlock()
-	st.log.Debug("the client closed a listen", "listen", id)
-	st.end(s, false)
-	return true
+	if s != nil {
+		st.log.Debug("the client closed a listen", "listen", id)
+		st.end(s, false)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i, g := range st.gone {
+		if g == id {
+			st.gone = append(st.gone[:i], st.gone[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // deliver hands s's queued notifications client-bound, in order, until s

@@ -478,6 +478,22 @@ func TestServeListenChildDeathEndsAbruptly(t *testing.T) {
 	r.client.none(t)
 }
 
+func TestServeListenClientGone(t *testing.T) {
+	is := is.New(t)
+	r := newListenRig(t, allCaps)
+	ctx, cancel := context.WithCancel(r.ctx)
+	err := r.d.ToServer.Handle(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":"mcp-stdio/serve/1","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["x"]}}}`))
+	is.NoErr(err)
+	r.client.next(t)
+	is.Equal(r.child.next(t).Method(), "resources/subscribe")
+	cancel() // the client went away before the Router heard of it
+	is.Equal(r.child.next(t).Method(), "resources/unsubscribe")
+	r.cancel(t, 1) // then the Router's cancel: swallowed
+	r.fromChild(t, `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"x"}}`)
+	r.child.none(t)
+	r.client.none(t)
+}
+
 func TestServeListenGracefulEnd(t *testing.T) {
 	is := is.New(t)
 	r := newListenRig(t, allCaps)
