@@ -1,0 +1,697 @@
+package mw
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// Limits of [ServeListen].
+const (
+	// MaxListenStreams is how many listens one child serves at once.
+	MaxListenStreams = 4
+	// ListenQueueSize is how many notifications wait for one listen's
+	// client; one more ends that listen.
+	ListenQueueSize = 1024
+	// MaxListenResourceSubscriptions is how many URIs of one listen's
+	// resourceSubscriptions are honoured; the rest are dropped.
+	MaxListenResourceSubscriptions = 256
+)
+
+// serveListenStage names the minted ids of the resources/subscribe and
+// resources/unsubscribe requests ServeListen sends its child.
+const serveListenStage = "serve-listen"
+
+// Methods ServeListen reads.
+const (
+	toolsListChangedMethod     = "notifications/tools/list_changed"
+	promptsListChangedMethod   = "notifications/prompts/list_changed"
+	resourcesListChangedMethod = "notifications/resources/list_changed"
+	resourcesUpdatedMethod     = "notifications/resources/updated"
+)
+
+// maxPendingSubscribes bounds the subscribe and unsubscribe requests whose
+// answers ServeListen waits for, to learn of a failure; beyond it an
+// answer is still swallowed, but a failure goes unreported.
+const maxPendingSubscribes = 2 * MaxListenStreams * MaxListenResourceSubscriptions
+
+// maxGoneListens bounds the ids of listens ended without a final response
+// whose notifications/cancelled (sent by the Router once their exchange is
+// over) ServeListen still swallows.
+const maxGoneListens = 16
+
+// ServeListenOptions configures [ServeListen].
+type ServeListenOptions struct {
+	// Logger receives what happens to the listens; nil discards.
+	Logger *slog.Logger
+}
+
+// ServeListen returns the stage that serves a 2026-07-28 client's
+// subscriptions/listen for a child that speaks only the session era, and
+// the handle that ends those listens when the gateway shuts down. Serve
+// lists the stage in a legacy-only child's entry chain below the Router
+// (see the package documentation), so every request it sees carries an id
+// unique on its child; it is a pure message stage: it answers client-bound
+// under that id and never writes to an exchange, but for cutting one short
+// (below). The Middleware may be built into any number of chains (one per
+// child); each build serves its own child, and the handle covers them all.
+//
+// Listen. A server-bound subscriptions/listen (id L) is never passed on.
+// A params.notifications that is not an object gets -32602. Otherwise the
+// honoured subset is worked out from the child's initialize result
+// ([Conn.ServerInitialize] of [ConnOf]): toolsListChanged,
+// promptsListChanged and resourcesListChanged are honoured when requested
+// (true) and the child advertises listChanged for that kind; a kind the
+// child does not advertise is omitted, since the child would never send
+// its notification and the ack would promise what never comes.
+// resourceSubscriptions is honoured when it is an array and the child
+// advertises resources.subscribe: its non-empty strings, first spelling of
+// each value kept, duplicates dropped, at most
+// MaxListenResourceSubscriptions, the rest truncated. A listen beyond
+// MaxListenStreams on one child, or once the handle is closed, is refused
+// with [Refuse] (503, -32603) before any ack.
+//
+// Ack. The listen is attached to the child's fan-out first, and then its
+// first frame is handed client-bound from Handle:
+//
+//	{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{<honoured>},"_meta":{"io.modelcontextprotocol/subscriptionId":L}}}
+//
+// with the honoured kinds in the order toolsListChanged,
+// promptsListChanged, resourcesListChanged, resourceSubscriptions ({} when
+// nothing is honoured: the listen stays open all the same). Handle returns
+// once the ack is handed on.
+//
+// Subscribe. After the ack, a goroutine takes the listen's references on
+// its URIs: the first reference to a URI on the child sends it
+// resources/subscribe, the last one released sends resources/unsubscribe,
+// both under ids minted as "mcp-stdio/serve-listen/<n>", whose answers are
+// swallowed. The counts are guarded by a lock held across the send, so a
+// URI's subscribe and unsubscribe reach the child in order; the stage's
+// other lock (the listens) is only ever taken inside it, never the other
+// way round, and the child's reader never takes it. A listen released
+// before its goroutine ran takes no reference. A subscribe the child
+// refuses (an error answer, or a failed send) is logged once per URI per
+// listen holding it, and the URI stays honoured.
+//
+// Events. Client-bound from the child, notifications/tools/list_changed,
+// …/prompts/list_changed and …/resources/list_changed go to every listen
+// that honours that kind; notifications/resources/updated goes to every
+// listen whose resourceSubscriptions holds exactly its params.uri string.
+// Each copy has L set at params._meta["io.modelcontextprotocol/subscriptionId"],
+// every other byte kept, and waits in that listen's queue (ListenQueueSize)
+// for a goroutine that hands it client-bound, so a slow client never holds
+// the child's reader. These four notifications go no further: the stage
+// swallows them, whether a listen wanted them or not. Every other message
+// passes both ways untouched; notifications/message in particular never
+// reaches a listen.
+//
+// Endings. The first one wins; the stage never sends notifications/cancelled.
+//   - Graceful: [ListenStreams.Close] at gateway shutdown. What is queued
+//     is handed on, then the final response
+//     {"jsonrpc":"2.0","id":L,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":L}}},
+//     which ends the exchange (the Router's business).
+//   - Abrupt: the child ends ([Conn.OnClose]), or a listen's queue
+//     overflows. No final frame: the exchange of the listen request is cut
+//     ([Exchange.Cut] of [ExchangeOf] its context; with none, as in the
+//     relay or a test, the listen is only forgotten). The Router's
+//     notifications/cancelled that follows is swallowed (for the last 16
+//     listens so ended).
+//   - The client: a server-bound notifications/cancelled naming L (the
+//     Router sends it when the client closed the stream) releases the
+//     listen; it is swallowed.
+//
+// Every ending but the child's releases the listen's URI references (see
+// Subscribe). Every goroutine of the stage ends with its listen, or after
+// its sends to the child once the child is gone.
+func ServeListen(o ServeListenOptions) (Middleware, *ListenStreams) {
+	ctl := &ListenStreams{stages: make(map[*serveListen]struct{})}
+	log := loggerOrDiscard(o.Logger)
+	return func(next Duplex) Duplex {
+		st := &serveListen{
+			next:    next,
+			log:     log,
+			ctl:     ctl,
+			refs:    make(map[string]int),
+			streams: make(map[frame.ID]*servedListen),
+			pending: make(map[frame.ID]string),
+		}
+		return Duplex{ToServer: HandlerFunc(st.toServer), ToClient: HandlerFunc(st.toClient)}
+	}, ctl
+}
+
+// ListenStreams is the handle of the listens a [ServeListen] serves, on
+// every child its Middleware was built for. Serve's pool closes it when
+// the gateway shuts down, before it stops the children.
+type ListenStreams struct {
+	mu     sync.Mutex
+	closed bool
+	stages map[*serveListen]struct{}
+}
+
+// Close ends every listen gracefully (see [ServeListen]) and has later
+// listens refused. It returns once every final response has been handed
+// on, or when ctx ends, returning its error: the listens not finished then
+// are ended abruptly.
+func (l *ListenStreams) Close(ctx context.Context) error {
+	l.mu.Lock()
+	l.closed = true
+	stages := make([]*serveListen, 0, len(l.stages))
+	for st := range l.stages {
+		stages = append(stages, st)
+	}
+	l.mu.Unlock()
+	var ending []*servedListen
+	for _, st := range stages {
+		ending = append(ending, st.endGracefully()...)
+	}
+	for i, s := range ending {
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+			for _, s := range ending[i:] {
+				s.st.end(s, true)
+			}
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// serveListen is one ServeListen stage: the listens of one child.
+//
+// Locks: subMu, then mu, never the other way round. subMu guards refs,
+// and the held and tornDown of every listen, and is held across the sends
+// of subscribe and unsubscribe; mu guards the rest.
+type serveListen struct {
+	next Duplex
+	log  *slog.Logger
+	ctl  *ListenStreams
+	ids  IDMinter
+
+	subMu sync.Mutex
+	refs  map[string]int // references on each URI, by its decoded value
+
+	// bg counts the goroutines taking and letting go of references.
+	bg sync.WaitGroup
+
+	mu      sync.Mutex
+	started bool
+	// run is the context of the stage's own requests to the child: it
+	// ends with the child.
+	run       context.Context
+	cancelRun context.CancelFunc
+	streams   map[frame.ID]*servedListen // by L, until gone
+	gone      []frame.ID                 // listens cut, whose cancel is due
+	pending   map[frame.ID]string        // subscribes in flight: the URI
+}
+
+// listenState is where a listen is in its life.
+type listenState uint8
+
+const (
+	listenLive     listenState = iota
+	listenGraceful             // its final response is on its way
+	listenGone
+)
+
+// servedListen is one listen ServeListen serves.
+type servedListen struct {
+	st    *serveListen
+	id    frame.ID
+	ctx   context.Context // the listen request's: its exchange
+	kinds listenKinds
+	uris  []listenURI
+	set   map[string]bool // uris by decoded value
+
+	queue    chan frame.Message
+	graceful chan struct{} // closed to end it gracefully
+	dctx     context.Context
+	stop     context.CancelFunc
+	done     chan struct{} // closed when nothing delivers for it any more
+
+	// Guarded by st.mu.
+	state      listenState
+	delivering bool
+	failLogged map[string]bool
+
+	// Guarded by st.subMu.
+	held, tornDown bool
+}
+
+// listenURI is one URI of a listen: its JSON token and decoded value.
+type listenURI struct{ raw, str string }
+
+func (st *serveListen) toServer(ctx context.Context, m frame.Message) error {
+	switch {
+	case m.Kind() == frame.Request && m.Method() == listenMethod:
+		return st.listen(ctx, m)
+	case m.Kind() == frame.Notification && m.Method() == cancelMethod:
+		if id, ok := cancelledRequestID(m); ok && st.cancelled(id) {
+			return nil
+		}
+	}
+	return st.next.ToServer.Handle(ctx, m)
+}
+
+// listen serves a subscriptions/listen.
+func (st *serveListen) listen(ctx context.Context, m frame.Message) error {
+	id := m.ID()
+	req := m.Get("params.notifications")
+	if !req.IsObject() {
+		return st.next.ToClient.Handle(ctx, frame.ErrorResponse(id, frame.CodeInvalidParams, listenMethod+": params.notifications must be an object"))
+	}
+	s := st.newListen(ctx, id, req)
+	if err := st.attach(ctx, s); err != nil {
+		s.stop()
+		return err
+	}
+	if err := st.next.ToClient.Handle(ctx, s.ack()); err != nil {
+		st.end(s, false)
+		return err
+	}
+	st.mu.Lock()
+	if s.state == listenGone {
+		st.mu.Unlock()
+		return nil
+	}
+	s.delivering = true
+	st.mu.Unlock()
+	go st.deliver(s)
+	if len(s.uris) > 0 {
+		st.bg.Go(func() { st.subscribe(s) })
+	}
+	return nil
+}
+
+// newListen works out what a listen honours.
+func (st *serveListen) newListen(ctx context.Context, id frame.ID, req gjson.Result) *servedListen {
+	var caps gjson.Result
+	if c := ConnOf(ctx); c != nil {
+		if init, ok := c.ServerInitialize(); ok {
+			caps = init.Get("result.capabilities")
+		}
+	}
+	honour := func(asked, cap string) bool {
+		return req.Get(asked).Type == gjson.True && caps.Get(cap).Type == gjson.True
+	}
+	s := &servedListen{
+		st:  st,
+		id:  id,
+		ctx: ctx,
+		kinds: listenKinds{
+			tools:     honour("toolsListChanged", "tools.listChanged"),
+			prompts:   honour("promptsListChanged", "prompts.listChanged"),
+			resources: honour("resourcesListChanged", "resources.listChanged"),
+		},
+		queue:    make(chan frame.Message, ListenQueueSize),
+		graceful: make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if subs := req.Get("resourceSubscriptions"); subs.IsArray() && caps.Get("resources.subscribe").Type == gjson.True {
+		s.set = make(map[string]bool)
+		s.uris = []listenURI{}
+		for _, u := range subs.Array() {
+			if len(s.uris) == MaxListenResourceSubscriptions {
+				st.log.Debug("a listen's resourceSubscriptions are truncated", "listen", id, "honoured", MaxListenResourceSubscriptions)
+				break
+			}
+			if u.Type != gjson.String || u.Str == "" || s.set[u.Str] {
+				continue
+			}
+			s.set[u.Str] = true
+			s.uris = append(s.uris, listenURI{raw: u.Raw, str: u.Str})
+		}
+	}
+	s.dctx, s.stop = context.WithCancel(ctx)
+	return s
+}
+
+// ack returns the listen's acknowledgement.
+func (s *servedListen) ack() frame.Message {
+	var b strings.Builder
+	b.WriteString(`{"jsonrpc":"2.0","method":"` + listenAckMethod + `","params":{"notifications":{`)
+	sep := ""
+	add := func(name, v string) {
+		b.WriteString(sep + `"` + name + `":` + v)
+		sep = ","
+	}
+	if s.kinds.tools {
+		add("toolsListChanged", "true")
+	}
+	if s.kinds.prompts {
+		add("promptsListChanged", "true")
+	}
+	if s.kinds.resources {
+		add("resourcesListChanged", "true")
+	}
+	if s.uris != nil {
+		raws := make([]string, len(s.uris))
+		for i, u := range s.uris {
+			raws[i] = u.raw
+		}
+		add("resourceSubscriptions", "["+strings.Join(raws, ",")+"]")
+	}
+	b.WriteString(`},"_meta":{"io.modelcontextprotocol/subscriptionId":` + string(s.id) + `}}}`)
+	return frame.MustParse(b.String())
+}
+
+// final returns the listen's graceful last frame.
+func (s *servedListen) final() frame.Message {
+	return frame.MustParse(`{"jsonrpc":"2.0","id":` + string(s.id) + `,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":` + string(s.id) + `}}}`)
+}
+
+// attach adds s to the child's fan-out, or refuses it.
+func (st *serveListen) attach(ctx context.Context, s *servedListen) error {
+	conn, err := st.attachLocked(ctx, s)
+	if conn != nil {
+		// Outside the locks: a Conn closed already runs childGone at once.
+		conn.OnClose(func(error) { st.childGone() })
+	}
+	return err
+}
+
+// attachLocked is attach under the handle's lock; it returns the Conn to
+// watch when s is the stage's first listen.
+func (st *serveListen) attachLocked(ctx context.Context, s *servedListen) (*Conn, error) {
+	st.ctl.mu.Lock()
+	defer st.ctl.mu.Unlock()
+	if st.ctl.closed {
+		return nil, Refuse(503, s.id, frame.CodeInternalError, "the gateway is shutting down")
+	}
+	st.mu.Lock()
+	live := 0
+	for _, o := range st.streams {
+		if o.state == listenLive {
+			live++
+		}
+	}
+	if live >= MaxListenStreams {
+		st.mu.Unlock()
+		st.log.Warn("refused a listen: the child serves as many as it may", "listen", s.id, "max", MaxListenStreams)
+		return nil, Refuse(503, s.id, frame.CodeInternalError, "too many listens on this server")
+	}
+	first := !st.started
+	var conn *Conn
+	if first {
+		st.started = true
+		conn = ConnOf(ctx)
+		st.run, st.cancelRun = context.WithCancel(WithExchange(context.WithoutCancel(ctx), nil))
+	}
+	st.streams[s.id] = s
+	st.mu.Unlock()
+	if first {
+		st.ctl.stages[st] = struct{}{}
+	}
+	return conn, nil
+}
+
+// childGone ends every listen abruptly: the child is gone.
+func (st *serveListen) childGone() {
+	st.ctl.mu.Lock()
+	delete(st.ctl.stages, st)
+	st.ctl.mu.Unlock()
+	st.mu.Lock()
+	st.cancelRun()
+	all := make([]*servedListen, 0, len(st.streams))
+	for _, s := range st.streams {
+		all = append(all, s)
+	}
+	st.mu.Unlock()
+	for _, s := range all {
+		st.end(s, true)
+	}
+}
+
+// endGracefully starts the graceful end of every live listen and returns
+// them.
+func (st *serveListen) endGracefully() []*servedListen {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var out []*servedListen
+	for _, s := range st.streams {
+		if s.state == listenLive {
+			s.state = listenGraceful
+			close(s.graceful)
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// end ends s abruptly, unless it has ended: it stops delivering, cuts its
+// exchange when cut, and releases its URI references.
+func (st *serveListen) end(s *servedListen, cut bool) {
+	st.mu.Lock()
+	if s.state == listenGone {
+		st.mu.Unlock()
+		return
+	}
+	s.state = listenGone
+	delete(st.streams, s.id)
+	st.gone = append(st.gone, s.id) // for the Router's cancel, when it comes
+	if len(st.gone) > maxGoneListens {
+		st.gone = st.gone[1:]
+	}
+	if !s.delivering {
+		close(s.done)
+	}
+	st.mu.Unlock()
+	s.stop()
+	if cut {
+		if x := ExchangeOf(s.ctx); x != nil {
+			x.Cut()
+		}
+	}
+	st.bg.Go(func() { st.release(s) })
+}
+
+// cancelled takes the client's cancel of request id, reporting whether it
+// named a listen.
+func (st *serveListen) cancelled(id frame.ID) bool {
+	st.mu.Lock()
+	s := st.streams[id]
+	st.mu.Unlock()
+	if s != nil {
+		st.log.Debug("the client closed a listen", "listen", id)
+		st.end(s, false)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i, g := range st.gone {
+		if g == id {
+			st.gone = append(st.gone[:i], st.gone[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// deliver hands s's queued notifications client-bound, in order, until s
+// ends; on a graceful end, what is queued and then the final response.
+func (st *serveListen) deliver(s *servedListen) {
+	defer close(s.done)
+	send := func(m frame.Message) bool {
+		if err := st.next.ToClient.Handle(s.dctx, m); err != nil {
+			if s.dctx.Err() == nil {
+				st.log.Debug("a listen's client cannot be reached", "listen", s.id, "err", err)
+			}
+			st.end(s, true)
+			return false
+		}
+		return true
+	}
+	for {
+		select {
+		case <-s.dctx.Done():
+			st.end(s, false)
+			return
+		case m := <-s.queue:
+			if !send(m) {
+				return
+			}
+		case <-s.graceful:
+		drain:
+			for {
+				select {
+				case m := <-s.queue:
+					if !send(m) {
+						return
+					}
+				default:
+					break drain
+				}
+			}
+			if !send(s.final()) {
+				return
+			}
+			st.mu.Lock()
+			ended := s.state == listenGone
+			s.state = listenGone
+			delete(st.streams, s.id)
+			st.mu.Unlock()
+			s.stop()
+			if !ended {
+				st.bg.Go(func() { st.release(s) })
+			}
+			return
+		}
+	}
+}
+
+// subscribe takes s's references on its URIs.
+func (st *serveListen) subscribe(s *servedListen) {
+	st.subMu.Lock()
+	defer st.subMu.Unlock()
+	if s.tornDown {
+		return
+	}
+	s.held = true
+	for _, u := range s.uris {
+		st.refs[u.str]++
+		if st.refs[u.str] == 1 {
+			st.call("resources/subscribe", u)
+		}
+	}
+}
+
+// release lets go of s's references on its URIs.
+func (st *serveListen) release(s *servedListen) {
+	st.subMu.Lock()
+	defer st.subMu.Unlock()
+	s.tornDown = true
+	if !s.held {
+		return
+	}
+	s.held = false
+	for _, u := range s.uris {
+		st.refs[u.str]--
+		if st.refs[u.str] <= 0 {
+			delete(st.refs, u.str)
+			st.call("resources/unsubscribe", u)
+		}
+	}
+}
+
+// call sends the child method for u under a minted id; subMu is held.
+// Nothing is sent once the child is gone.
+func (st *serveListen) call(method string, u listenURI) {
+	st.mu.Lock()
+	run := st.run
+	st.mu.Unlock()
+	if run.Err() != nil {
+		return
+	}
+	id := st.ids.Mint(serveListenStage)
+	subscribe := method == "resources/subscribe"
+	if subscribe {
+		st.mu.Lock()
+		if len(st.pending) < maxPendingSubscribes {
+			st.pending[id] = u.str
+		}
+		st.mu.Unlock()
+	}
+	req := frame.MustParse(`{"jsonrpc":"2.0","id":` + string(id) + `,"method":"` + method + `","params":{"uri":` + u.raw + `}}`)
+	if err := st.next.ToServer.Handle(run, req); err != nil {
+		if subscribe {
+			st.mu.Lock()
+			delete(st.pending, id)
+			st.mu.Unlock()
+			st.subscribeFailed(u.str, err.Error())
+			return
+		}
+		st.log.Debug("could not unsubscribe the child from a resource", "uri", u.str, "err", err)
+	}
+}
+
+// subscribeFailed logs a failed subscribe to uri once for each listen
+// that holds it.
+func (st *serveListen) subscribeFailed(uri, why string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, s := range st.streams {
+		if !s.set[uri] || s.failLogged[uri] {
+			continue
+		}
+		if s.failLogged == nil {
+			s.failLogged = make(map[string]bool)
+		}
+		s.failLogged[uri] = true
+		st.log.Warn("the child did not subscribe to a resource; the listen keeps it, updates may not come", "listen", s.id, "uri", uri, "error", why)
+	}
+}
+
+func (st *serveListen) toClient(ctx context.Context, m frame.Message) error {
+	switch m.Kind() {
+	case frame.Notification:
+		switch m.Method() {
+		case toolsListChangedMethod:
+			st.fanOut(m, func(s *servedListen) bool { return s.kinds.tools })
+			return nil
+		case promptsListChangedMethod:
+			st.fanOut(m, func(s *servedListen) bool { return s.kinds.prompts })
+			return nil
+		case resourcesListChangedMethod:
+			st.fanOut(m, func(s *servedListen) bool { return s.kinds.resources })
+			return nil
+		case resourcesUpdatedMethod:
+			if uri := m.Get("params.uri"); uri.Type == gjson.String {
+				st.fanOut(m, func(s *servedListen) bool { return s.set[uri.Str] })
+			}
+			return nil
+		}
+	case frame.Result, frame.Error:
+		if st.answered(m) {
+			return nil
+		}
+	}
+	return st.next.ToClient.Handle(ctx, m)
+}
+
+// answered takes the child's answer to one of the stage's own requests,
+// reporting whether m was one.
+func (st *serveListen) answered(m frame.Message) bool {
+	id := m.ID()
+	if !strings.HasPrefix(string(id), MintedIDPrefix+serveListenStage+"/") {
+		return false
+	}
+	st.mu.Lock()
+	uri, ok := st.pending[id]
+	delete(st.pending, id)
+	st.mu.Unlock()
+	if ok && m.Kind() == frame.Error {
+		st.subscribeFailed(uri, m.Get("error.message").String())
+	}
+	return true
+}
+
+// fanOut queues m, stamped, for every live listen that wants it; a listen
+// whose queue is full ends abruptly.
+func (st *serveListen) fanOut(m frame.Message, wants func(*servedListen) bool) {
+	var over []*servedListen
+	st.mu.Lock()
+	for _, s := range st.streams {
+		if s.state != listenLive || !wants(s) {
+			continue
+		}
+		out, err := m.Set(subscriptionIDPath, s.id.Raw())
+		if err != nil {
+			st.log.Debug("dropped a notification that cannot be stamped", "listen", s.id, "method", m.Method(), "err", err)
+			continue
+		}
+		select {
+		case s.queue <- out:
+		default:
+			over = append(over, s)
+		}
+	}
+	st.mu.Unlock()
+	for _, s := range over {
+		st.log.Warn("ended a listen whose client does not keep up", "listen", s.id, "queued", ListenQueueSize)
+		st.end(s, true)
+	}
+}
