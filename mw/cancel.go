@@ -3,7 +3,6 @@ package mw
 import (
 	"container/list"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -286,10 +285,12 @@ func loggerOrDiscard(l *slog.Logger) *slog.Logger {
 	return l
 }
 
-// cancelNotification builds notifications/cancelled for request id with
-// reason (plain words, no quotes needed escaping beyond JSON's).
+// cancelNotification returns notifications/cancelled for id.
 func cancelNotification(id frame.ID, reason string) frame.Message {
-	q, _ := json.Marshal(reason)
-	return frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(id) +
-		`,"reason":` + string(q) + `}}`)
+	b := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`)
+	b = append(b, id.Raw()...)
+	b = append(b, `,"reason":`...)
+	b = append(b, jsonString(reason)...)
+	b = append(b, "}}"...)
+	return frame.MustParse(string(b))
 }

@@ -522,16 +522,6 @@ func (p *parker) endLocked(c *parkedCall, s parkSends, reason string) parkSends 
 	return s
 }
 
-// cancelNotification returns notifications/cancelled for id.
-func cancelNotification(id frame.ID, reason string) frame.Message {
-	b := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`)
-	b = append(b, id.Raw()...)
-	b = append(b, `,"reason":`...)
-	b = append(b, jsonString(reason)...)
-	b = append(b, "}}"...)
-	return frame.MustParse(string(b))
-}
-
 // abandon ends c if it is still parked in round h: no retry came.
 func (p *parker) abandon(c *parkedCall, h uint64) {
 	p.mu.Lock()

@@ -44,6 +44,10 @@ const (
 	// ServeTokenEnv names the environment variable holding serve's bearer
 	// token. It is never passed on to children.
 	ServeTokenEnv = "MCP_STDIO_SERVE_TOKEN"
+	// StateKeyEnv names the environment variable holding the key that
+	// seals requestState (see ServeConfig.StateKey). It is never passed on
+	// to children.
+	StateKeyEnv = "MCP_STDIO_STATE_KEY"
 )
 
 // ServeConfig configures [NewServer]: which stdio server to run, once per
@@ -52,7 +56,7 @@ type ServeConfig struct {
 	// Command is the stdio server's program and arguments; required.
 	Command []string
 	// Env is the children's environment; nil means the gateway's own. The
-	// variable ServeTokenEnv is always removed.
+	// variables ServeTokenEnv and StateKeyEnv are always removed.
 	Env []string
 	// Dir is the children's working directory; "" means the gateway's.
 	Dir string
@@ -144,6 +148,15 @@ type ServeConfig struct {
 	// (one per principal) alive at once; 0 means
 	// mw.DefaultMaxPooledChildren.
 	MaxModernChildren int
+	// StateKey seals the requestState of the multi round-trip requests
+	// serve makes for a session-era child's own requests (see
+	// mw.ParkChildRequests): mw.StateKeySize bytes, shared by replicas
+	// that share clients. nil means a key made at start (a restart then
+	// voids the requestStates given out).
+	StateKey []byte
+	// ReplicaID names this process among replicas sharing StateKey; ""
+	// means one made at start.
+	ReplicaID string
 	// Version is the gateway's version, named in the clientInfo of the
 	// handshakes it performs itself; "" means "0".
 	Version string
@@ -172,9 +185,14 @@ type Server struct {
 	dropCaps mw.Middleware
 	sessions *mw.Sessions
 	pool     *mw.Pool // the children of 2026-07-28 clients, one per principal
-	http     *transport.HTTPServer
-	sse      *transport.SSEServer // nil when NoSSE
-	handler  http.Handler
+	// Stages of the session-era children of the pool, built once for all
+	// of them, and the handle that ends their listens.
+	listen  mw.Middleware
+	listens *mw.ListenStreams
+	park    mw.Middleware
+	http    *transport.HTTPServer
+	sse     *transport.SSEServer // nil when NoSSE
+	handler http.Handler
 
 	drainOnce sync.Once
 }
@@ -242,6 +260,18 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 		AfterFunc:   cfg.AfterFunc,
 		Logger:      cfg.Logger,
 	})
+	if cfg.StateKey == nil {
+		cfg.StateKey = mw.NewStateKey()
+	}
+	if len(cfg.StateKey) != mw.StateKeySize {
+		return nil, fmt.Errorf("serve: the state key must be %d bytes", mw.StateKeySize)
+	}
+	if cfg.ReplicaID == "" {
+		cfg.ReplicaID = mw.NewReplicaID()
+	}
+	s.cfg = cfg
+	s.listen, s.listens = mw.ServeListen(mw.ServeListenOptions{Logger: cfg.Logger})
+	s.park = mw.ParkChildRequests(mw.ParkOptions{StateKey: cfg.StateKey, ReplicaID: cfg.ReplicaID, Logger: cfg.Logger})
 	s.pool = mw.NewPool(mw.PoolOptions{
 		Start:       s.startPooledChild,
 		MaxChildren: cfg.MaxModernChildren,
@@ -387,6 +417,10 @@ func (s *Server) Drain(ctx context.Context) error {
 	s.drainOnce.Do(func() {
 		drainCtx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
 		defer cancel()
+		// A listen lasts until it is ended: end them first, gracefully.
+		if err := s.listens.Close(drainCtx); err != nil {
+			s.log.Warn("listen streams still open at shutdown are cut off", "after", s.cfg.DrainTimeout)
+		}
 		if err := s.http.Drain(drainCtx); err != nil {
 			s.log.Warn("requests still in flight at shutdown are cut off", "after", s.cfg.DrainTimeout)
 		}
@@ -486,6 +520,8 @@ func (s *Server) pooledStages(conn *mw.Conn, log *slog.Logger) []mw.Middleware {
 	}
 	return []mw.Middleware{ // session era only: translated
 		router,
+		s.listen,
+		s.park,
 		mw.AwaitAnswers(conn),
 	}
 }
@@ -555,14 +591,14 @@ func healthCheck(path string) mw.Guard {
 }
 
 // childEnv returns the children's environment: env (or the gateway's
-// own) without the serve token.
+// own) without the serve token and the state key.
 func childEnv(env []string) []string {
 	if env == nil {
 		env = os.Environ()
 	}
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, ServeTokenEnv+"=") {
+		if !strings.HasPrefix(kv, ServeTokenEnv+"=") && !strings.HasPrefix(kv, StateKeyEnv+"=") {
 			out = append(out, kv)
 		}
 	}

@@ -53,11 +53,11 @@ func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
 		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "public-url", "allow-origin", "allow-host",
 			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
-			"modern-idle-ttl", "max-modern-children",
+			"modern-idle-ttl", "max-modern-children", "state-key",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level"},
 		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
-		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "max-buffered": maxBufferedNote},
+		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "state-key": "$" + pipeline.StateKeyEnv + ", else a new one at start", "max-buffered": maxBufferedNote},
 	}
 }
 
@@ -90,6 +90,7 @@ type serveFlags struct {
 	maxSessions  int
 	modernIdle   duration
 	maxModern    int
+	stateKey     string
 	maxBody      byteSize
 	maxMessage   byteSize
 	maxBuffered  byteSize
@@ -134,6 +135,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.IntVar(&f.maxSessions, "max-sessions", mw.DefaultMaxSessions, "keep at most `N` sessions (processes) at once; more get 503")
 	fs.Var(&f.modernIdle, "modern-idle-ttl", "stop the process serving a user's 2026-07-28 clients once it has had no request for `DURATION` (0 = never)")
 	fs.IntVar(&f.maxModern, "max-modern-children", mw.DefaultMaxPooledChildren, "run at most `N` processes for 2026-07-28 clients (one per user) at once; more users get 503")
+	fs.StringVar(&f.stateKey, "state-key", "", "seal the requestState of 2026-07-28 multi round-trip requests with `KEY` (32 bytes, hex or base64; replicas that share clients share it; prefer the "+pipeline.StateKeyEnv+" env var)")
 	fs.Var(&f.maxBody, "max-body", "refuse request bodies larger than `BYTES` with 413")
 	fs.Var(&f.maxMessage, "max-message-size", "refuse lines larger than `BYTES` from the server process")
 	fs.Var(&f.maxBuffered, "max-buffered", "hold at most `BYTES` of messages at once, all sessions together; a request body beyond gets 503, a server's message beyond is answered with an error (at least --max-body and --max-message-size)")
@@ -167,6 +169,9 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	}
 	if !flagSet(fs, "auth-token") {
 		f.authToken = getenv(pipeline.ServeTokenEnv)
+	}
+	if !flagSet(fs, "state-key") {
+		f.stateKey = getenv(pipeline.StateKeyEnv)
 	}
 	logger := newLogger(stderr, f.logLevel.level())
 	if !flagSet(fs, "max-buffered") {
@@ -288,6 +293,14 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	if f.maxSessions <= 0 {
 		return cfg, "", errors.New("--max-sessions must be positive")
 	}
+	var stateKey []byte
+	if f.stateKey != "" {
+		k, err := mw.ParseStateKey(f.stateKey)
+		if err != nil {
+			return cfg, "", fmt.Errorf("invalid --state-key (or %s): %v", pipeline.StateKeyEnv, err)
+		}
+		stateKey = k
+	}
 	if f.maxModern <= 0 {
 		return cfg, "", errors.New("--max-modern-children must be positive")
 	}
@@ -342,6 +355,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		SessionIdleTimeout:     idle,
 		MaxModernChildren:      f.maxModern,
 		ModernIdleTTL:          time.Duration(f.modernIdle),
+		StateKey:               stateKey,
 		MaxBodySize:            int64(f.maxBody),
 		MaxMessageSize:         int(f.maxMessage),
 		ReadTimeout:            readTimeout,
