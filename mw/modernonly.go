@@ -25,11 +25,13 @@ import (
 //     MCP-Protocol-Version header (2025-03-26 when it sends none, as the
 //     session era reads a missing header); a POST of notifications,
 //     responses or a batch the same, under a null id.
-//   - Except: a notification whose MCP-Protocol-Version header names one
-//     of versions comes from a 2026-07-28 client (the era fork sends a
-//     notification without _meta this way) and is accepted and dropped:
-//     on 2026-07-28's HTTP a client cancels by closing the stream, so a
-//     POSTed notifications/cancelled carries nothing to act on.
+//   - Except what claims 2026-07-28 by its MCP-Protocol-Version header
+//     (one of versions) but not by its body, which the era fork sends
+//     this way: a request but initialize gets 400 with -32602, as the ladder answers a
+//     request without _meta ([ValidateModern]); a notification is
+//     accepted and dropped — on 2026-07-28's HTTP a client cancels by
+//     closing the stream, so a POSTed notifications/cancelled carries
+//     nothing to act on.
 //
 // versions are the 2026-07-28 versions served; none means
 // [ModernVersion]. The HTTP+SSE transport speaks the session era only: a
@@ -50,6 +52,10 @@ func ModernOnly(versions ...string) Middleware {
 			header := m.Header().Get(frame.HeaderProtocolVersion)
 			if m.Kind() == frame.Notification && slices.Contains(versions, header) {
 				return nil
+			}
+			if m.Kind() == frame.Request && m.Method() != "initialize" && slices.Contains(versions, header) {
+				return Refuse(http.StatusBadRequest, m.ID(), frame.CodeInvalidParams,
+					"Invalid params: params._meta is required on a 2026-07-28 request")
 			}
 			var id frame.ID
 			requested := header
