@@ -249,24 +249,24 @@ func TestCheckParamHeadersCache(t *testing.T) {
 	is.Equal(lists(), 2)
 }
 
-// asyncChild is a child that answers when the test says: it records what
+// slowChild is a child that answers when the test says: it records what
 // it is sent and hands each message to got.
-type asyncChild struct {
+type slowChild struct {
 	up   Late
 	sent recorder
 	got  chan frame.Message
 }
 
-func newAsyncChild() *asyncChild { return &asyncChild{got: make(chan frame.Message, 64)} }
+func newSlowChild() *slowChild { return &slowChild{got: make(chan frame.Message, 64)} }
 
-func (c *asyncChild) Handle(ctx context.Context, m frame.Message) error {
+func (c *slowChild) Handle(ctx context.Context, m frame.Message) error {
 	c.sent.Handle(ctx, m)
 	c.got <- m
 	return nil
 }
 
 // lists returns the tools/list requests the child was sent.
-func (c *asyncChild) lists() []frame.Message {
+func (c *slowChild) lists() []frame.Message {
 	var out []frame.Message
 	for _, m := range c.sent.all() {
 		if m.Method() == "tools/list" {
@@ -276,7 +276,7 @@ func (c *asyncChild) lists() []frame.Message {
 	return out
 }
 
-func asyncPipeline(c *asyncChild, o ParamCheckOptions) (Handler, *recorder) {
+func slowPipeline(c *slowChild, o ParamCheckOptions) (Handler, *recorder) {
 	client := &recorder{}
 	d := CheckParamHeaders(o)(Duplex{ToServer: c, ToClient: client})
 	c.up.Bind(d.ToClient)
@@ -286,8 +286,8 @@ func asyncPipeline(c *asyncChild, o ParamCheckOptions) (Handler, *recorder) {
 func TestCheckParamHeadersSingleFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
-		child := newAsyncChild()
-		toServer, _ := asyncPipeline(child, ParamCheckOptions{})
+		child := newSlowChild()
+		toServer, _ := slowPipeline(child, ParamCheckOptions{})
 		conn := NewConn(EraStateless)
 		ctx := WithConn(t.Context(), conn)
 		defer conn.Close(context.Canceled)
@@ -323,8 +323,8 @@ func TestCheckParamHeadersSingleFlight(t *testing.T) {
 func TestCheckParamHeadersListTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
-		child := newAsyncChild()
-		toServer, _ := asyncPipeline(child, ParamCheckOptions{ListTimeout: time.Second})
+		child := newSlowChild()
+		toServer, _ := slowPipeline(child, ParamCheckOptions{ListTimeout: time.Second})
 		ctx := WithConn(t.Context(), NewConn(EraStateless))
 		start := time.Now()
 		bad := checkCall(1, "sql", `{"region":"eu"}`).WithHeaders(hdr("Mcp-Param-Region", "us"))
@@ -337,8 +337,8 @@ func TestCheckParamHeadersListTimeout(t *testing.T) {
 func TestCheckParamHeadersChildGone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
-		child := newAsyncChild()
-		toServer, _ := asyncPipeline(child, ParamCheckOptions{})
+		child := newSlowChild()
+		toServer, _ := slowPipeline(child, ParamCheckOptions{})
 		conn := NewConn(EraStateless)
 		ctx := WithConn(t.Context(), conn)
 		done := make(chan error, 1)
@@ -353,8 +353,8 @@ func TestCheckParamHeadersChildGone(t *testing.T) {
 func TestCheckParamHeadersCallerGone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
-		child := newAsyncChild()
-		toServer, _ := asyncPipeline(child, ParamCheckOptions{})
+		child := newSlowChild()
+		toServer, _ := slowPipeline(child, ParamCheckOptions{})
 		conn := NewConn(EraStateless)
 		defer conn.Close(context.Canceled)
 		ctx, cancel := context.WithCancel(WithConn(t.Context(), conn))
@@ -406,5 +406,29 @@ func FuzzParamHeaderAgreement(f *testing.F) {
 		if arg.Type == gjson.Number && isJSONNumber(got) && numbersEqual(got, arg.Raw) != agrees {
 			t.Fatalf("numbersEqual(%s, %s) is not symmetric", raw, got)
 		}
+	})
+}
+
+// Over AwaitAnswers, as in a pooled child's entry chain, the stage's
+// tools/list waits there for its answer, and the check holds the same.
+func TestCheckParamHeadersOverAwaitAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		child := newSlowChild()
+		conn := NewConn(EraStateless)
+		defer conn.Close(context.Canceled)
+		client := &recorder{}
+		d := Chain(CheckParamHeaders(ParamCheckOptions{}), AwaitAnswers(conn))(Duplex{ToServer: child, ToClient: client})
+		child.up.Bind(d.ToClient)
+		ctx := WithConn(t.Context(), conn)
+		done := make(chan error, 1)
+		go func() {
+			done <- d.ToServer.Handle(ctx, checkCall(1, "sql", `{"region":"eu"}`).WithHeaders(hdr("Mcp-Param-Region", "us")))
+		}()
+		synctest.Wait()
+		is.NoErr(child.up.Handle(ctx, answerWith(child.lists()[0], checkTools)))
+		status, _ := refusal(<-done)
+		is.Equal(status, 400)
+		is.Equal(len(client.all()), 0) // the list's answer stopped at the stage
 	})
 }
