@@ -70,6 +70,7 @@
 //	    session; each POST's Exchange is carried by its session's stream)
 //	ByEra (Streamable HTTP)  the fork: 2026-07-28 or the session era
 //	session era:
+//	  ModernOnly             with --modern-only: all of it refused (405, -32022)
 //	  CheckVersionHeader     MCP-Protocol-Version names a revision
 //	  Sessions               one session (Conn, chain, child) per initialize,
 //	                         or (Sessions.SSE) per HTTP+SSE stream

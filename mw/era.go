@@ -28,6 +28,33 @@ func ClassifyEra(m frame.Message) Era {
 	return EraSession
 }
 
+// ClassifyEraClaimless is [ClassifyEra] that also takes a claimless
+// resources/read ([IsClaimlessResourceRead]) as of 2026-07-28. It is the
+// classifier of serve's era fork when claimless reads are accepted (see
+// [ModernLadderOptions].AcceptClaimlessResourceRead, which the ladder
+// behind the fork must be given too).
+func ClassifyEraClaimless(m frame.Message) Era {
+	if IsClaimlessResourceRead(m) {
+		return EraStateless
+	}
+	return ClassifyEra(m)
+}
+
+// IsClaimlessResourceRead reports whether m is a resources/read request
+// that claims no era at all: no Mcp-Session-Id header, no
+// MCP-Protocol-Version header and no protocol version in params._meta.
+// Some clients read a resource so (an app's embedded view fetching its
+// UI, for one), which neither era's rules accept.
+func IsClaimlessResourceRead(m frame.Message) bool {
+	if m.Kind() != frame.Request || m.Method() != "resources/read" {
+		return false
+	}
+	h := m.Header()
+	return len(h.Values(frame.HeaderSessionID)) == 0 &&
+		len(h.Values(frame.HeaderProtocolVersion)) == 0 &&
+		!m.Get(metaProtocolVersionPath).Exists()
+}
+
 // ByEra returns serve's era fork: every server-bound message goes to
 // stateless when [ClassifyEra] finds it of 2026-07-28 and stateless is not
 // nil, and to session otherwise. It is where the two chains of serve part
@@ -36,9 +63,15 @@ func ClassifyEra(m frame.Message) Era {
 // the session era's 400, which makes a dual-era client fall back to
 // initialize).
 func ByEra(session, stateless Handler, logger *slog.Logger) Handler {
+	return ByEraWith(ClassifyEra, session, stateless, logger)
+}
+
+// ByEraWith is [ByEra] deciding with classify instead of [ClassifyEra]
+// (such as [ClassifyEraClaimless]).
+func ByEraWith(classify func(frame.Message) Era, session, stateless Handler, logger *slog.Logger) Handler {
 	log := loggerOrDiscard(logger)
 	return HandlerFunc(func(ctx context.Context, m frame.Message) error {
-		if ClassifyEra(m) == EraStateless {
+		if classify(m) == EraStateless {
 			if stateless != nil {
 				return stateless.Handle(ctx, m)
 			}

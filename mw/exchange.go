@@ -85,7 +85,14 @@ func ExchangeOf(ctx context.Context) Exchange {
 // the same error reaches the client as that JSON-RPC error (see
 // [ErrorFor]).
 func Refuse(status int, id frame.ID, code int, msg string) error {
+	return RefuseWithData(status, id, code, msg, nil)
+}
+
+// RefuseWithData is [Refuse] with the JSON-RPC error's data member, which
+// must be valid JSON (nil for none): a 2026-07-28 server's -32022, say,
+// names the versions it supports there.
+func RefuseWithData(status int, id frame.ID, code int, msg string, data []byte) error {
 	h := make(http.Header, 1)
 	h.Set("Content-Type", "application/json")
-	return &frame.StatusError{Code: status, Header: h, Body: frame.ErrorResponse(id, code, msg).Bytes()}
+	return &frame.StatusError{Code: status, Header: h, Body: frame.ErrorResponseData(id, code, msg, data).Bytes()}
 }

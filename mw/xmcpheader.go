@@ -291,17 +291,23 @@ func numberText(raw string) string {
 	if isIntegerText(raw) {
 		return raw
 	}
-	if i := strings.IndexAny(raw, "eE"); i >= 0 {
-		e, err := strconv.Atoi(strings.TrimPrefix(raw[i+1:], "+"))
-		if err != nil || e > maxExponent || e < -maxExponent {
-			return raw
-		}
-	}
-	r, ok := new(big.Rat).SetString(raw)
+	r, ok := numberValue(raw)
 	if !ok || !r.IsInt() {
 		return raw
 	}
 	return r.Num().String()
+}
+
+// numberValue returns the value of the JSON number raw, unless its
+// exponent is beyond maxExponent.
+func numberValue(raw string) (*big.Rat, bool) {
+	if i := strings.IndexAny(raw, "eE"); i >= 0 {
+		e, err := strconv.Atoi(strings.TrimPrefix(raw[i+1:], "+"))
+		if err != nil || e > maxExponent || e < -maxExponent {
+			return nil, false
+		}
+	}
+	return new(big.Rat).SetString(raw)
 }
 
 // isIntegerText reports whether s is a JSON integer: -?(0|[1-9][0-9]*).

@@ -172,6 +172,21 @@ type ServeConfig struct {
 	Logger *slog.Logger
 	// AfterFunc times idle sessions; nil means time.AfterFunc. For tests.
 	AfterFunc func(d time.Duration, f func()) (stop func() bool)
+
+	// ModernOnly serves MCP 2026-07-28 alone: the session era is refused
+	// on the endpoint (mw.ModernOnly: GET and DELETE get 405 with Allow:
+	// POST, every session-era message 400 with -32022 naming the
+	// 2026-07-28 versions), after the guards, authentication included. The
+	// HTTP+SSE transport, which speaks the session era only, is off (as
+	// with NoSSE).
+	ModernOnly bool
+	// AcceptClaimlessResourceRead takes a resources/read that claims no
+	// era — no Mcp-Session-Id, no MCP-Protocol-Version, no _meta protocol
+	// version — as a 2026-07-28 request (mw.ClassifyEraClaimless), its
+	// version claim filled in; the routing headers it does send must still
+	// match its body (mw.ValidateModern). Off, such a read is of the
+	// session era, and refused for want of a session.
+	AcceptClaimlessResourceRead bool
 }
 
 // Server is the serve pipeline: an http.Handler publishing a stdio MCP
@@ -245,6 +260,9 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.ModernOnly {
+		cfg.NoSSE = true // see serveladder.go
+	}
 	dropCaps, err := mw.DropClientCapabilities(cfg.DropClientCapabilities...)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -279,7 +297,7 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 		AfterFunc:   cfg.AfterFunc,
 		Logger:      cfg.Logger,
 	})
-	eras := mw.ByEra(s.sessionEra(), s.modernEra(), cfg.Logger)
+	eras := mw.ByEraWith(s.classifyEra(), s.sessionEra(), s.modernEra(), cfg.Logger)
 	s.http = transport.NewHTTPServer(transport.HTTPServerConfig{
 		Serve: func(ctx context.Context, m frame.Message, x *transport.Exchange) error {
 			return eras.Handle(mw.WithExchange(ctx, x), m)
@@ -366,6 +384,7 @@ func (s *Server) guards() []mw.Guard {
 // the protocol version is judged before the session.
 func (s *Server) sessionEra() mw.Handler {
 	return mw.Chain(
+		s.modernOnly(), // nil unless ModernOnly; see serveladder.go
 		mw.CheckVersionHeader(),
 	)(mw.Duplex{ToServer: s.sessions, ToClient: mw.Discard()}).ToServer
 }
