@@ -393,7 +393,9 @@ func (s *Server) sessionEra() mw.Handler {
 // children: what can be judged without a child is judged before one is
 // started.
 func (s *Server) modernEra() mw.Handler {
-	return mw.Chain()(mw.Duplex{ToServer: s.pool, ToClient: mw.Discard()}).ToServer
+	return mw.Chain(
+		mw.ValidateModern(mw.ModernLadderOptions{AcceptClaimlessResourceRead: s.cfg.AcceptClaimlessResourceRead, Logger: s.log}),
+	)(mw.Duplex{ToServer: s.pool, ToClient: mw.Discard()}).ToServer
 }
 
 // sseSessionEra is the chain of the HTTP+SSE transport, in front of the
@@ -531,15 +533,18 @@ func (s *Server) startPooledChild(ctx context.Context, principal string) (mw.Bac
 // client first, for the kind of child its handshake found.
 func (s *Server) pooledStages(conn *mw.Conn, log *slog.Logger) []mw.Middleware {
 	router := mw.ModernRouter(mw.ModernRouterOptions{Conn: conn, Logger: log})
+	paramHeaders := mw.CheckParamHeaders(mw.ParamCheckOptions{Logger: log})
 	if conn.Era() == mw.EraStateless { // dual-era: its own 2026-07-28 face
 		return []mw.Middleware{
 			router,
+			paramHeaders,
 			mw.AwaitAnswers(conn),
 		}
 	}
 	return []mw.Middleware{ // session era only: translated
 		router,
 		s.listen,
+		paramHeaders, // below the listens, which take the child's list_changed
 		s.park,
 		mw.AwaitAnswers(conn),
 	}

@@ -53,7 +53,7 @@ func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
 		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "public-url", "allow-origin", "allow-host",
 			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
-			"modern-idle-ttl", "max-modern-children", "state-key",
+			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "state-key",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level"},
 		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
@@ -90,6 +90,8 @@ type serveFlags struct {
 	maxSessions  int
 	modernIdle   duration
 	maxModern    int
+	modernOnly   bool
+	claimless    bool
 	stateKey     string
 	maxBody      byteSize
 	maxMessage   byteSize
@@ -133,6 +135,8 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Var(&f.dropCaps, "drop-client-capability", "remove `CAPABILITY` (roots, sampling or elicitation) from the client's initialize before the server sees it (repeatable)")
 	fs.Var(&f.idleTimeout, "session-idle-timeout", "end a session (and its process) idle for `DURATION` (0 = never)")
 	fs.IntVar(&f.maxSessions, "max-sessions", mw.DefaultMaxSessions, "keep at most `N` sessions (processes) at once; more get 503")
+	fs.BoolVar(&f.modernOnly, "modern-only", false, "serve 2026-07-28 clients only: session-era requests get -32022, GET and DELETE 405, no HTTP+SSE")
+	fs.BoolVar(&f.claimless, "accept-claimless-resource-read", false, "take a resources/read that names no protocol version and no session (the Claude iOS app's) as a 2026-07-28 request")
 	fs.Var(&f.modernIdle, "modern-idle-ttl", "stop the process serving a user's 2026-07-28 clients once it has had no request for `DURATION` (0 = never)")
 	fs.IntVar(&f.maxModern, "max-modern-children", mw.DefaultMaxPooledChildren, "run at most `N` processes for 2026-07-28 clients (one per user) at once; more users get 503")
 	fs.StringVar(&f.stateKey, "state-key", "", "seal the requestState of 2026-07-28 multi round-trip requests with `KEY` (32 bytes, hex or base64; replicas that share clients share it; prefer the "+pipeline.StateKeyEnv+" env var)")
@@ -338,33 +342,35 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	idle := f.idleTimeout.orOff()
 	readTimeout := f.readTimeout.orOff()
 	cfg = pipeline.ServeConfig{
-		Command:                command,
-		Supervisor:             supervisor,
-		Path:                   f.path,
-		SSEPath:                f.ssePath,
-		MessagePath:            f.messagePath,
-		NoSSE:                  f.noSSE,
-		AuthToken:              f.authToken,
-		AllowOrigins:           f.allowOrigins,
-		CheckHost:              isLoopbackListener(f.listen) || len(f.allowHosts) > 0,
-		AllowHosts:             f.allowHosts,
-		PublicURL:              f.publicURL,
-		HealthPath:             f.healthPath,
-		DropClientCapabilities: f.dropCaps,
-		MaxSessions:            f.maxSessions,
-		SessionIdleTimeout:     idle,
-		MaxModernChildren:      f.maxModern,
-		ModernIdleTTL:          time.Duration(f.modernIdle),
-		StateKey:               stateKey,
-		MaxBodySize:            int64(f.maxBody),
-		MaxMessageSize:         int(f.maxMessage),
-		ReadTimeout:            readTimeout,
-		Budget:                 frame.NewBudget(int64(f.maxBuffered)),
-		StdinGrace:             f.stdinGrace.std(),
-		TermGrace:              f.termGrace.std(),
-		DrainTimeout:           f.drainTimeout.std(),
-		ChildStderr:            stderr,
-		Logger:                 logger,
+		Command:                     command,
+		Supervisor:                  supervisor,
+		Path:                        f.path,
+		SSEPath:                     f.ssePath,
+		MessagePath:                 f.messagePath,
+		NoSSE:                       f.noSSE,
+		AuthToken:                   f.authToken,
+		AllowOrigins:                f.allowOrigins,
+		CheckHost:                   isLoopbackListener(f.listen) || len(f.allowHosts) > 0,
+		AllowHosts:                  f.allowHosts,
+		PublicURL:                   f.publicURL,
+		HealthPath:                  f.healthPath,
+		DropClientCapabilities:      f.dropCaps,
+		MaxSessions:                 f.maxSessions,
+		SessionIdleTimeout:          idle,
+		MaxModernChildren:           f.maxModern,
+		ModernOnly:                  f.modernOnly,
+		AcceptClaimlessResourceRead: f.claimless,
+		ModernIdleTTL:               time.Duration(f.modernIdle),
+		StateKey:                    stateKey,
+		MaxBodySize:                 int64(f.maxBody),
+		MaxMessageSize:              int(f.maxMessage),
+		ReadTimeout:                 readTimeout,
+		Budget:                      frame.NewBudget(int64(f.maxBuffered)),
+		StdinGrace:                  f.stdinGrace.std(),
+		TermGrace:                   f.termGrace.std(),
+		DrainTimeout:                f.drainTimeout.std(),
+		ChildStderr:                 stderr,
+		Logger:                      logger,
 	}
 	return cfg, desc, nil
 }
