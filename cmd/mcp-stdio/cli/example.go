@@ -18,15 +18,18 @@ const ExampleServerCommand = "example-server"
 // stdout until stdin ends. stdout carries protocol messages only; logs go to
 // stderr.
 //
-//	mcp-stdio example-server [--page-size N] [--name NAME] [--log-level LEVEL] [--max-message-size BYTES]
+//	mcp-stdio example-server [--page-size N] [--name NAME] [--log-level LEVEL] [--max-message-size BYTES] [--session-era-only]
 func ExampleServer(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, opt Options) error {
 	fs := newFlagSet("mcp-stdio " + ExampleServerCommand)
 	pageSize := fs.Int("page-size", 0, "page size of tools/list, resources/list, resources/templates/list and prompts/list (0: no pagination)")
 	name := fs.String("name", "mcp-stdio-example", "the server name reported in serverInfo")
 	logLevel := fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
 	maxSize := fs.Int("max-message-size", 0, "largest accepted input line in bytes (0: 64 MiB)")
+	sessionOnly := fs.Bool("session-era-only", false, "speak the session era only (MCP 2024-11-05 to 2025-11-25), as a server written before 2026-07-28: "+
+		"server/discover is -32601, _meta versions are ignored, requests before initialize are refused")
 	usage := usagePrinter(fs, fmt.Sprintf("usage: mcp-stdio %s [flags]\n\n"+
-		"Runs the bundled example MCP server on stdin/stdout (both protocol eras).\n\nFlags:\n", ExampleServerCommand), helpLayout{})
+		"Runs the bundled example MCP server on stdin/stdout (both protocol eras,\n"+
+		"or the session era only with --session-era-only).\n\nFlags:\n", ExampleServerCommand), helpLayout{})
 	if err := fs.Parse(args); err != nil {
 		// Help goes to stderr here: this command's stdout is a protocol stream.
 		return parseError(err, "mcp-stdio "+ExampleServerCommand, usage, stderr, stderr)
@@ -54,6 +57,7 @@ func ExampleServer(ctx context.Context, args []string, getenv func(string) strin
 		PageSize:       *pageSize,
 		MaxMessageSize: *maxSize,
 		Logger:         logger,
+		SessionEraOnly: *sessionOnly,
 	})
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return nil // interrupted: a normal way for a stdio server to end

@@ -157,24 +157,15 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
+	if s.opts.SessionEraOnly {
+		return s.classifySessionEraOnly(req)
+	}
 	if req.method == "initialize" {
-		// Handled here, in arrival order, so that the requests after it
-		// see its era and capabilities.
-		pv := req.params.Get("protocolVersion")
-		switch {
-		case s.era == eraStateless:
+		if s.era == eraStateless {
+			pv := req.params.Get("protocolVersion")
 			return nil, unsupportedVersion(pv.String(), []string{statelessVersion})
-		case pv.Type != gjson.String:
-			return nil, invalidParams("initialize needs params.protocolVersion (a string)")
 		}
-		s.era = eraSession
-		s.protocolVersion = negotiate(pv.Str)
-		s.clientCaps = "{}"
-		if caps := req.params.Get("capabilities"); caps.IsObject() {
-			s.clientCaps = caps.Raw
-		}
-		req.caps = gjson.Parse(s.clientCaps)
-		return req, nil
+		return s.acceptInitialize(req)
 	}
 
 	pv := req.meta(metaProtocolVersion)
@@ -212,6 +203,45 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 	s.era = eraStateless
 	req.stateless = true
 	req.caps = caps
+	return req, nil
+}
+
+// acceptInitialize puts the connection in the session era on an
+// initialize request, recording the version it negotiates and the client's
+// capabilities. It is handled in classify, in arrival order, so that the
+// requests after it see its era and capabilities. s.mu is held.
+func (s *server) acceptInitialize(req *request) (*request, *rpcError) {
+	pv := req.params.Get("protocolVersion")
+	if pv.Type != gjson.String {
+		return nil, invalidParams("initialize needs params.protocolVersion (a string)")
+	}
+	s.era = eraSession
+	s.protocolVersion = negotiate(pv.Str)
+	s.clientCaps = "{}"
+	if caps := req.params.Get("capabilities"); caps.IsObject() {
+		s.clientCaps = caps.Raw
+	}
+	req.caps = gjson.Parse(s.clientCaps)
+	return req, nil
+}
+
+// classifySessionEraOnly is classify for [Options.SessionEraOnly]: the
+// server knows only the session era's methods, ignores every _meta key,
+// and serves nothing but initialize (and ping, answered by the read loop)
+// before initialize. s.mu is held.
+func (s *server) classifySessionEraOnly(req *request) (*request, *rpcError) {
+	if spec, ok := methods[req.method]; !ok || !spec.session {
+		// The plain answer of a server that never heard of the method.
+		return nil, &rpcError{code: frame.CodeMethodNotFound, message: "method not found: " + req.method}
+	}
+	if req.method == "initialize" {
+		return s.acceptInitialize(req)
+	}
+	if s.era != eraSession {
+		return nil, &rpcError{code: frame.CodeInvalidRequest,
+			message: fmt.Sprintf("invalid request: %s before initialize (this server speaks the session era only: initialize first)", req.method)}
+	}
+	req.caps = gjson.Parse(s.clientCaps)
 	return req, nil
 }
 

@@ -79,6 +79,29 @@
 // resources/subscribe and unsubscribe; server/discover,
 // subscriptions/listen) are -32601 in the other.
 //
+// # A session-era-only server
+//
+// With [Options.SessionEraOnly] (the command's --session-era-only flag)
+// the server has no 2026-07-28 face: it behaves as a stdio server written
+// before 2026-07-28 does, the legacy-only child a gateway must translate
+// for. Modelled on what pre-2026 SDK servers answer (go-sdk v1.6.1
+// among them):
+//
+//   - server/discover and subscriptions/listen are -32601 "method not
+//     found", enveloped or not, before initialize and after (go-sdk v1.6.1
+//     answers them with its own error code 0; -32601 is what JSON-RPC
+//     prescribes for a method a server does not have, and what the
+//     TypeScript SDK's servers answer);
+//   - before initialize every other request but ping is refused with
+//     -32600 ("… before initialize"), envelope or not (go-sdk v1.6.1
+//     refuses them too, with code 0);
+//   - initialize negotiates as above: a 2026-07-28 protocolVersion is
+//     answered with 2025-11-25;
+//   - after initialize the "io.modelcontextprotocol/*" keys of _meta mean
+//     nothing: every request is served in the session era, its result
+//     without resultType, caching fields or _meta serverInfo, and the ask
+//     tool elicits with a real elicitation/create request.
+//
 // # Tools
 //
 // Every tools/call goes through one table, name → handler: echo, add, slow

@@ -29,6 +29,15 @@ type Options struct {
 	// discards them. Nothing but protocol messages is ever written to the
 	// output.
 	Logger *slog.Logger
+	// SessionEraOnly turns the server's 2026-07-28 face off, so that it
+	// answers as a server written before 2026-07-28 does: server/discover
+	// and subscriptions/listen are -32601 whatever their params, the
+	// "io.modelcontextprotocol/*" keys of a request's _meta mean nothing,
+	// and every request but initialize and ping is refused with -32600
+	// until initialize has been answered (see the package documentation,
+	// "A session-era-only server"). It stands in for the legacy-only
+	// children a gateway meets.
+	SessionEraOnly bool
 
 	// Knobs for this package's own tests.
 	grace    time.Duration // shutdown grace; 0 means shutdownGrace, <0 none

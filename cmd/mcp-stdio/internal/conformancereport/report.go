@@ -40,6 +40,9 @@ type Summary struct {
 	Install []string `json:"install"`
 	// Server is mcp-stdio serve under the suite's server scenarios.
 	Server Mode `json:"server"`
+	// ServerModern is mcp-stdio serve under the suite's server scenarios
+	// at 2026-07-28, once per kind of child.
+	ServerModern []ChildRun `json:"serverModern,omitempty"`
 	// Client is the relay (mcp-stdio --oauth) under the suite's client
 	// authorization scenarios.
 	Client Mode `json:"client"`
@@ -60,6 +63,30 @@ type Mode struct {
 	Notes []string `json:"notes,omitempty"`
 	// Scenarios are the results, in the order they are reported.
 	Scenarios []Scenario `json:"scenarios"`
+}
+
+// ChildRun is serve under the server scenarios at 2026-07-28 with one
+// kind of stdio child.
+type ChildRun struct {
+	// Child names the kind of child: "dual-era" or "legacy-only".
+	Child string `json:"child"`
+	// Fixture is the child, as "module/path@version".
+	Fixture string `json:"fixture"`
+	// Why says what the run shows.
+	Why string `json:"why,omitempty"`
+	// Skipped says why the run did not happen; empty when it ran.
+	Skipped string `json:"skipped,omitempty"`
+	// CannotPass are the scored scenarios that cannot pass with this
+	// child by construction: run and recorded as not scored, with
+	// [CannotPassNote] and the reason as their notes.
+	CannotPass []Excused `json:"cannotPass,omitempty"`
+	Mode
+}
+
+// Excused is a scenario that cannot pass with a child, and why.
+type Excused struct {
+	Name string `json:"name"`
+	Why  string `json:"why"`
 }
 
 // Scenario is the result of one scenario at one spec version.
@@ -172,6 +199,9 @@ func Render(w io.Writer, s *Summary) error {
 	p("| Suite | `%s` on Node.js %s |\n", s.Suite, s.Node)
 	p("| Server fixture | `%s` (the stdio child behind `mcp-stdio serve`) |\n", s.Fixture)
 	p("| **Server mode** (`mcp-stdio serve`) | **%d/%d** scored scenarios pass at 2025-11-25; %s |\n", sp, st, warnings(s.Server))
+	for _, r := range s.ServerModern {
+		p("| **Server mode at 2026-07-28**, %s child | %s |\n", r.Child, modernSummary(r))
+	}
 	p("| **Client mode** (relay, `mcp-stdio URL`) | **%d/%d** required scenarios pass (2025-11-25; 2026-07-28 as a 2026-07-28 and as a session-era host)%s |\n", rp, rt, notRequired(s.Relay))
 	p("| **Client mode** (relay, `mcp-stdio --oauth`) | **%d/%d** required authorization scenarios pass (2025-11-25, else 2025-03-26; 2026-07-28 as either host) |\n", cp, ct)
 	fp, ft := 0, 0
@@ -199,6 +229,10 @@ func Render(w io.Writer, s *Summary) error {
 	p("its stdio child (one child per session). After the run the test opens one more session, stops\n")
 	p("serve with SIGTERM and checks that it exits 0 and leaves no child process behind.\n\n")
 	renderMode(p, s.Server, "Scored", "Not scored (run and reported by the suite)")
+
+	if len(s.ServerModern) > 0 {
+		renderModern(p, s.ServerModern)
+	}
 
 	p("## Client mode: the relay (`mcp-stdio URL`)\n\n")
 	p("For each client scenario that applies to a relay the suite starts its own MCP server and runs the\n")
@@ -261,6 +295,60 @@ func Render(w io.Writer, s *Summary) error {
 
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// modernSummary is a 2026-07-28 run's line in the table at the top.
+func modernSummary(r ChildRun) string {
+	if r.Skipped != "" {
+		return "not run: " + cell(r.Skipped)
+	}
+	sp, st := r.Tally(true)
+	res := fmt.Sprintf("**%d/%d** scored scenarios pass; %s", sp, st, warnings(r.Mode))
+	if n := len(r.CannotPass); n > 0 {
+		res += fmt.Sprintf("; %d cannot pass with this child (see below)", n)
+	}
+	return res
+}
+
+// CannotPassNote starts the notes of a scored scenario that is recorded
+// as not scored because it cannot pass with the run's child by
+// construction; the reason follows it.
+const CannotPassNote = "cannot pass with this child: "
+
+// renderModern writes the section of the 2026-07-28 server runs.
+func renderModern(p func(string, ...any), runs []ChildRun) {
+	p("## Server mode at 2026-07-28: `mcp-stdio serve` with a pooled child\n\n")
+	p("The suite speaks 2026-07-28 (no session; `_meta` and the routing headers on every request) to\n")
+	p("`mcp-stdio serve`, which serves each principal from a pooled stdio child. It runs twice, with a\n")
+	p("child of each kind. After each run the test stops serve with SIGTERM and checks that it exits 0\n")
+	p("and leaves no child process behind.\n\n")
+	for _, r := range runs {
+		p("### %s child: `%s`\n\n", r.Child, r.Fixture)
+		if r.Why != "" {
+			p("%s.\n\n", strings.TrimSuffix(r.Why, "."))
+		}
+		if r.Skipped != "" {
+			p("**Not run:** %s\n\n", cell(r.Skipped))
+		}
+		if len(r.CannotPass) > 0 {
+			p("Scenarios that cannot pass with this child by construction (run and recorded, not scored):\n\n")
+			for _, e := range r.CannotPass {
+				p("- `%s`: %s\n", e.Name, cell(e.Why))
+			}
+			p("\n")
+		}
+		if r.Skipped != "" && len(r.Scenarios) == 0 {
+			if len(r.Commands) > 0 {
+				p("Commands:\n\n```sh\n")
+				for _, c := range r.Commands {
+					p("%s\n", c)
+				}
+				p("```\n\n")
+			}
+			continue
+		}
+		renderMode(p, r.Mode, "Scored", "Not scored (run and reported by the suite, or excused above)")
+	}
 }
 
 // notRequired names a mode's unscored scenarios with how many pass, as

@@ -28,6 +28,16 @@ func sample() *conformancereport.Summary {
 				{Name: "server-sse-polling", Spec: "2025-11-25", Passed: true, Warning: 2, Notes: "not scored: pending"},
 			},
 		},
+		ServerModern: []conformancereport.ChildRun{
+			{Child: "dual-era", Fixture: "example.com/fixture@v1.0.0", Skipped: "gated: no face yet",
+				Mode: conformancereport.Mode{Commands: []string{"mcp-stdio serve -- ./fixture"}}},
+			{Child: "legacy-only", Fixture: "example.com/fixture@v0.9.0", Why: "an old build.",
+				CannotPass: []conformancereport.Excused{{Name: "input-required-result-basic-sampling", Why: "no such tool"}},
+				Mode: conformancereport.Mode{Scenarios: []conformancereport.Scenario{
+					{Name: "tools-list", Spec: "2026-07-28", Scored: true, Passed: true, Success: 3},
+					{Name: "input-required-result-basic-sampling", Spec: "2026-07-28", Failure: 1, Notes: conformancereport.CannotPassNote + "no such tool"},
+				}}},
+		},
 		Client: conformancereport.Mode{
 			Scenarios: []conformancereport.Scenario{
 				{Name: "auth/metadata-default", Spec: "2025-11-25", Scored: true, Passed: true, Success: 13},
@@ -71,6 +81,12 @@ func TestRender(t *testing.T) {
 		"| supergateway 4.0.0 `--stateful` | 29/30 |",
 		"| mcp-proxy 6.7.19 | 24/30 |",
 		"npm install suite\n",
+		"| **Server mode at 2026-07-28**, dual-era child | not run: gated: no face yet |",
+		"| **Server mode at 2026-07-28**, legacy-only child | **1/1** scored scenarios pass; no warnings; 1 cannot pass with this child (see below) |",
+		"### dual-era child: `example.com/fixture@v1.0.0`\n\n**Not run:** gated: no face yet\n\nCommands:\n\n```sh\nmcp-stdio serve -- ./fixture\n```\n",
+		"### legacy-only child: `example.com/fixture@v0.9.0`\n\nan old build.\n\n",
+		"- `input-required-result-basic-sampling`: no such tool\n",
+		"| `input-required-result-basic-sampling` | 2026-07-28 | **FAIL** | 0/1/0 | cannot pass with this child: no such tool |",
 	} {
 		is.True(strings.Contains(md, want)) // the report lacks a line
 		if !strings.Contains(md, want) {

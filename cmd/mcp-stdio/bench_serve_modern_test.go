@@ -1,0 +1,287 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Serve's 2026-07-28 face, measured (issue 12). Figures and commands are in
+// BENCHMARKS.md, section "serve at 2026-07-28"; .ci/bench-serve runs them
+// with the peers installed:
+//
+//	go test -run '^$' -bench '^BenchmarkServeModern' -count 5 ./cmd/mcp-stdio
+//
+// The child is the bundled example server (dual-era), as in the session-era
+// benchmarks. The 2026-07-28 client is the go-sdk v1.8.0 client with
+// ClientSessionOptions.ProtocolVersion empty: it sends server/discover once,
+// then every request with _meta and the routing headers, no session.
+//
+// Skipped until serve has its 2026-07-28 face (modern_gate_test.go).
+
+// modernPath names a 2026-07-28 client's path in the metrics.
+func modernPath(gateway string) string { return gateway + "-2026" }
+
+// connectGatewayAt connects a go-sdk client over Streamable HTTP to g,
+// asking for version ("" for 2026-07-28), with its own HTTP transport,
+// closed at the end of the benchmark. The path is named name.
+func connectGatewayAt(tb testing.TB, ctx context.Context, g *gatewayProc, name, version string) *benchPath {
+	tb.Helper()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench-" + name, Version: "1"}, nil)
+	cctx, cancel := context.WithTimeout(ctx, gatewayStartWait)
+	defer cancel()
+	cs, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: g.url, HTTPClient: hc},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		tb.Fatalf("connect to %s: %v\n%s", name, err, g.log.tail(30))
+	}
+	if version == "" && cs.InitializeResult().ProtocolVersion != "2026-07-28" {
+		tb.Fatalf("%s: the client speaks %s, want 2026-07-28", name, cs.InitializeResult().ProtocolVersion)
+	}
+	tb.Cleanup(func() {
+		_ = cs.Close()
+		hc.CloseIdleConnections()
+	})
+	return &benchPath{name: name, cs: cs, gw: g}
+}
+
+// BenchmarkServeModern measures sequential tools/call echo round trips
+// with a small payload, each iteration one call on every path, rotating
+// which goes first (as BenchmarkServeVsPeers):
+//
+//   - serve-2026: a 2026-07-28 client through serve (its pooled child);
+//   - serve: a session-era client (2025-11-25) through the same serve
+//     process (its session's child);
+//   - supergateway-2026: a 2026-07-28 client through supergateway 4.0.0
+//     --stateful, which starts a child per 2026-07-28 request, when the
+//     peers are installed.
+//
+// The metrics are each path's throughput and latency, serve's CPU time per
+// call (both of serve's paths together) and the ratios the goals name:
+// serve-2026/supergateway-2026-throughput (goal ≥ 25) and
+// serve-2026/serve-throughput (goal ≥ 0.9).
+func BenchmarkServeModern(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	bin := relayBinary(b)
+	serve := startBenchGateway(b, gwServe, bin, "", "")
+	requireModernServe(b, ctx, serve.url)
+	paths := []*benchPath{
+		connectGatewayAt(b, ctx, serve, modernPath(gwServe), ""),
+		connectGatewayAt(b, ctx, serve, gwServe, clientVersion),
+	}
+	if peers, node, ok := benchPeers(b); ok {
+		sg := startBenchGateway(b, gwSupergateway, bin, peers, node)
+		paths = append(paths, connectGatewayAt(b, ctx, sg, modernPath(gwSupergateway), ""))
+	}
+
+	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": serveBenchText}}
+	// supergateway starts a node child per call: fewer warm-up calls for
+	// it would be fairer to the clock, but the same number keeps the
+	// rounds simple, and its JIT needs them.
+	for range serveBenchWarmup / 10 {
+		for _, p := range paths {
+			p.call(b, ctx, params)
+		}
+	}
+	cpuBefore, cpuErr := procCPU(serve.pid())
+	i := 0
+	for b.Loop() {
+		for j := range paths {
+			p := paths[(i+j)%len(paths)]
+			p.times = append(p.times, p.call(b, ctx, params))
+		}
+		i++
+	}
+	sums := make(map[string]latencies)
+	for _, p := range paths {
+		s := summarize(p.times)
+		sums[p.name] = s
+		b.ReportMetric(s.perSecond, p.name+"-req/s")
+		b.ReportMetric(us(s.p50), p.name+"-p50-µs")
+		b.ReportMetric(us(s.p99), p.name+"-p99-µs")
+	}
+	if after, err := procCPU(serve.pid()); err == nil && cpuErr == nil && i > 0 {
+		b.ReportMetric(us(after-cpuBefore)/float64(2*i), "serve-CPU-µs/call")
+	}
+	modern := sums[modernPath(gwServe)]
+	for _, other := range []string{modernPath(gwSupergateway), gwServe} {
+		if o, ok := sums[other]; ok && o.perSecond > 0 {
+			b.ReportMetric(modern.perSecond/o.perSecond, modernPath(gwServe)+"/"+other+"-throughput")
+		}
+	}
+}
+
+// modernClients is how many 2026-07-28 clients BenchmarkServeModernConcurrent
+// runs at once.
+const modernClients = 64
+
+// BenchmarkServeModernConcurrent runs 64 2026-07-28 clients at once
+// through one serve, each with its own HTTP connection, making echo calls
+// until b.N calls are done in all. Without authentication they are all the
+// same principal, so serve must serve them all from one pooled child. The
+// metrics are the total throughput, latency percentiles, serve's CPU per
+// call, and how many children serve had running (from /proc; the goal is
+// 1). For comparison, the same with 64 session-era clients (64 sessions,
+// 64 children) when run as client=session.
+func BenchmarkServeModernConcurrent(b *testing.B) {
+	for _, tc := range []struct{ name, version string }{{"client=2026", ""}, {"client=session", clientVersion}} {
+		b.Run(tc.name, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			bin := relayBinary(b)
+			serve := startBenchGateway(b, gwServe, bin, "", "")
+			if tc.version == "" {
+				requireModernServe(b, ctx, serve.url)
+			}
+			clients := make([]*benchPath, modernClients)
+			for i := range clients {
+				clients[i] = connectGatewayAt(b, ctx, serve, gwServe+"-"+strconv.Itoa(i), tc.version)
+			}
+			params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": serveBenchText}}
+			for _, c := range clients {
+				c.call(b, ctx, params)
+			}
+			children, childrenOK := procChildren(serve.pid())
+			cpuBefore, cpuErr := procCPU(serve.pid())
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			var mu sync.Mutex
+			var all []time.Duration
+			var failed error
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for _, c := range clients {
+				wg.Go(func() {
+					var mine []time.Duration
+					var err error
+					for err == nil && left.Add(-1) >= 0 {
+						t0 := time.Now()
+						var res *mcp.CallToolResult
+						res, err = c.cs.CallTool(ctx, params)
+						mine = append(mine, time.Since(t0))
+						if err == nil && resultText(res) != serveBenchText {
+							err = fmt.Errorf("%s: unexpected result %v", c.name, res)
+						}
+					}
+					mu.Lock()
+					all = append(all, mine...)
+					if failed == nil {
+						failed = err
+					}
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			took := time.Since(start)
+			b.StopTimer()
+			if failed != nil {
+				b.Fatalf("a call failed: %v\n%s", failed, serve.log.tail(30))
+			}
+			s := summarize(all)
+			b.ReportMetric(float64(len(all))/took.Seconds(), "req/s")
+			b.ReportMetric(us(s.p50), "p50-µs")
+			b.ReportMetric(us(s.p99), "p99-µs")
+			if after, err := procCPU(serve.pid()); err == nil && cpuErr == nil && len(all) > 0 {
+				b.ReportMetric(us(after-cpuBefore)/float64(len(all)), "serve-CPU-µs/call")
+			}
+			if childrenOK {
+				b.ReportMetric(float64(children), "children")
+			}
+			if kb, err := procStatusKB(serve.pid(), "VmHWM"); err == nil {
+				b.ReportMetric(float64(kb)/1024, "serve-peak-RSS-MiB")
+			}
+		})
+	}
+}
+
+// BenchmarkServeModernIdleRSS is BenchmarkServeIdleRSS for serve's two
+// faces, side by side: one serve process used by a 2026-07-28 client
+// (discover, tools/list, a few calls: its pooled child is running), one by
+// a session-era client (a session open with its GET stream), then a second
+// of idle, then each serve process's VmRSS, RssAnon and RssFile. The goal
+// is that serving 2026-07-28 leaves the idle footprint as it is (≤ 10 MB).
+func BenchmarkServeModernIdleRSS(b *testing.B) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		b.Skip("needs /proc")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	bin := relayBinary(b)
+	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": serveBenchText}}
+	faces := []struct{ name, version string }{{modernPath(gwServe), ""}, {gwServe, clientVersion}}
+	sums := make(map[string]*[3]float64)
+	n := 0
+	for b.Loop() {
+		var paths []*benchPath
+		for _, f := range faces {
+			g := startBenchGateway(b, gwServe, bin, "", "")
+			if f.version == "" {
+				requireModernServe(b, ctx, g.url)
+			}
+			p := connectGatewayAt(b, ctx, g, f.name, f.version)
+			if _, err := p.cs.ListTools(ctx, nil); err != nil {
+				b.Fatalf("%s: tools/list: %v", p.name, err)
+			}
+			for range serveIdleCalls {
+				p.call(b, ctx, params)
+			}
+			paths = append(paths, p)
+		}
+		// Not synchronisation: the measurement is "RSS after a second
+		// with nothing to do".
+		time.Sleep(relayIdleWait)
+		for _, p := range paths {
+			s := sums[p.name]
+			if s == nil {
+				s = &[3]float64{}
+				sums[p.name] = s
+			}
+			for i, field := range []string{"VmRSS", "RssAnon", "RssFile"} {
+				kb, err := procStatusKB(p.gw.pid(), field)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s[i] += float64(kb)
+			}
+			_ = p.cs.Close()
+			p.gw.stop(b)
+		}
+		n++
+	}
+	for _, f := range faces {
+		s := sums[f.name]
+		b.ReportMetric(s[0]/float64(n)/1024, f.name+"-idle-RSS-MiB")
+		b.ReportMetric(s[1]/float64(n)/1024, f.name+"-idle-RssAnon-MiB")
+		b.ReportMetric(s[2]/float64(n)/1024, f.name+"-idle-RssFile-MiB")
+	}
+}
+
+// procChildren counts the live child processes of pid from /proc (every
+// thread's children file); ok is false where /proc cannot tell.
+func procChildren(pid int) (n int, ok bool) {
+	tasks, err := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "children"))
+	if err != nil || len(tasks) == 0 {
+		return 0, false
+	}
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return 0, false
+		}
+		n += len(strings.Fields(string(b)))
+	}
+	return n, true
+}
