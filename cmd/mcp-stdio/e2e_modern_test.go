@@ -407,7 +407,7 @@ func TestRelayModernHostSessionServer(t *testing.T) {
 	rc.close(t)
 
 	reqs := srv.requests()
-	is.Equal(reqs[0], "POST server/discover session=") // the relay's probe
+	is.Equal(reqs[0], "POST server/discover session=")    // the relay's probe
 	is.True(strings.HasPrefix(reqs[1], "POST  session=")) // its initialize, session-era style
 	discovers := 0
 	for _, r := range reqs {
