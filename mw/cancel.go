@@ -3,6 +3,7 @@ package mw
 import (
 	"container/list"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -283,4 +284,12 @@ func loggerOrDiscard(l *slog.Logger) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return l
+}
+
+// cancelNotification builds notifications/cancelled for request id with
+// reason (plain words, no quotes needed escaping beyond JSON's).
+func cancelNotification(id frame.ID, reason string) frame.Message {
+	q, _ := json.Marshal(reason)
+	return frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(id) +
+		`,"reason":` + string(q) + `}}`)
 }

@@ -92,9 +92,16 @@
 //	    your Middlewares
 //	    DropClientCapabilities
 //	  stdio transport (transport.Child: the session's child process)
+//	2026-07-28 (no session):
+//	  Pool                   one child per principal (PrincipalOf), started
+//	                         on first use, handshaken by ChildHandshake
+//	  per pooled child:
+//	    ModernRouter         minted ids; each answer to its request's exchange
+//	    AwaitAnswers         the stages' own requests wait for their answers
+//	  stdio transport (transport.Child: the principal's child process)
 //
-// Both pipelines keep one [Conn] per connection — the relay process, or a
-// session of serve — holding what stages share about it: the era, the
+// Both pipelines keep one [Conn] per connection — the relay process, a
+// session of serve, or one of serve's pooled children — holding what stages share about it: the era, the
 // protocol version, the client's initialize and the server's answer, the
 // principal. The pipeline puts it in the context of every message
 // ([ConnOf]).
@@ -114,8 +121,8 @@
 //     handed to the client-bound side, or it could not be delivered. The
 //     one exception is the end of serve's chain, a child process, which
 //     answers on its own stdout whenever it likes: there Handle returns once
-//     the request was written. Stages that need the answer inside Handle
-//     (pagination merge, session recovery) belong to the relay's chain.
+//     the request was written. Stages that need the answer to a request of
+//     their own inside Handle rely on [AwaitAnswers] in front of the child.
 //   - Handle returns a Go error only when the message could not be
 //     delivered. A JSON-RPC error is a message, never a Go error. A stage
 //     that rejects a request answers it with an error response toward the

@@ -525,8 +525,7 @@ func (b *mrtrBridge) ask(ctx context.Context, call frame.Message, requests gjson
 // cancelInput tells the client the bridge no longer waits for the answer
 // to its request id.
 func (b *mrtrBridge) cancelInput(ctx context.Context, id frame.ID) {
-	m := frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(id) +
-		`,"reason":"the request it was made for ended"}}`)
+	m := cancelNotification(id, "the request it was made for ended")
 	if err := b.next.ToClient.Handle(context.WithoutCancel(ctx), m); err != nil {
 		b.log.Debug("could not cancel an input request", "id", id.String(), "err", err)
 	}

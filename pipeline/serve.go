@@ -38,6 +38,9 @@ const (
 	// DefaultServeDrainTimeout bounds how long [Server.Close] lets requests
 	// in flight finish before it ends the sessions.
 	DefaultServeDrainTimeout = 5 * time.Second
+	// DefaultModernIdleTTL is the idle time after which the `serve` command
+	// stops a child serving 2026-07-28 clients.
+	DefaultModernIdleTTL = 30 * time.Minute
 	// ServeTokenEnv names the environment variable holding serve's bearer
 	// token. It is never passed on to children.
 	ServeTokenEnv = "MCP_STDIO_SERVE_TOKEN"
@@ -137,6 +140,18 @@ type ServeConfig struct {
 	// means DefaultServeDrainTimeout.
 	DrainTimeout time.Duration
 
+	// MaxModernChildren bounds the children serving 2026-07-28 clients
+	// (one per principal) alive at once; 0 means
+	// mw.DefaultMaxPooledChildren.
+	MaxModernChildren int
+	// Version is the gateway's version, named in the clientInfo of the
+	// handshakes it performs itself; "" means "0".
+	Version string
+	// ModernIdleTTL closes a child serving 2026-07-28 clients that has had
+	// no request in flight for this long; 0 keeps it until the gateway
+	// stops.
+	ModernIdleTTL time.Duration
+
 	// ChildStderr receives the children's stderr, each line prefixed with
 	// its session's short id; nil discards it.
 	ChildStderr io.Writer
@@ -156,6 +171,7 @@ type Server struct {
 	stderr   io.Writer
 	dropCaps mw.Middleware
 	sessions *mw.Sessions
+	pool     *mw.Pool // the children of 2026-07-28 clients, one per principal
 	http     *transport.HTTPServer
 	sse      *transport.SSEServer // nil when NoSSE
 	handler  http.Handler
@@ -226,7 +242,14 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 		AfterFunc:   cfg.AfterFunc,
 		Logger:      cfg.Logger,
 	})
-	eras := mw.ByEra(s.sessionEra(), nil, cfg.Logger) // no 2026-07-28 chain yet
+	s.pool = mw.NewPool(mw.PoolOptions{
+		Start:       s.startPooledChild,
+		MaxChildren: cfg.MaxModernChildren,
+		IdleTTL:     cfg.ModernIdleTTL,
+		AfterFunc:   cfg.AfterFunc,
+		Logger:      cfg.Logger,
+	})
+	eras := mw.ByEra(s.sessionEra(), s.modernEra(), cfg.Logger)
 	s.http = transport.NewHTTPServer(transport.HTTPServerConfig{
 		Serve: func(ctx context.Context, m frame.Message, x *transport.Exchange) error {
 			return eras.Handle(mw.WithExchange(ctx, x), m)
@@ -317,6 +340,13 @@ func (s *Server) sessionEra() mw.Handler {
 	)(mw.Duplex{ToServer: s.sessions, ToClient: mw.Discard()}).ToServer
 }
 
+// modernEra is the chain of 2026-07-28 requests, in front of the pool of
+// children: what can be judged without a child is judged before one is
+// started.
+func (s *Server) modernEra() mw.Handler {
+	return mw.Chain()(mw.Duplex{ToServer: s.pool, ToClient: mw.Discard()}).ToServer
+}
+
 // sseSessionEra is the chain of the HTTP+SSE transport, in front of the
 // same sessions: its clients speak the session era (2024-11-05, or
 // whatever their initialize negotiates).
@@ -365,11 +395,12 @@ func (s *Server) Drain(ctx context.Context) error {
 }
 
 // Close shuts the pipeline down: it drains (see [Server.Drain]), then ends
-// every session and stops its child (stdin closed, SIGTERM, SIGKILL; at
-// once when ctx ends). It returns when all children are gone.
+// every session and stops every child, the pooled ones included (stdin
+// closed, SIGTERM, SIGKILL; at once when ctx ends). It returns when all
+// children are gone.
 func (s *Server) Close(ctx context.Context) error {
 	s.Drain(ctx)
-	return s.sessions.Close(ctx)
+	return errors.Join(s.sessions.Close(ctx), s.pool.Close(ctx))
 }
 
 // startSession starts a session's child behind the session's stages.
@@ -378,25 +409,96 @@ func (s *Server) startSession(_ context.Context, id string, conn *mw.Conn) (mw.B
 	log := s.log.With("session", short)
 	toChild := &mw.Late{}
 	d := mw.Chain(s.sessionStages(conn, log)...)(mw.Duplex{ToServer: toChild, ToClient: mw.Discard()})
-	child, err := transport.StartChild(transport.ChildConfig{
+	child, err := s.startChild(conn, "["+short+"] ", log, d.ToClient)
+	if err != nil {
+		return nil, err
+	}
+	toChild.Bind(child)
+	return &childBackend{entry: d.ToServer, child: child}, nil
+}
+
+// startChild starts a child process whose lines go to sink, in a context
+// carrying conn.
+func (s *Server) startChild(conn *mw.Conn, stderrPrefix string, log *slog.Logger, sink mw.Handler) (*transport.Child, error) {
+	return transport.StartChild(transport.ChildConfig{
 		Command:        s.cfg.Command,
 		Env:            s.env,
 		Dir:            s.cfg.Dir,
 		Supervisor:     s.cfg.Supervisor,
 		Stderr:         s.stderr,
-		StderrPrefix:   "[" + short + "] ",
+		StderrPrefix:   stderrPrefix,
 		MaxMessageSize: s.cfg.MaxMessageSize,
 		Budget:         s.cfg.Budget,
 		StdinGrace:     s.cfg.StdinGrace,
 		TermGrace:      s.cfg.TermGrace,
 		Context:        mw.WithConn(context.Background(), conn),
 		Logger:         log,
-	}, d.ToClient)
-	if err != nil {
-		return nil, err
+	}, sink)
+}
+
+// startPooledChild starts the child that serves principal's 2026-07-28
+// clients: the gateway's own handshake first (a child that exits on the
+// server/discover is started again and taken for one of the session era),
+// then the stages of its kind in front of it.
+func (s *Server) startPooledChild(ctx context.Context, principal string) (mw.Backend, error) {
+	conn := mw.NewConn(mw.EraUnknown)
+	conn.SetPrincipal(principal)
+	log := s.log.With("pool", "2026-07-28")
+	fromChild := &mw.Late{}
+	var child *transport.Child
+	skipDiscover := false
+	for {
+		var err error
+		if child, err = s.startChild(conn, "[2026-07-28] ", log, fromChild); err != nil {
+			return nil, err
+		}
+		hs := mw.NewChildHandshake(conn, child)
+		fromChild.Bind(hs.FromChild())
+		err = hs.Run(ctx, mw.ChildHandshakeOptions{SkipDiscover: skipDiscover, ClientVersion: s.cfg.Version, Logger: log})
+		if err == nil {
+			break
+		}
+		_ = child.Close(ctx)
+		if !errors.Is(err, mw.ErrChildDied) || skipDiscover {
+			return nil, err
+		}
+		log.Info("the server process exited on server/discover; starting it again as a server of the session era")
+		skipDiscover = true
 	}
-	toChild.Bind(child)
-	return &childBackend{entry: d.ToServer, child: child}, nil
+	d := mw.Chain(s.pooledStages(conn, log)...)(mw.Duplex{ToServer: child, ToClient: mw.Discard()})
+	fromChild.Bind(d.ToClient)
+	go func() {
+		<-child.Done()
+		conn.Close(errors.New("the server process exited"))
+	}()
+	return &pooledBackend{childBackend: childBackend{entry: d.ToServer, child: child}, conn: conn}, nil
+}
+
+// pooledStages lists the stages in front of a pooled child, nearest the
+// client first, for the kind of child its handshake found.
+func (s *Server) pooledStages(conn *mw.Conn, log *slog.Logger) []mw.Middleware {
+	router := mw.ModernRouter(mw.ModernRouterOptions{Conn: conn, Logger: log})
+	if conn.Era() == mw.EraStateless { // dual-era: its own 2026-07-28 face
+		return []mw.Middleware{
+			router,
+			mw.AwaitAnswers(conn),
+		}
+	}
+	return []mw.Middleware{ // session era only: translated
+		router,
+		mw.AwaitAnswers(conn),
+	}
+}
+
+// pooledBackend is a pooled child's backend: messages reach its stages
+// with its connection state in their context.
+type pooledBackend struct {
+	childBackend
+	conn *mw.Conn
+}
+
+func (b *pooledBackend) Handle(ctx context.Context, m frame.Message) error {
+	return b.entry.Handle(mw.WithConn(ctx, b.conn), m)
 }
 
 // childBackend is a session's backend: the session's stages in front of

@@ -230,7 +230,6 @@ func TestSessionsRefusals(t *testing.T) {
 	}{
 		{"sessionless request", "POST", "", `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`, nil, 400, frame.CodeInvalidRequest, "5"},
 		{"sessionless notification", "POST", "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil, 400, frame.CodeInvalidRequest, "null"},
-		{"sessionless discover", "POST", "", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, nil, 400, frame.CodeInvalidRequest, "1"},
 		{"unknown session", "POST", "no-such-session", `{"jsonrpc":"2.0","id":6,"method":"tools/list"}`, nil, 404, frame.CodeInvalidRequest, "6"},
 		{"initialize with unknown session", "POST", "no-such-session", scriptedInit, nil, 404, frame.CodeInvalidRequest, "0"},
 		{"initialize again", "POST", sid, scriptedInit, nil, 400, frame.CodeInvalidRequest, "0"},

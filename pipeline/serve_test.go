@@ -254,13 +254,14 @@ func TestServeEndToEndWithTheGoSDK(t *testing.T) {
 	is.True(transporttest.ProcessGone(t, pid, serveTestWait))
 }
 
-func TestServeDualEraClientFallsBackToInitialize(t *testing.T) {
+func TestServeDualEraClientSpeaks20260728(t *testing.T) {
 	checkServeLeaks(t)
 	is := is.New(t)
 	h := newServeHarness(t, nil)
-	cs := h.connect(t, "", nil) // server/discover first, then initialize
+	cs := h.connect(t, "", nil) // server/discover first: answered, through the pooled child
 	defer cs.Close()
-	is.Equal(cs.InitializeResult().ProtocolVersion, "2025-11-25")
+	is.Equal(cs.InitializeResult().ProtocolVersion, "2026-07-28")
+	is.Equal(h.srv.Sessions(), 0) // no session: the pool serves it
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestWait)
 	defer cancel()
 	is.Equal(callText(t, ctx, cs, "echo", map[string]any{"text": "x"}), "x")

@@ -53,6 +53,7 @@ func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
 		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "public-url", "allow-origin", "allow-host",
 			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
+			"modern-idle-ttl", "max-modern-children",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level"},
 		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
@@ -87,6 +88,8 @@ type serveFlags struct {
 	dropCaps     stringList
 	idleTimeout  duration
 	maxSessions  int
+	modernIdle   duration
+	maxModern    int
 	maxBody      byteSize
 	maxMessage   byteSize
 	maxBuffered  byteSize
@@ -107,6 +110,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	f.maxMessage = frame.DefaultMaxMessageSize
 	f.idleTimeout = duration(pipeline.DefaultSessionIdleTimeout)
 	f.readTimeout = duration(transport.DefaultBodyReadTimeout)
+	f.modernIdle = duration(pipeline.DefaultModernIdleTTL)
 	f.connIdle = duration(serveIdleConnTime)
 	f.stdinGrace = duration(transport.DefaultStdinGrace)
 	f.termGrace = duration(transport.DefaultTermGrace)
@@ -128,6 +132,8 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Var(&f.dropCaps, "drop-client-capability", "remove `CAPABILITY` (roots, sampling or elicitation) from the client's initialize before the server sees it (repeatable)")
 	fs.Var(&f.idleTimeout, "session-idle-timeout", "end a session (and its process) idle for `DURATION` (0 = never)")
 	fs.IntVar(&f.maxSessions, "max-sessions", mw.DefaultMaxSessions, "keep at most `N` sessions (processes) at once; more get 503")
+	fs.Var(&f.modernIdle, "modern-idle-ttl", "stop the process serving a user's 2026-07-28 clients once it has had no request for `DURATION` (0 = never)")
+	fs.IntVar(&f.maxModern, "max-modern-children", mw.DefaultMaxPooledChildren, "run at most `N` processes for 2026-07-28 clients (one per user) at once; more users get 503")
 	fs.Var(&f.maxBody, "max-body", "refuse request bodies larger than `BYTES` with 413")
 	fs.Var(&f.maxMessage, "max-message-size", "refuse lines larger than `BYTES` from the server process")
 	fs.Var(&f.maxBuffered, "max-buffered", "hold at most `BYTES` of messages at once, all sessions together; a request body beyond gets 503, a server's message beyond is answered with an error (at least --max-body and --max-message-size)")
@@ -168,6 +174,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		f.maxBuffered = byteSize(defaultMaxBuffered(mem, known, int64(max(f.maxBody, f.maxMessage))))
 	}
 	cfg, desc, err := f.config(fs.Args(), stderr, logger)
+	cfg.Version = opt.Version
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v (run 'mcp-stdio serve --help' for the flags)\n", err)
 		return &ExitError{Code: ExitUsage}
@@ -281,6 +288,9 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	if f.maxSessions <= 0 {
 		return cfg, "", errors.New("--max-sessions must be positive")
 	}
+	if f.maxModern <= 0 {
+		return cfg, "", errors.New("--max-modern-children must be positive")
+	}
 	if f.maxBody <= 0 || f.maxMessage <= 0 {
 		return cfg, "", errors.New("--max-body and --max-message-size must be positive")
 	}
@@ -330,6 +340,8 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		DropClientCapabilities: f.dropCaps,
 		MaxSessions:            f.maxSessions,
 		SessionIdleTimeout:     idle,
+		MaxModernChildren:      f.maxModern,
+		ModernIdleTTL:          time.Duration(f.modernIdle),
 		MaxBodySize:            int64(f.maxBody),
 		MaxMessageSize:         int(f.maxMessage),
 		ReadTimeout:            readTimeout,
