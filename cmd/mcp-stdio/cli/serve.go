@@ -53,12 +53,21 @@ func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
 		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "public-url", "allow-origin", "allow-host",
 			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
-			"modern-idle-ttl", "max-modern-children",
+			"modern-idle-ttl", "max-modern-children", "cache-ttl-ms",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level"},
 		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
 		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "max-buffered": maxBufferedNote},
 	}
+}
+
+// cacheTTL is ServeConfig.CacheTTL for --cache-ttl-ms ms: 0 is ttlMs 0,
+// which the config spells as a negative duration.
+func cacheTTL(ms int64) time.Duration {
+	if ms == 0 {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // Defaults of the serve command.
@@ -90,6 +99,7 @@ type serveFlags struct {
 	maxSessions  int
 	modernIdle   duration
 	maxModern    int
+	cacheTTLMs   int64
 	maxBody      byteSize
 	maxMessage   byteSize
 	maxBuffered  byteSize
@@ -134,6 +144,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.IntVar(&f.maxSessions, "max-sessions", mw.DefaultMaxSessions, "keep at most `N` sessions (processes) at once; more get 503")
 	fs.Var(&f.modernIdle, "modern-idle-ttl", "stop the process serving a user's 2026-07-28 clients once it has had no request for `DURATION` (0 = never)")
 	fs.IntVar(&f.maxModern, "max-modern-children", mw.DefaultMaxPooledChildren, "run at most `N` processes for 2026-07-28 clients (one per user) at once; more users get 503")
+	fs.Int64Var(&f.cacheTTLMs, "cache-ttl-ms", mw.DefaultCacheTTL.Milliseconds(), "let 2026-07-28 clients keep lists and reads of a server of the session era for `MS` milliseconds (its results' ttlMs)")
 	fs.Var(&f.maxBody, "max-body", "refuse request bodies larger than `BYTES` with 413")
 	fs.Var(&f.maxMessage, "max-message-size", "refuse lines larger than `BYTES` from the server process")
 	fs.Var(&f.maxBuffered, "max-buffered", "hold at most `BYTES` of messages at once, all sessions together; a request body beyond gets 503, a server's message beyond is answered with an error (at least --max-body and --max-message-size)")
@@ -291,6 +302,9 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	if f.maxModern <= 0 {
 		return cfg, "", errors.New("--max-modern-children must be positive")
 	}
+	if f.cacheTTLMs < 0 {
+		return cfg, "", errors.New("--cache-ttl-ms must not be negative")
+	}
 	if f.maxBody <= 0 || f.maxMessage <= 0 {
 		return cfg, "", errors.New("--max-body and --max-message-size must be positive")
 	}
@@ -342,6 +356,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		SessionIdleTimeout:     idle,
 		MaxModernChildren:      f.maxModern,
 		ModernIdleTTL:          time.Duration(f.modernIdle),
+		CacheTTL:               cacheTTL(f.cacheTTLMs),
 		MaxBodySize:            int64(f.maxBody),
 		MaxMessageSize:         int(f.maxMessage),
 		ReadTimeout:            readTimeout,
