@@ -63,8 +63,7 @@
 // The first four stages of the session-era chain are the bridges the
 // other way round: they act on the lines of a 2026-07-28 host only, and a
 // session-era host's pass them. Serve lists StampResults, LocalDiscover
-// and StripModernMeta for a child that speaks only the session era, whose
-// handshake its pool makes with [Initialize].
+// and StripModernMeta for a pooled child that speaks only the session era.
 //
 // ListenBridge sits in that list but acts only once the connection speaks
 // 2026-07-28 (its listen is a request like any other for the stages inside
@@ -98,6 +97,10 @@
 //	  per pooled child:
 //	    ModernRouter         minted ids; each answer to its request's exchange
 //	    AwaitAnswers         the stages' own requests wait for their answers
+//	    a child of the session era only, translated:
+//	      StampResults       resultType, serverInfo, ttlMs (--cache-ttl-ms)
+//	      LocalDiscover      server/discover answered from the child's initialize
+//	      StripModernMeta    io.modelcontextprotocol/* _meta keys taken off
 //	  stdio transport (transport.Child: the principal's child process)
 //
 // Both pipelines keep one [Conn] per connection — the relay process, a
