@@ -26,6 +26,11 @@
 //	  your Middlewares
 //	EraProbe                 the fork: server/discover decides, once
 //	session era (HTTP+SSE takes the same chain):
+//	    StampResults         a 2026-07-28 host's results: resultType, serverInfo, cache hints
+//	    (MRTR for the server's own requests to a 2026-07-28 host: not yet)
+//	    HandshakeForModern   initialize made here for a 2026-07-28 host that made none
+//	    LocalDiscover        its server/discover answered from that initialize
+//	    StripModernMeta      io.modelcontextprotocol/* _meta keys taken off its requests
 //	    PaginationMerge      one answer for a whole list
 //	    ResponseCache        a list or read asked again while ttlMs lasts
 //	    ParamHeaders         Mcp-Param-* from x-mcp-header, with --mcp-param-headers always
@@ -54,6 +59,11 @@
 // CleanResults, …) act on the lines of a session-era client only; a
 // 2026-07-28 client's lines ([ClassifyEra]) pass them, and get only the
 // routing headers derived from their bodies (RoutingHeaders, ParamHeaders).
+//
+// The first four stages of the session-era chain are the bridges the
+// other way round: they act on the lines of a 2026-07-28 host only, and a
+// session-era host's pass them. Serve lists StampResults, LocalDiscover
+// and StripModernMeta for a pooled child that speaks only the session era.
 //
 // ListenBridge sits in that list but acts only once the connection speaks
 // 2026-07-28 (its listen is a request like any other for the stages inside
@@ -88,6 +98,10 @@
 //	  per pooled child:
 //	    ModernRouter         minted ids; each answer to its request's exchange
 //	    AwaitAnswers         the stages' own requests wait for their answers
+//	    a child of the session era only, translated:
+//	      StampResults       resultType, serverInfo, ttlMs (--cache-ttl-ms)
+//	      LocalDiscover      server/discover answered from the child's initialize
+//	      StripModernMeta    io.modelcontextprotocol/* _meta keys taken off
 //	  stdio transport (transport.Child: the principal's child process)
 //
 // Both pipelines keep one [Conn] per connection — the relay process, a

@@ -48,6 +48,18 @@ func NewRemap(stage string) *Remap {
 // when it returns nil with no answer taken, Call fails with
 // [frame.ErrStreamEnded]. An error of next is returned as it is.
 func (r *Remap) Call(ctx context.Context, next Handler, req frame.Message, clientID frame.ID) (frame.Message, error) {
+	return r.call(ctx, next, req, clientID, false)
+}
+
+// CallAndWait is [Remap.Call] for a next that answers later: the end of
+// serve's chain, a child process, whose Handle returns once the request
+// is written. It waits for the answer (which Capture takes, from any
+// goroutine) until ctx ends, and then fails with ctx's error.
+func (r *Remap) CallAndWait(ctx context.Context, next Handler, req frame.Message, clientID frame.ID) (frame.Message, error) {
+	return r.call(ctx, next, req, clientID, true)
+}
+
+func (r *Remap) call(ctx context.Context, next Handler, req frame.Message, clientID frame.ID, wait bool) (frame.Message, error) {
 	id := r.ids.Mint(r.stage)
 	m, err := req.WithID(id)
 	if err != nil {
@@ -70,6 +82,14 @@ func (r *Remap) Call(ctx context.Context, next Handler, req frame.Message, clien
 	}()
 	if err := next.Handle(ctx, m); err != nil {
 		return frame.Message{}, err
+	}
+	if wait {
+		select {
+		case resp := <-answer:
+			return resp, nil
+		case <-ctx.Done():
+			return frame.Message{}, fmt.Errorf("mw: %s request %s: %w", r.stage, id, ctx.Err())
+		}
 	}
 	select {
 	case resp := <-answer:

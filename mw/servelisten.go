@@ -312,7 +312,7 @@ func (st *serveListen) newListen(ctx context.Context, id frame.ID, req gjson.Res
 		graceful: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	if subs := req.Get("resourceSubscriptions"); subs.IsArray() && caps.Get("resources.subscribe").Type == gjson.True {
+	if subs := req.Get("resourceSubscriptions"); subs.IsArray() && ServesResourceSubscriptions(caps) {
 		s.set = make(map[string]bool)
 		s.uris = []listenURI{}
 		for _, u := range subs.Array() {
@@ -694,4 +694,13 @@ func (st *serveListen) fanOut(m frame.Message, wants func(*servedListen) bool) {
 		st.log.Warn("ended a listen whose client does not keep up", "listen", s.id, "queued", ListenQueueSize)
 		st.end(s, true)
 	}
+}
+
+// ServesResourceSubscriptions reports whether [ServeListen] honours a
+// listen's resourceSubscriptions for a child with these capabilities (its
+// initialize result's): when the child advertises resources.subscribe.
+// [LocalDiscover] keeps the flag for such a child
+// (LocalDiscoverOptions.KeepResourceSubscribe).
+func ServesResourceSubscriptions(capabilities gjson.Result) bool {
+	return capabilities.Get("resources.subscribe").Type == gjson.True
 }

@@ -93,6 +93,10 @@ type RelayConfig struct {
 	// cannot be used (see [Unreachable]); its answer ends the message.
 	// The command line names its flags there.
 	Advice func(u *Unreachable) string
+	// Version is the program's version: the clientInfo version of the
+	// initialize the relay sends itself for a 2026-07-28 host of a
+	// session-era server ("" means "unknown").
+	Version string
 	// Logger receives diagnostics; nil discards them. Never stdout.
 	Logger *slog.Logger
 }
@@ -286,7 +290,7 @@ func (r *relay) outerStages() []mw.Middleware {
 // nearest the client first (inside the era fork).
 func (r *relay) sessionEraStages() []mw.Middleware {
 	cfg := r.cfg
-	return []mw.Middleware{
+	return slices.Concat(r.modernHostStages(), []mw.Middleware{
 		mw.PaginationMerge(mw.PaginationOptions{Logger: cfg.Logger}),
 		r.responseCache(),
 		r.paramHeaders(),
@@ -294,8 +298,35 @@ func (r *relay) sessionEraStages() []mw.Middleware {
 		mw.Retry(r.retryOptions()),
 		r.reauth(),
 		mw.SingleAnswers(cfg.Logger),
+	})
+}
+
+// modernHostStages lists the era bridges that let a 2026-07-28 host (its
+// lines carry the _meta protocol version) speak to a session-era server,
+// nearest the client first, at the head of the session-era chain. Each
+// acts on a 2026-07-28 host's lines only; a session-era host's pass them.
+// The host's server/discover is answered from the server's initialize
+// result (the relay makes the handshake itself when the host made none),
+// the io.modelcontextprotocol/* _meta keys are taken off its requests,
+// and its results stamped. The cache hints say ttlMs 0: the server's list
+// changes reach a 2026-07-28 host only through a subscriptions/listen,
+// which this chain does not serve.
+func (r *relay) modernHostStages() []mw.Middleware {
+	cfg := r.cfg
+	return []mw.Middleware{
+		mw.StampResults(mw.StampOptions{CacheTTL: -1, Logger: cfg.Logger}),
+		r.modernHostServerRequests(),
+		mw.HandshakeForModern(mw.HandshakeOptions{ClientVersion: cfg.Version, Logger: cfg.Logger}),
+		mw.LocalDiscover(mw.LocalDiscoverOptions{Logger: cfg.Logger}),
+		mw.StripModernMeta(),
 	}
 }
+
+// modernHostServerRequests is the place of the stage that turns a
+// session-era server's own requests (sampling, elicitation, roots) into
+// input_required results for a 2026-07-28 host (MRTR, the other way
+// round from mw.MRTRBridge). None yet: they reach the host as requests.
+func (r *relay) modernHostServerRequests() mw.Middleware { return nil }
 
 // modernEraStages lists the relay's stages for a 2026-07-28 server, nearest
 // the client first (inside the era fork). There is no session: nothing

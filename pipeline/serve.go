@@ -160,6 +160,10 @@ type ServeConfig struct {
 	// Version is the gateway's version, named in the clientInfo of the
 	// handshakes it performs itself; "" means "0".
 	Version string
+	// CacheTTL is the ttlMs serve gives the cacheable results of a child
+	// that speaks only the session era, for its 2026-07-28 clients (see
+	// mw.StampResults): 0 means mw.DefaultCacheTTL, negative ttlMs 0.
+	CacheTTL time.Duration
 	// ModernIdleTTL closes a child serving 2026-07-28 clients that has had
 	// no request in flight for this long; 0 keeps it until the gateway
 	// stops.
@@ -543,9 +547,12 @@ func (s *Server) pooledStages(conn *mw.Conn, log *slog.Logger) []mw.Middleware {
 	}
 	return []mw.Middleware{ // session era only: translated
 		router,
+		mw.StampResults(mw.StampOptions{CacheTTL: s.cfg.CacheTTL, Logger: log}),
 		s.listen,
 		paramHeaders, // below the listens, which take the child's list_changed
 		s.park,
+		mw.LocalDiscover(mw.LocalDiscoverOptions{KeepResourceSubscribe: mw.ServesResourceSubscriptions, Logger: log}),
+		mw.StripModernMeta(),
 		mw.AwaitAnswers(conn),
 	}
 }

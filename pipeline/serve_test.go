@@ -30,7 +30,7 @@ import (
 // tests.
 func init() {
 	transporttest.RunProgram(map[string]func(args []string) int{
-		"sdk-server": func([]string) int { return runSDKServer() },
+		"sdk-server": func(args []string) int { return runSDKServer(args) },
 	})
 }
 
@@ -42,8 +42,15 @@ func init() {
 //	ask           elicits {name} from the client, returns "hello <name>"
 //	slow          reports progress, then waits to be cancelled
 //	cancelled     returns "yes" once a slow call has been cancelled
-func runSDKServer() int {
-	server := mcp.NewServer(&mcp.Implementation{Name: "sdk-child", Version: "1"}, nil)
+//
+// With the argument "session" it speaks only the session era (2025-11-25
+// and older): its server/discover lists no 2026-07-28.
+func runSDKServer(args []string) int {
+	var opts *mcp.ServerOptions
+	if len(args) > 0 && args[0] == "session" {
+		opts = &mcp.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}}
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "sdk-child", Version: "1"}, opts)
 	type text struct {
 		Text string `json:"text"`
 	}
@@ -265,6 +272,49 @@ func TestServeDualEraClientSpeaks20260728(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestWait)
 	defer cancel()
 	is.Equal(callText(t, ctx, cs, "echo", map[string]any{"text": "x"}), "x")
+}
+
+// TestServeSessionEraChildSpeaks20260728: a child that speaks only the
+// session era, behind a 2026-07-28 client: the gateway initialized it,
+// answers server/discover itself from that (so the client stays at
+// 2026-07-28), strips the 2026-07-28 _meta keys the child would refuse,
+// and stamps the results.
+func TestServeSessionEraChildSpeaks20260728(t *testing.T) {
+	checkServeLeaks(t)
+	is := is.New(t)
+	h := newServeHarness(t, func(cfg *ServeConfig) {
+		child := transporttest.Command("sdk-server", "session")
+		cfg.Command, cfg.Env = child.Args, child.Env
+	})
+	cs := h.connect(t, "", nil)
+	defer cs.Close()
+	init := cs.InitializeResult()
+	is.Equal(init.ProtocolVersion, "2026-07-28") // the gateway's discover
+	is.Equal(init.ServerInfo.Name, "sdk-child")  // the child's, from its initialize
+	is.Equal(h.srv.Sessions(), 0)
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestWait)
+	defer cancel()
+	is.Equal(callText(t, ctx, cs, "echo", map[string]any{"text": "through"}), "through")
+	res, err := cs.ListTools(ctx, nil)
+	is.NoErr(err)
+	is.True(len(res.Tools) > 0)
+
+	// The raw answer to a list, stamped.
+	req, err := http.NewRequest(http.MethodPost, h.url, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	is.NoErr(err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/list")
+	resp, err := h.client.Do(req)
+	is.NoErr(err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	is.NoErr(err)
+	// go-sdk gives its results ttlMs and cacheScope of its own, even in the
+	// session era: they are kept; resultType and serverInfo are added.
+	is.True(strings.Contains(string(body), `{"jsonrpc":"2.0","id":9,"result":{"ttlMs":0,"cacheScope":"public","tools":[`))
+	is.True(strings.Contains(string(body), `],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"sdk-child","version":"1"}}}}`))
 }
 
 func TestServeConcurrentClientsAreIsolated(t *testing.T) {

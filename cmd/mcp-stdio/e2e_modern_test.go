@@ -377,3 +377,45 @@ func TestRelayModernHostFeatures(t *testing.T) {
 		is.Equal(fs.calls()[before:], []string{"Mcp-Param-Region=eu-north"})
 	})
 }
+
+// TestRelayModernHostSessionServer: a 2026-07-28 host (go-sdk's latest
+// version, which sends server/discover and no initialize) through the
+// relay to a session-era server (go-sdk's stateful Streamable HTTP). The
+// probe finds the session era; the relay initializes the server itself,
+// answers the host's server/discover from that initialize (so the host
+// stays at 2026-07-28 instead of falling back), strips the
+// io.modelcontextprotocol/* keys off its requests and stamps the results.
+func TestRelayModernHostSessionServer(t *testing.T) {
+	relayBinary(t)
+	is := is.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	srv := startServer(t, streamableServer, "")
+	rc := startRelayAt(t, ctx, "", srv.url)
+	e := &e2e{ctx: ctx, srv: srv, relay: rc}
+
+	init := rc.cs.InitializeResult()
+	is.Equal(init.ProtocolVersion, "2026-07-28") // the relay's discover kept the host modern
+	is.Equal(init.ServerInfo.Name, "e2e-server") // the server's, from its initialize
+	is.True(init.Capabilities.Tools != nil)
+	// The stateful server refuses a request that carries the 2026-07-28
+	// _meta version (-32022): these pass because the relay strips it.
+	testPaginatedList(t, relayCase{}, e)
+	testToolsCall(t, relayCase{}, e)
+	testProgress(t, relayCase{}, e)
+	is.Equal(srv.fx.initializes.Load(), int32(1)) // the relay's own, once
+	rc.close(t)
+
+	reqs := srv.requests()
+	is.Equal(reqs[0], "POST server/discover session=")    // the relay's probe
+	is.True(strings.HasPrefix(reqs[1], "POST  session=")) // its initialize, session-era style
+	discovers := 0
+	for _, r := range reqs {
+		if strings.HasPrefix(r, "POST server/discover ") {
+			discovers++
+		}
+	}
+	is.Equal(discovers, 1) // the host's discover never reached the server
+	is.True(strings.Contains(rc.stderr.String(), "server speaks the session era"))
+	is.True(strings.Contains(rc.stderr.String(), "initialized the server for 2026-07-28 clients"))
+}

@@ -200,6 +200,7 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 	}
 	cfg, err := f.config(positional, getenv, logger)
 	cfg.HTTPClient = opt.HTTPClient
+	cfg.Version = opt.Version
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio: %v (run 'mcp-stdio --help' for the flags)\n", err)
 		return &ExitError{Code: ExitUsage}

@@ -53,12 +53,21 @@ func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
 		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "public-url", "allow-origin", "allow-host",
 			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
-			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "state-key",
+			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level"},
 		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
 		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "state-key": "$" + pipeline.StateKeyEnv + ", else a new one at start", "max-buffered": maxBufferedNote},
 	}
+}
+
+// cacheTTL is ServeConfig.CacheTTL for --cache-ttl-ms ms: 0 is ttlMs 0,
+// which the config spells as a negative duration.
+func cacheTTL(ms int64) time.Duration {
+	if ms == 0 {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // Defaults of the serve command.
@@ -93,6 +102,7 @@ type serveFlags struct {
 	modernOnly   bool
 	claimless    bool
 	stateKey     string
+	cacheTTLMs   int64
 	maxBody      byteSize
 	maxMessage   byteSize
 	maxBuffered  byteSize
@@ -140,6 +150,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Var(&f.modernIdle, "modern-idle-ttl", "stop the process serving a user's 2026-07-28 clients once it has had no request for `DURATION` (0 = never)")
 	fs.IntVar(&f.maxModern, "max-modern-children", mw.DefaultMaxPooledChildren, "run at most `N` processes for 2026-07-28 clients (one per user) at once; more users get 503")
 	fs.StringVar(&f.stateKey, "state-key", "", "seal the requestState of 2026-07-28 multi round-trip requests with `KEY` (32 bytes, hex or base64; replicas that share clients share it; prefer the "+pipeline.StateKeyEnv+" env var)")
+	fs.Int64Var(&f.cacheTTLMs, "cache-ttl-ms", mw.DefaultCacheTTL.Milliseconds(), "let 2026-07-28 clients keep lists and reads of a server of the session era for `MS` milliseconds (its results' ttlMs)")
 	fs.Var(&f.maxBody, "max-body", "refuse request bodies larger than `BYTES` with 413")
 	fs.Var(&f.maxMessage, "max-message-size", "refuse lines larger than `BYTES` from the server process")
 	fs.Var(&f.maxBuffered, "max-buffered", "hold at most `BYTES` of messages at once, all sessions together; a request body beyond gets 503, a server's message beyond is answered with an error (at least --max-body and --max-message-size)")
@@ -308,6 +319,9 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	if f.maxModern <= 0 {
 		return cfg, "", errors.New("--max-modern-children must be positive")
 	}
+	if f.cacheTTLMs < 0 {
+		return cfg, "", errors.New("--cache-ttl-ms must not be negative")
+	}
 	if f.maxBody <= 0 || f.maxMessage <= 0 {
 		return cfg, "", errors.New("--max-body and --max-message-size must be positive")
 	}
@@ -362,6 +376,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		AcceptClaimlessResourceRead: f.claimless,
 		ModernIdleTTL:               time.Duration(f.modernIdle),
 		StateKey:                    stateKey,
+		CacheTTL:                    cacheTTL(f.cacheTTLMs),
 		MaxBodySize:                 int64(f.maxBody),
 		MaxMessageSize:              int(f.maxMessage),
 		ReadTimeout:                 readTimeout,

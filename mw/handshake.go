@@ -1,0 +1,224 @@
+package mw
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// HandshakeOptions configures the gateway's own session-era handshake
+// ([Initialize], [HandshakeForModern]).
+type HandshakeOptions struct {
+	// ProtocolVersion is the version the initialize asks for; "" means
+	// 2025-11-25. Whatever version the server answers is taken.
+	ProtocolVersion string
+	// ClientName and ClientVersion are the initialize's clientInfo; ""
+	// means "mcp-stdio" and "unknown".
+	ClientName    string
+	ClientVersion string
+	// Roots adds the roots capability to the client capabilities
+	// [Initialize] declares (sampling and elicitation always are, so that
+	// the server may ask for them: the gateway puts its requests to the
+	// 2026-07-28 clients). [HandshakeForModern] declares what the host
+	// declares instead.
+	Roots bool
+	// Logger receives the handshake's outcome; nil discards.
+	Logger *slog.Logger
+}
+
+// handshakeCapabilities returns the client capabilities the gateway's
+// initialize declares.
+func (o HandshakeOptions) handshakeCapabilities() []byte {
+	if o.Roots {
+		return []byte(`{"sampling":{},"elicitation":{},"roots":{}}`)
+	}
+	return []byte(`{"sampling":{},"elicitation":{}}`)
+}
+
+// initializeRequest returns the gateway's initialize request, declaring
+// caps, under id 0 (a Remap mints its real id).
+func (o HandshakeOptions) initializeRequest(caps []byte) frame.Message {
+	version, name, clientVersion := o.ProtocolVersion, o.ClientName, o.ClientVersion
+	if version == "" {
+		version = latestLegacyVersion
+	}
+	if name == "" {
+		name = "mcp-stdio"
+	}
+	if clientVersion == "" {
+		clientVersion = "unknown"
+	}
+	params := metaObject([]metaEntry{
+		{"protocolVersion", jsonString(version)},
+		{"capabilities", caps},
+		{"clientInfo", metaObject([]metaEntry{{"name", jsonString(name)}, {"version", jsonString(clientVersion)}})},
+	})
+	return frame.MustParse(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":` + string(params) + `}`)
+}
+
+// initializedNotification is what follows a successful initialize.
+var initializedNotification = []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+// Initialize performs the gateway's own session-era handshake with a
+// server on behalf of 2026-07-28 clients, which make none: it sends
+// initialize (the version, clientInfo and capabilities o names) to next
+// under an id calls mints, waits for the answer — which calls.Capture
+// must take on next's client-bound side, from any goroutine — until ctx
+// ends, sends notifications/initialized, and records the handshake in
+// the connection ctx carries ([ConnOf], [Conn.Initialized]; the request
+// as it was sent). It returns the server's initialize result message.
+//
+// next may answer before its Handle returns (the relay's chain) or later
+// (a child process). An error response to initialize fails the handshake
+// with an error quoting it; nothing is recorded then and no
+// notifications/initialized is sent.
+//
+// Serve's pool calls it when it starts a child that speaks only the
+// session era, with Roots set; the relay calls it through
+// [HandshakeForModern].
+func Initialize(ctx context.Context, next Handler, calls *Remap, o HandshakeOptions) (frame.Message, error) {
+	return initialize(ctx, next, calls, o, o.handshakeCapabilities(), true)
+}
+
+// initialize is Initialize declaring caps; wait says whether the answer
+// may come after next's Handle returned.
+func initialize(ctx context.Context, next Handler, calls *Remap, o HandshakeOptions, caps []byte, wait bool) (frame.Message, error) {
+	req := o.initializeRequest(caps)
+	var resp frame.Message
+	var err error
+	if wait {
+		resp, err = calls.CallAndWait(ctx, next, req, "")
+	} else {
+		resp, err = calls.Call(ctx, next, req, "")
+	}
+	if err != nil {
+		return frame.Message{}, fmt.Errorf("the gateway's initialize: %w", err)
+	}
+	if resp.Kind() != frame.Result {
+		code, _ := resp.ErrorCode()
+		return frame.Message{}, fmt.Errorf("the server refused the gateway's initialize: %d %s", code, resp.Get("error.message").String())
+	}
+	if sent, err := req.WithID(resp.ID()); err == nil {
+		req = sent
+	}
+	if c := ConnOf(ctx); c != nil {
+		c.Initialized(req, resp)
+	}
+	if err := next.Handle(ctx, frame.MustParse(string(initializedNotification))); err != nil {
+		return frame.Message{}, fmt.Errorf("the gateway's notifications/initialized: %w", err)
+	}
+	loggerOrDiscard(o.Logger).Info("initialized the server for 2026-07-28 clients",
+		"version", resp.Get("result.protocolVersion").String(), "server", resp.Get("result.serverInfo.name").String())
+	return resp, nil
+}
+
+// HandshakeForModern returns the relay's era bridge that makes the
+// session-era handshake with the server on behalf of a 2026-07-28 host,
+// which sends server/discover and no initialize: it sits in the relay's
+// session-era chain, outside [LocalDiscover], which answers the host's
+// server/discover from the handshake's result (see the package
+// documentation).
+//
+// The first server-bound request of a 2026-07-28 client ([ClassifyEra])
+// while the connection ([ConnOf]) has no initialize result (the host made
+// no handshake of its own) waits while the stage calls [Initialize]
+// through the chain inside it, under ids "mcp-stdio/handshake/<n>" (the
+// answers stop here), and is then sent on. Requests that come meanwhile
+// wait for the same handshake. The initialize declares, of the
+// capabilities the request's io.modelcontextprotocol/clientCapabilities
+// names, sampling, elicitation and roots (their shapes are the same in
+// both eras): the server asks the host only for what it can do. A failed
+// handshake fails the request (its Handle returns the error), and the
+// next request tries again. Everything else passes, both ways.
+func HandshakeForModern(o HandshakeOptions) Middleware {
+	return func(next Duplex) Duplex {
+		h := &lazyHandshake{o: o, next: next, calls: NewRemap("handshake")}
+		return Duplex{
+			ToServer: HandlerFunc(h.toServer),
+			ToClient: HandlerFunc(func(ctx context.Context, m frame.Message) error {
+				if h.calls.Capture(m) {
+					return nil
+				}
+				return next.ToClient.Handle(ctx, m)
+			}),
+		}
+	}
+}
+
+type lazyHandshake struct {
+	o     HandshakeOptions
+	next  Duplex
+	calls *Remap
+
+	mu      sync.Mutex
+	running chan struct{} // closed when the handshake under way ends; nil when none
+}
+
+func (h *lazyHandshake) toServer(ctx context.Context, m frame.Message) error {
+	c := ConnOf(ctx)
+	if c == nil || m.Kind() != frame.Request || ClassifyEra(m) != EraStateless {
+		return h.next.ToServer.Handle(ctx, m)
+	}
+	if err := h.ensure(ctx, c, m); err != nil {
+		return err
+	}
+	return h.next.ToServer.Handle(ctx, m)
+}
+
+// ensure returns once c has an initialize result, making the handshake
+// (declaring what trigger's client declares) unless one is under way.
+func (h *lazyHandshake) ensure(ctx context.Context, c *Conn, trigger frame.Message) error {
+	for {
+		if _, ok := c.ServerInitialize(); ok {
+			return nil
+		}
+		h.mu.Lock()
+		if wait := h.running; wait != nil {
+			h.mu.Unlock()
+			select {
+			case <-wait:
+				continue // made, or failed: then this request tries
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		done := make(chan struct{})
+		h.running = done
+		h.mu.Unlock()
+		_, err := initialize(ctx, h.next.ToServer, h.calls, h.o, declaredCapabilities(trigger), false)
+		h.mu.Lock()
+		h.running = nil
+		close(done)
+		h.mu.Unlock()
+		if err != nil {
+			loggerOrDiscard(h.o.Logger).Warn("could not initialize the server for a 2026-07-28 host", "err", err)
+		}
+		return err
+	}
+}
+
+// clientCapabilitiesPath is the gjson path of a 2026-07-28 request's
+// client capabilities ("params._meta." + gjson.Escape(key), spelled out).
+const clientCapabilitiesPath = `params._meta.io\.modelcontextprotocol\/clientCapabilities`
+
+// declaredCapabilities returns, as session-era client capabilities, the
+// sampling, elicitation and roots members of the client capabilities
+// 2026-07-28 request m declares, in their order; {} for none.
+func declaredCapabilities(m frame.Message) []byte {
+	var entries []metaEntry
+	m.Get(clientCapabilitiesPath).ForEach(func(key, value gjson.Result) bool {
+		switch key.Str {
+		case "sampling", "elicitation", "roots":
+			if value.IsObject() {
+				entries = append(entries, metaEntry{key.Str, []byte(value.Raw)})
+			}
+		}
+		return true
+	})
+	return metaObject(entries)
+}
