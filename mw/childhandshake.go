@@ -3,7 +3,6 @@ package mw
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -17,9 +16,6 @@ const (
 	DefaultChildDiscoverTimeout = 5 * time.Second
 	// DefaultChildInitializeTimeout bounds a pooled child's initialize.
 	DefaultChildInitializeTimeout = 30 * time.Second
-	// childHandshakeVersion is the session-era version the gateway offers
-	// a child in its own initialize.
-	childHandshakeVersion = latestLegacyVersion
 )
 
 // ErrChildDied means a child ended during its handshake's server/discover:
@@ -140,21 +136,19 @@ func (h *ChildHandshake) discover(ctx context.Context, timeout time.Duration) (d
 	}
 }
 
-// initialize performs the session era's handshake.
+// initialize performs the session era's handshake ([Initialize]).
 func (h *ChildHandshake) initialize(ctx context.Context, o ChildHandshakeOptions) error {
-	info := metaObject([]metaEntry{{"name", jsonString(o.ClientName)}, {"version", jsonString(o.ClientVersion)}})
-	req := frame.MustParse(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + childHandshakeVersion +
-		`","capabilities":{"roots":{},"sampling":{},"elicitation":{}},"clientInfo":` + string(info) + `}}`)
-	ictx, cancel := context.WithTimeout(ctx, o.InitializeTimeout)
+	ictx, cancel := context.WithTimeout(WithConn(ctx, h.conn), o.InitializeTimeout)
 	defer cancel()
-	resp, err := h.calls.Call(ictx, h.d.ToServer, req, "")
+	_, err := Initialize(ictx, h.d.ToServer, h.calls, HandshakeOptions{
+		ClientName:    o.ClientName,
+		ClientVersion: o.ClientVersion,
+		Roots:         true,
+		Logger:        o.Logger,
+	})
 	if err != nil {
-		return fmt.Errorf("initialize: %w", err)
+		return err
 	}
-	if resp.Kind() != frame.Result {
-		return fmt.Errorf("initialize: the server answered %s", resp.Get("error.message").String())
-	}
-	h.conn.Initialized(req, resp)
 	h.conn.SetEra(EraSession)
-	return h.d.ToServer.Handle(ctx, frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	return nil
 }

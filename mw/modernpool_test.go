@@ -238,7 +238,7 @@ func TestChildHandshake(t *testing.T) {
 			is.Equal(initialized, tt.initSent)
 			if tt.initSent {
 				init, _ := conn.ClientInitialize()
-				is.Equal(init.Get("params.capabilities").Raw, `{"roots":{},"sampling":{},"elicitation":{}}`)
+				is.Equal(init.Get("params.capabilities").Raw, `{"sampling":{},"elicitation":{},"roots":{}}`)
 			}
 			if tt.era == EraStateless {
 				_, v := conn.Discovery()
