@@ -27,7 +27,9 @@
 //	EraProbe                 the fork: server/discover decides, once
 //	session era (HTTP+SSE takes the same chain):
 //	    StampResults         a 2026-07-28 host's results: resultType, serverInfo, cache hints
-//	    (MRTR for the server's own requests to a 2026-07-28 host: not yet)
+//	    ForModernHost(ParkChildRequests)
+//	                         the server's sampling, elicitation, roots during a
+//	                         2026-07-28 host's call: input_required rounds
 //	    HandshakeForModern   initialize made here for a 2026-07-28 host that made none
 //	    LocalDiscover        its server/discover answered from that initialize
 //	    StripModernMeta      io.modelcontextprotocol/* _meta keys taken off its requests
@@ -60,10 +62,21 @@
 // 2026-07-28 client's lines ([ClassifyEra]) pass them, and get only the
 // routing headers derived from their bodies (RoutingHeaders, ParamHeaders).
 //
-// The first four stages of the session-era chain are the bridges the
+// The first five stages of the session-era chain are the bridges the
 // other way round: they act on the lines of a 2026-07-28 host only, and a
-// session-era host's pass them. Serve lists StampResults, LocalDiscover
-// and StripModernMeta for a pooled child that speaks only the session era.
+// session-era host's pass them. Serve lists StampResults,
+// ParkChildRequests, LocalDiscover and StripModernMeta for a pooled child
+// that speaks only the session era. In the relay ParkChildRequests stands
+// in for the host toward the server, so [ForModernHost] hands it the
+// server's traffic only once the host is known to be of 2026-07-28; and
+// since a call's Handle there runs until the server's answer, long after
+// its input_required, its retries wait for their own answers
+// (ParkOptions.AwaitRetryAnswers) and the cancel filter leaves a request
+// it saw answered running. ServeListen is not listed: its listens live on
+// the listen request's context and end without a word when there is no
+// exchange to cut, while the relay's context of a request ends when its
+// Handle returns (after the ack) and a stdio host learns of an end only
+// from a response; a 2026-07-28 host's listen reaches the server.
 //
 // ListenBridge sits in that list but acts only once the connection speaks
 // 2026-07-28 (its listen is a request like any other for the stages inside
