@@ -106,21 +106,29 @@
 //	    DropClientCapabilities
 //	  stdio transport (transport.Child: the session's child process)
 //	2026-07-28 (no session):
+//	  ValidateModern         the checks that need no child (_meta, routing
+//	                         headers, version, method): 400/404/406
 //	  Pool                   one child per principal (PrincipalOf), started
 //	                         on first use, handshaken by ChildHandshake
-//	  per pooled child:
+//	  per pooled child, dual-era (it answered server/discover):
 //	    ModernRouter         minted ids; each answer to its request's exchange
+//	    CheckParamHeaders    Mcp-Param-* held to the child's own tools/list
 //	    AwaitAnswers         the stages' own requests wait for their answers
-//	    a child of the session era only, translated:
-//	      StampResults       resultType, serverInfo, ttlMs (--cache-ttl-ms)
-//	      LocalDiscover      server/discover answered from the child's initialize
-//	      StripModernMeta    io.modelcontextprotocol/* _meta keys taken off
+//	  per pooled child of the session era only, translated:
+//	    ModernRouter
+//	    StampResults         resultType, serverInfo, ttlMs (--cache-ttl-ms)
+//	    ServeListen          subscriptions/listen served by the gateway
+//	    CheckParamHeaders    below the listens, which take list_changed
+//	    ParkChildRequests    the child's sampling/elicitation/roots as MRTR
+//	    LocalDiscover        server/discover answered from the child's initialize
+//	    StripModernMeta      io.modelcontextprotocol/* _meta keys taken off
+//	    AwaitAnswers
 //	  stdio transport (transport.Child: the principal's child process)
 //
 // Both pipelines keep one [Conn] per connection — the relay process, a
-// session of serve, or one of serve's pooled children — holding what stages share about it: the era, the
-// protocol version, the client's initialize and the server's answer, the
-// principal. The pipeline puts it in the context of every message
+// session of serve, or one of serve's pooled children — holding what
+// stages share about it: the era, the protocol version, the client's
+// initialize and the server's answer, the principal. The pipeline puts it in the context of every message
 // ([ConnOf]).
 //
 // In serve, each request arrives with the [Exchange] its answer is written
