@@ -38,6 +38,11 @@ type Options struct {
 	// "A session-era-only server"). It stands in for the legacy-only
 	// children a gateway meets.
 	SessionEraOnly bool
+	// ParamHeader annotates the echo tool's text argument with
+	// x-mcp-header "Text" in tools/list (SEP-2243), so that a client of
+	// 2026-07-28 over HTTP mirrors it in an Mcp-Param-Text header and a
+	// gateway in front checks it. Off, no tool has an annotation.
+	ParamHeader bool
 
 	// Knobs for this package's own tests.
 	grace    time.Duration // shutdown grace; 0 means shutdownGrace, <0 none
