@@ -76,7 +76,15 @@ type serveRequest struct {
 	hasBody bool
 	events  int // GET: the events its stream carries in all; POST: before serve shuts down
 	ready   int // GET, POST: the events it carries before the next request is sent
+	// awaitLog are the lines serve's stderr must carry before the
+	// request is sent (# await-log REGEXP lines before it).
+	awaitLog []*regexp.Regexp
 }
+
+// awaitLogDirective starts a requests line that is no comment: the rest
+// of the line is a regular expression that a line of serve's stderr (its
+// logs and its children's) must match before the next request is sent.
+const awaitLogDirective = "# await-log "
 
 // serveOutcome is what one run of serve produced.
 type serveOutcome struct {
@@ -98,6 +106,9 @@ func runServeTranscript(t *testing.T, file string) {
 
 	for _, p := range got.problems {
 		t.Errorf("%s: %s", file, p)
+	}
+	if os.Getenv("GOLDEN_DUMP_STDERR") != "" {
+		t.Log(got.stderr)
 	}
 	checkStderr(t, got.stderr, section(ar, secWantStderr)) // never rewritten
 	if *update {
@@ -177,7 +188,9 @@ func parseServeCase(ar *txtar.Archive) (serveCase, error) {
 // them before it shuts serve down, and fails when there are more. ready=N,
 // on a GET, says how many it carries before the next request is sent
 // (the endpoint event of an HTTP+SSE stream, whose session the next
-// requests name); 0 when absent. On a POST whose answer is an event
+// requests name); 0 when absent. A line "# await-log REGEXP" before a
+// request holds it back until serve's stderr has a line matching REGEXP.
+// On a POST whose answer is an event
 // stream, ready=N lets the next request go once the stream has carried N
 // events, while it is still open (a request in flight, a listen), and
 // events=N is how many it carries before serve shuts down: the run waits
@@ -190,10 +203,20 @@ func parseRequests(src []byte) ([]*serveRequest, error) {
 		ls = ls[:n-1]
 	}
 	var reqs []*serveRequest
+	var await []*regexp.Regexp
 	for i := 0; i < len(ls); {
 		line := ls[i]
 		errf := func(format string, args ...any) error {
 			return fmt.Errorf("requests line %d: %s: %q", i+1, fmt.Sprintf(format, args...), ls[i])
+		}
+		if expr, ok := strings.CutPrefix(line, awaitLogDirective); ok {
+			re, err := regexp.Compile(strings.TrimSpace(expr))
+			if err != nil {
+				return nil, errf("await-log: %v", err)
+			}
+			await = append(await, re)
+			i++
+			continue
 		}
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
 			i++
@@ -204,8 +227,9 @@ func parseRequests(src []byte) ([]*serveRequest, error) {
 			return nil, errf("%v", err)
 		}
 		req.line = i + 1
+		req.awaitLog, await = await, nil
 		reqs = append(reqs, req)
-		for i++; i < len(ls) && ls[i] != "" && !isRequestLine(ls[i]); i++ {
+		for i++; i < len(ls) && ls[i] != "" && !isRequestLine(ls[i]) && !strings.HasPrefix(ls[i], awaitLogDirective); i++ {
 			if strings.HasPrefix(ls[i], "#") {
 				continue
 			}
@@ -233,6 +257,9 @@ func parseRequests(src []byte) ([]*serveRequest, error) {
 		}
 		req.body = []byte(strings.Join(ls[start:i], "\n"))
 		req.hasBody = true
+	}
+	if len(await) > 0 {
+		return nil, errors.New("requests: an await-log line must come before a request")
 	}
 	if len(reqs) == 0 && len(src) > 0 && strings.TrimSpace(text) != "" {
 		return nil, errors.New("requests: no request line")
@@ -403,6 +430,9 @@ func runServe(c serveCase) serveOutcome {
 		if settled = r.settle(deadline, served, false); !settled {
 			break
 		}
+		if settled = r.awaitLog(stderr, req, deadline, served); !settled {
+			break
+		}
 		x, hreq := r.prepare(req)
 		readers.Go(func() { r.exchange(x, hreq) })
 	}
@@ -555,6 +585,25 @@ func (r *serveRun) settle(deadline, served <-chan struct{}, final bool) bool {
 			return false
 		}
 	}
+}
+
+// awaitLog waits until stderr has a line matching each of req's
+// await-log expressions. It reports false (and records a problem) when
+// deadline passes or serve stops first.
+func (r *serveRun) awaitLog(stderr *transporttest.SyncBuffer, req *serveRequest, deadline, served <-chan struct{}) bool {
+	for _, re := range req.awaitLog {
+		w := stderr.Watch(re)
+		select {
+		case <-w.C:
+		case <-deadline:
+			r.problem("requests line %d: no line of stderr matched await-log %q within %s", req.line, re, serveWait)
+			return false
+		case <-served:
+			r.problem("requests line %d: serve returned before a line of stderr matched await-log %q", req.line, re)
+			return false
+		}
+	}
+	return true
 }
 
 // prepare builds the HTTP request of req, with session placeholders
