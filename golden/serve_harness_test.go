@@ -184,3 +184,23 @@ func FuzzParseRequests(f *testing.F) {
 		}
 	})
 }
+
+// TestStatePlaceholders checks the requestState placeholders: each new
+// state in a result gets the next one, request bodies get the states back,
+// $STATE~ is a tampered state, and a placeholder with no state is a
+// problem.
+func TestStatePlaceholders(t *testing.T) {
+	is := is.New(t)
+	r := &serveRun{states: map[string]string{}, byState: map[string]string{}}
+	first := frame.MustParse(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"AAAAxyz"}}`)
+	r.noteState(first)
+	r.noteState(first) // seen: keeps its placeholder
+	r.noteState(frame.MustParse(`{"jsonrpc":"2.0","id":2,"result":{"requestState":"QQQQ"}}`))
+	r.noteState(frame.MustParse(`{"jsonrpc":"2.0","method":"n","params":{"requestState":"ZZZZ"}}`)) // not a result
+	is.Equal(r.states, map[string]string{"AAAAxyz": "$STATE", "QQQQ": "$STATE2"})
+
+	got := r.expandStates(&serveRequest{line: 3}, []byte(`{"a":"$STATE","b":"$STATE2","c":"$STATE~","d":"$STATE3"}`))
+	is.Equal(string(got), `{"a":"AAAAxyz","b":"QQQQ","c":"AAABxyz","d":"$STATE3"}`)
+	is.Equal(len(r.problems), 1) // $STATE3 names no state yet
+	is.True(strings.Contains(r.problems[0], "requests line 3: $STATE3 names no requestState yet"))
+}
