@@ -598,17 +598,19 @@ func (p *parker) roundLocked(c *parkedCall, s parkSends) parkSends {
 	return s
 }
 
-// endLocked cancels c on the child (unless it has answered), answers its parked requests with an
-// error, forgets it, and adds the messages to s.
+// endLocked cancels c on the child (unless it has answered), then answers
+// its parked requests with an error, forgets it, and adds the messages to
+// s. The cancel goes first, so that the child knows the call is over
+// before an answer could let it carry on with it.
 func (p *parker) endLocked(c *parkedCall, s parkSends, reason string) parkSends {
+	if c.held.Len() == 0 { // else the child has answered the call already
+		s.child = append(s.child, cancelNotification(c.childID, reason))
+	}
 	for _, in := range c.pending {
 		s.child = append(s.child, frame.ErrorResponse(in.id, -32603, "no answer: "+reason))
 	}
 	c.pending = nil
 	s.releaseLocked(c, frame.ErrCancelled)
-	if c.held.Len() == 0 { // else the child has answered the call already
-		s.child = append(s.child, cancelNotification(c.childID, reason))
-	}
 	p.dropLocked(c)
 	return s
 }
@@ -657,9 +659,9 @@ func (p *parker) cancel(ctx context.Context, m frame.Message) error {
 	s := p.endLocked(c, parkSends{}, "cancelled by the client")
 	p.mu.Unlock()
 	// The client's own notification, pointed at the call the child runs.
-	if last := len(s.child) - 1; last >= 0 && s.child[last].Method() == cancelMethod {
+	if len(s.child) > 0 && s.child[0].Method() == cancelMethod {
 		if out, err := m.Set("params.requestId", c.childID.Raw()); err == nil {
-			s.child[last] = out
+			s.child[0] = out
 		}
 	}
 	return p.flush(ctx, s)

@@ -346,9 +346,11 @@ func TestParkAbandonsACallWithNoRetry(t *testing.T) {
 	e.fire()
 	got := e.child.sent.lines()[1:]
 	is.Equal(len(got), 2)
-	is.Equal(frame.MustParse(got[0]).ID(), frame.ID("7")) // the parked elicitation gets an error
-	is.Equal(frame.MustParse(got[0]).Get("error.code").Int(), int64(-32603))
-	is.Equal(got[1], `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"mcp-stdio/serve/1","reason":"the client did not come back for the call"}}`)
+	// The cancel first, so that the child cannot carry on with the call on
+	// the error, then the error for the parked elicitation.
+	is.Equal(got[0], `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"mcp-stdio/serve/1","reason":"the client did not come back for the call"}}`)
+	is.Equal(frame.MustParse(got[1]).ID(), frame.ID("7"))
+	is.Equal(frame.MustParse(got[1]).Get("error.code").Int(), int64(-32603))
 
 	refused(t, e.send(parkRetry("2", `{"q":1,"r":[1,"é"]}`, `{"input-1":`+parkAccept+`}`, state)), "abandoned")
 	is.Equal(len(e.child.sent.all()), 3)
@@ -469,8 +471,8 @@ func TestParkCapsRounds(t *testing.T) {
 	is.Equal(e.client.all()[1].Get("error.code").Int(), int64(-32603))
 	got := e.child.sent.lines()[2:]
 	is.Equal(len(got), 2)
-	is.Equal(frame.MustParse(got[0]).ID(), frame.ID("9"))
-	is.Equal(frame.MustParse(got[1]).Method(), "notifications/cancelled")
+	is.Equal(frame.MustParse(got[0]).Method(), "notifications/cancelled")
+	is.Equal(frame.MustParse(got[1]).ID(), frame.ID("9"))
 }
 
 func TestParkPointsProgressAtTheRetry(t *testing.T) {
