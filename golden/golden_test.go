@@ -262,8 +262,14 @@ func (r *relayStates) fill(line string) string {
 		n := strconv.Itoa(i + 1)
 		v := r.values[i]
 		tampered := []byte(v)
-		if len(tampered) > 8 {
-			tampered[8] ^= 'A' ^ 'B' // in the nonce: the seal no longer opens
+		if len(tampered) > 8 { // in the nonce: the seal no longer opens
+			// Another letter of the base64url alphabet, so that the state
+			// still decodes and is refused for its seal, every run.
+			if tampered[8] == 'A' {
+				tampered[8] = 'B'
+			} else {
+				tampered[8] = 'A'
+			}
 		}
 		line = strings.ReplaceAll(line, "$STATE"+n, v)
 		line = strings.ReplaceAll(line, "$TAMPERED"+n, string(tampered))
