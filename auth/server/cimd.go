@@ -327,7 +327,7 @@ func (f *ClientMetadataFetcher) fetchOnce(ctx context.Context, clientID string) 
 	if err != nil { // CheckClientIDURL passed it: cannot happen
 		return ClientMetadata{}, nil, cimdInvalid, fmt.Errorf("%w: %v", ErrClientMetadataInvalid, err)
 	}
-	body, header, kind, err := f.cimdGet(ctx, u)
+	body, header, kind, err := f.cimdGet(ctx, clientID, u)
 	switch kind {
 	case cimdWithdrawn:
 		return ClientMetadata{}, nil, kind, fmt.Errorf("%w: the client metadata document %s is gone (%v); the client's publisher has withdrawn it", ErrClientWithdrawn, clientID, err)

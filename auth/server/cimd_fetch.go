@@ -39,17 +39,18 @@ const (
 	cimdWithdrawn             // 404 or 410: the client is gone
 )
 
-// cimdGet fetches the document at u (a URL on the allowlist) through a
+// cimdGet fetches the document at rawURL (a URL on the allowlist, u
+// parsed) through a
 // connection of its own, pinned to an address checked by [checkPublicAddr],
 // within f.timeout overall. It returns the body of a 200 answer and its
 // header; a 404 or 410 is a cimdWithdrawn failure, anything else that is
 // not a 200 with a whole body of at most MaxClientMetadataSize bytes a
 // cimdTransport one.
-func (f *ClientMetadataFetcher) cimdGet(ctx context.Context, u *url.URL) ([]byte, http.Header, cimdFailure, error) {
+func (f *ClientMetadataFetcher) cimdGet(ctx context.Context, rawURL string, u *url.URL) ([]byte, http.Header, cimdFailure, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	body, h, kind, err := f.cimdGetWithin(ctx, u)
+	body, h, kind, err := f.cimdGetWithin(ctx, rawURL, u)
 	// The socket's deadline may fire a moment before the context's.
 	if err != nil && (ctx.Err() != nil || !time.Now().Before(deadline)) {
 		err = fmt.Errorf("no complete answer within %v (%v)", f.timeout, err)
@@ -57,7 +58,7 @@ func (f *ClientMetadataFetcher) cimdGet(ctx context.Context, u *url.URL) ([]byte
 	return body, h, kind, err
 }
 
-func (f *ClientMetadataFetcher) cimdGetWithin(ctx context.Context, u *url.URL) ([]byte, http.Header, cimdFailure, error) {
+func (f *ClientMetadataFetcher) cimdGetWithin(ctx context.Context, rawURL string, u *url.URL) ([]byte, http.Header, cimdFailure, error) {
 	deadline, _ := ctx.Deadline()
 	host := u.Hostname()
 	port := u.Port()
@@ -129,7 +130,8 @@ func (f *ClientMetadataFetcher) cimdGetWithin(ctx context.Context, u *url.URL) (
 			return http.ErrUseLastResponse
 		},
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	// The request is for the allowlisted URL as written, not a re-encoding.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, nil, cimdTransport, err
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	"go.uber.org/goleak"
 )
 
 // cimdTestID is the client_id URL of the tests: example.com is a name the
@@ -829,4 +830,32 @@ func FuzzParseClientMetadata(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCIMDNoGoroutineLeft: once the fetches are over and the server is
+// closed, nothing the fetcher started is left running: not the fetch, not
+// a connection, whether it succeeded, failed or hit the deadline.
+func TestCIMDNoGoroutineLeft(t *testing.T) {
+	is := is.New(t)
+	f, s, clock := newCIMDTest(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	f.timeout = 200 * time.Millisecond
+	_, err := f.Fetch(t.Context(), cimdTestID)
+	is.NoErr(err)
+	clock.Advance(ClientMetadataStaleFor) // no stale copy to stand in
+	s.answer(func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) })
+	_, err = f.Fetch(t.Context(), cimdTestID)
+	is.True(errors.Is(err, ErrClientMetadataUnavailable))
+	clock.Advance(ClientMetadataStaleFor) // no stale copy to stand in
+	stop := make(chan struct{})
+	s.answer(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-stop:
+		case <-r.Context().Done():
+		}
+	})
+	_, err = f.Fetch(t.Context(), cimdTestID)
+	is.True(errors.Is(err, ErrClientMetadataUnavailable))
+	close(stop)
+	s.Close()
 }
