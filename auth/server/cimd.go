@@ -71,7 +71,8 @@ type ClientMetadata struct {
 	// RedirectURIs are the client's registered redirect URIs, each an
 	// absolute https URI (or http on a loopback host) without a fragment.
 	// They are the whole registration: --allow-redirect-uri does not apply
-	// to CIMD clients. Match a request's redirect_uri against them exactly.
+	// to CIMD clients. A request's redirect_uri must be one of them, matched
+	// as the server matches the redirect URIs of the clients it registers.
 	RedirectURIs []string
 	// ValidatedAt is when this copy was fetched and validated.
 	ValidatedAt time.Time
@@ -261,7 +262,7 @@ func (f *ClientMetadataFetcher) StillAllowed(clientID string) bool {
 // its own lock, and never across network access.
 func (f *ClientMetadataFetcher) Fetch(ctx context.Context, clientID string) (ClientMetadata, error) {
 	if !slices.Contains(f.allow, clientID) {
-		return ClientMetadata{}, fmt.Errorf("%w: %q is not an --allow-client-id-url entry of this server; ask its operator to add it, or register the client (dynamic client registration)", ErrClientIDNotAllowed, clientID)
+		return ClientMetadata{}, fmt.Errorf("%w: %q is not an --allow-client-id-url entry of this server; ask its operator to add it, or register the client (dynamic client registration)", ErrClientIDNotAllowed, cimdTrim(clientID))
 	}
 	f.mu.Lock()
 	e := f.entries[clientID]
@@ -286,7 +287,7 @@ func (f *ClientMetadataFetcher) Fetch(ctx context.Context, clientID string) (Cli
 	f.mu.Unlock()
 	select {
 	case <-c.done:
-		return c.md, c.err
+		return c.md.clone(), c.err
 	case <-ctx.Done():
 		return ClientMetadata{}, context.Cause(ctx)
 	}
@@ -305,7 +306,7 @@ func (f *ClientMetadataFetcher) run(ctx context.Context, clientID string, e *cim
 		e.good = &md
 		e.freshUntil = now.Add(cimdFreshFor(header, DefaultClientMetadataFresh, MaxClientMetadataFresh))
 		e.failErr, e.failKind, e.withdrawn = nil, cimdOK, false
-		c.cimdOutcome = cimdOutcome{md: md.clone()}
+		c.cimdOutcome = cimdOutcome{md: md}
 		close(c.done)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -186,6 +187,9 @@ func cimdFreshFor(h http.Header, def, maxFresh time.Duration) time.Duration {
 				return 0
 			case "max-age":
 				n, err := strconv.ParseInt(strings.Trim(strings.TrimSpace(val), `"`), 10, 64)
+				if errors.Is(err, strconv.ErrRange) && n > 0 {
+					n, err = math.MaxInt64, nil // too large: very fresh (RFC 9111 §1.2.2)
+				}
 				if err != nil || n < 0 {
 					return 0 // unparsable: stale at once (RFC 9111 §4.2.1)
 				}
