@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-stdio/mcp-stdio/auth/server"
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/mw"
 	"github.com/mcp-stdio/mcp-stdio/pipeline"
@@ -51,7 +52,7 @@ Also accepted:
 // serveHelp is how serve's help lists its flags.
 func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
-		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "public-url", "allow-origin", "allow-host",
+		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "public-url", "allow-origin", "allow-host", "allow-client-id-url",
 			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "input-timeout",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
@@ -92,6 +93,7 @@ type serveFlags struct {
 	authToken    string
 	allowOrigins stringList
 	allowHosts   stringList
+	clientIDURLs stringList
 	publicURL    string
 	healthPath   string
 	dropCaps     stringList
@@ -141,6 +143,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.StringVar(&f.authToken, "auth-token", "", "require `TOKEN` as the bearer token of every request (prefer the "+pipeline.ServeTokenEnv+" env var: flags show in ps)")
 	fs.Var(&f.allowOrigins, "allow-origin", "also allow browser pages from `ORIGIN`, exact match, any scheme (repeatable)")
 	fs.Var(&f.allowHosts, "allow-host", "also allow `NAME` in the Host header when listening on loopback (repeatable)")
+	fs.Var(&f.clientIDURLs, "allow-client-id-url", "let the OAuth client whose client_id is `URL` (exact, https) sign in with the Client ID Metadata Document it serves there (repeatable)")
 	fs.StringVar(&f.healthPath, "health-path", "", "answer GET `PATH` with 200 \"ok\", before any check, for load balancers and probes (off by default)")
 	fs.StringVar(&f.healthPath, "healthEndpoint", "", "supergateway's name for --health-path")
 	fs.StringVar(&f.publicURL, "public-url", "", "the server's external `URL` (behind a proxy or tunnel); its origin and host are allowed, and its path prefixes the HTTP+SSE endpoint event's")
@@ -352,6 +355,11 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 			return cfg, "", fmt.Errorf("invalid --public-url %q: want http(s)://host[/path]", f.publicURL)
 		}
 	}
+	for _, u := range f.clientIDURLs {
+		if err := server.CheckClientIDURL(u); err != nil {
+			return cfg, "", err
+		}
+	}
 	for _, c := range f.dropCaps {
 		switch c {
 		case "roots", "sampling", "elicitation":
@@ -373,6 +381,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		CheckHost:                   isLoopbackListener(f.listen) || len(f.allowHosts) > 0,
 		AllowHosts:                  f.allowHosts,
 		PublicURL:                   f.publicURL,
+		AllowClientIDURLs:           f.clientIDURLs,
 		HealthPath:                  f.healthPath,
 		DropClientCapabilities:      f.dropCaps,
 		MaxSessions:                 f.maxSessions,

@@ -72,3 +72,36 @@ func TestServeInputTimeoutFlag(t *testing.T) {
 		})
 	}
 }
+
+// --allow-client-id-url is repeatable, reaches ServeConfig.AllowClientIDURLs
+// as written, and refuses a URL that cannot be a client_id.
+func TestServeAllowClientIDURLFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+		err  string
+	}{
+		{nil, nil, ""},
+		{[]string{"--allow-client-id-url", "https://a.example/c.json", "--allow-client-id-url", "https://b.example/x/c"},
+			[]string{"https://a.example/c.json", "https://b.example/x/c"}, ""},
+		{[]string{"--allow-client-id-url", "http://a.example/c.json"}, nil, "not https"},
+		{[]string{"--allow-client-id-url", "https://a.example"}, nil, "no path"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			is := is.New(t)
+			var f serveFlags
+			fs, _ := newServeFlagSet(&f)
+			is.NoErr(fs.Parse(tc.args))
+			f.maxBuffered = f.maxBody
+			cfg, _, err := f.config([]string{"true"}, io.Discard, slog.New(slog.DiscardHandler))
+			if tc.err != "" {
+				is.True(err != nil) // refused
+				is.True(strings.Contains(err.Error(), "--allow-client-id-url"))
+				is.True(strings.Contains(err.Error(), tc.err))
+				return
+			}
+			is.NoErr(err)
+			is.Equal([]string(cfg.AllowClientIDURLs), tc.want)
+		})
+	}
+}
