@@ -51,8 +51,9 @@ func (s *Sessions) sse(ctx context.Context, m frame.Message) error {
 	}
 	ss := s.lookup(ctx, sid, true)
 	if ss == nil {
-		id, _ := m.FirstRequestID()
-		return Refuse(http.StatusNotFound, id, frame.CodeInvalidRequest, "session not found")
+		// As the transport answers an id it has no stream for: id null,
+		// so that another principal's session looks the same.
+		return Refuse(http.StatusNotFound, "", frame.CodeInvalidRequest, "session not found")
 	}
 	if err := checkBatch(m); err != nil {
 		return Refuse(http.StatusBadRequest, "", frame.CodeInvalidRequest, err.Error())
