@@ -165,7 +165,7 @@ func TestRequireOAuthPasses(t *testing.T) {
 			is.Equal(w.Code, http.StatusTeapot)
 			is.Equal(v.asked, []string{"alice-token"})
 			is.Equal(*got, []seen{{principal: "https://as.example alice"}}) // no Authorization behind the gate
-			is.Equal(r.Header.Get("Authorization"), a)                     // the caller's request untouched
+			is.Equal(r.Header.Get("Authorization"), a)                      // the caller's request untouched
 			is.True(strings.Contains(logs.String(), `principal="https://as.example alice"`))
 			is.True(!strings.Contains(logs.String(), "alice-token")) // never the token
 		}
