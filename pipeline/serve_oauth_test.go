@@ -430,3 +430,24 @@ func TestServeOAuthRoutes(t *testing.T) {
 	status, _, _ = h.rawDo(t, "POST", "/token", "grant_type=x", "Origin", "https://evil.example")
 	is.Equal(status, 403)
 }
+
+// The gate comes before --modern-only's refusals (row 178).
+func TestServeOAuthBeforeModernOnly(t *testing.T) {
+	checkServeLeaks(t)
+	h := newServeHarness(t, func(cfg *ServeConfig) {
+		withOAuth(t)(cfg)
+		cfg.ModernOnly = true
+	})
+	is := is.New(t)
+	status, hdr, _ := h.rawDo(t, "GET", "/mcp", "")
+	is.Equal(status, 401)
+	is.Equal(hdr.Get("WWW-Authenticate"), oauthChallenge)
+	status, _, _ = h.rawDo(t, "POST", "/mcp", serveInitBody)
+	is.Equal(status, 401)
+	status, hdr, _ = h.rawDo(t, "GET", "/mcp", "", bearer(aliceToken)...)
+	is.Equal(status, 405)
+	is.Equal(hdr.Get("Allow"), "POST")
+	status, _, body := h.rawDo(t, "POST", "/mcp", serveInitBody, bearer(aliceToken)...)
+	is.Equal(status, 400)
+	is.True(strings.Contains(body, `"code":-32022`))
+}
