@@ -52,7 +52,7 @@ Also accepted:
 // serveHelp is how serve's help lists its flags.
 func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
-		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "public-url", "allow-origin", "allow-host", "allow-client-id-url",
+		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host", "allow-client-id-url",
 			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "input-timeout",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
@@ -85,37 +85,39 @@ const (
 
 // serveFlags are the serve command's settings.
 type serveFlags struct {
-	listen       string
-	path         string
-	ssePath      string
-	messagePath  string
-	noSSE        bool
-	authToken    string
-	allowOrigins stringList
-	allowHosts   stringList
-	clientIDURLs stringList
-	publicURL    string
-	healthPath   string
-	dropCaps     stringList
-	idleTimeout  duration
-	maxSessions  int
-	modernIdle   duration
-	maxModern    int
-	modernOnly   bool
-	claimless    bool
-	stateKey     string
-	inputTimeout duration
-	cacheTTLMs   int64
-	maxBody      byteSize
-	maxMessage   byteSize
-	maxBuffered  byteSize
-	maxConns     int
-	readTimeout  duration
-	connIdle     duration
-	stdinGrace   duration
-	termGrace    duration
-	drainTimeout duration
-	logLevel     logLevel
+	listen      string
+	path        string
+	ssePath     string
+	messagePath string
+	noSSE       bool
+	authToken   string
+	// requireScopes are the scopes every OAuth access token must grant.
+	requireScopes stringList
+	allowOrigins  stringList
+	allowHosts    stringList
+	clientIDURLs  stringList
+	publicURL     string
+	healthPath    string
+	dropCaps      stringList
+	idleTimeout   duration
+	maxSessions   int
+	modernIdle    duration
+	maxModern     int
+	modernOnly    bool
+	claimless     bool
+	stateKey      string
+	inputTimeout  duration
+	cacheTTLMs    int64
+	maxBody       byteSize
+	maxMessage    byteSize
+	maxBuffered   byteSize
+	maxConns      int
+	readTimeout   duration
+	connIdle      duration
+	stdinGrace    duration
+	termGrace     duration
+	drainTimeout  duration
+	logLevel      logLevel
 }
 
 // newServeFlagSet defines serve's flags on a new flag set, and returns it
@@ -141,6 +143,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.StringVar(&f.messagePath, "messagePath", pipeline.DefaultMessagePath, "supergateway's name for --message-path")
 	fs.BoolVar(&f.noSSE, "no-sse", false, "serve Streamable HTTP only: no HTTP+SSE stream and message paths")
 	fs.StringVar(&f.authToken, "auth-token", "", "require `TOKEN` as the bearer token of every request (prefer the "+pipeline.ServeTokenEnv+" env var: flags show in ps)")
+	fs.Var(&f.requireScopes, "require-scope", "with OAuth, require `SCOPE` of every access token: 403 insufficient_scope without it (repeatable)")
 	fs.Var(&f.allowOrigins, "allow-origin", "also allow browser pages from `ORIGIN`, exact match, any scheme (repeatable)")
 	fs.Var(&f.allowHosts, "allow-host", "also allow `NAME` in the Host header when listening on loopback (repeatable)")
 	fs.Var(&f.clientIDURLs, "allow-client-id-url", "let the OAuth client whose client_id is `URL` (exact, https) sign in with the Client ID Metadata Document it serves there (repeatable)")
@@ -201,6 +204,9 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	}
 	cfg, desc, err := f.config(fs.Args(), stderr, logger)
 	cfg.Version = opt.Version
+	if err == nil {
+		cfg.OAuth, err = f.oauthConfig(ctx, logger)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v (run 'mcp-stdio serve --help' for the flags)\n", err)
 		return &ExitError{Code: ExitUsage}
@@ -227,7 +233,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	ln = transport.LimitConnections(ln, f.maxConns, logger)
 	logger.Debug("limits", "max_connections", f.maxConns, "max_buffered", int64(f.maxBuffered), "read_timeout", f.readTimeout.std(), "conn_idle_timeout", f.connIdle.std())
 	reach := reachability(ln.Addr())
-	if reach != reachLoopback && cfg.AuthToken == "" {
+	if reach != reachLoopback && cfg.AuthToken == "" && cfg.OAuth == nil {
 		logger.Warn("listening beyond loopback without authentication: anyone who can reach this address can run the server; set " + pipeline.ServeTokenEnv + " (or listen on 127.0.0.1)")
 	}
 	httpSrv := &http.Server{
