@@ -3,11 +3,9 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
-
-// Placeholder for part A's declarations (issue 13): A's verifier.go wins
-// on merge.
 
 // Principal is who a verified access token names.
 type Principal struct {
@@ -17,7 +15,10 @@ type Principal struct {
 	Expiry          time.Time
 }
 
-// Key is the principal's key: issuer and subject.
+// Key returns Issuer + " " + Subject: the principal as the gate hands it
+// on (mw.WithPrincipal), which keys the 2026-07-28 pool and the ownership
+// of session-era sessions. Two issuers naming the same subject are two
+// principals.
 func (p Principal) Key() string { return p.Issuer + " " + p.Subject }
 
 // Verifier checks an access token presented to this resource. It returns
@@ -29,24 +30,41 @@ type Verifier interface {
 	Verify(ctx context.Context, token string) (Principal, error)
 }
 
-// ErrInvalidToken is the error of a token that is not valid here.
+// ErrInvalidToken is the error, wrapped, of a [Verifier] refusing a token.
 var ErrInvalidToken = errors.New("invalid token")
 
 // Verifiers tries each in turn (several issuers): the first that accepts wins.
-func Verifiers(vs ...Verifier) Verifier { return verifiers(vs) }
+func Verifiers(vs ...Verifier) Verifier {
+	return verifiers(append([]Verifier(nil), vs...))
+}
 
 type verifiers []Verifier
 
+// Verify returns the first acceptance. When none accepts, it returns an
+// error that cannot decide if any verifier could not decide (so a token
+// another issuer might have accepted is not refused while that issuer is
+// unreachable), else the first refusal. With no verifiers every token is
+// refused.
 func (vs verifiers) Verify(ctx context.Context, token string) (Principal, error) {
-	err := error(ErrInvalidToken)
+	var refusal, undecided error
 	for _, v := range vs {
-		p, e := v.Verify(ctx, token)
-		if e == nil {
+		p, err := v.Verify(ctx, token)
+		if err == nil {
 			return p, nil
 		}
-		if !errors.Is(e, ErrInvalidToken) {
-			err = e
+		if errors.Is(err, ErrInvalidToken) {
+			if refusal == nil {
+				refusal = err
+			}
+		} else if undecided == nil {
+			undecided = err
 		}
 	}
-	return Principal{}, err
+	switch {
+	case undecided != nil:
+		return Principal{}, undecided
+	case refusal != nil:
+		return Principal{}, refusal
+	}
+	return Principal{}, fmt.Errorf("%w: no verifier configured", ErrInvalidToken)
 }
