@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,9 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
@@ -362,4 +366,75 @@ func TestServeEnableOAuthRefusesWrongSignInCode(t *testing.T) {
 	err = consent(srv.origin()+"/authorize?"+q.Encode(), codeFile)
 	is.True(err != nil && strings.Contains(err.Error(), "consent answered 403"))
 	is.True(!errors.Is(err, os.ErrNotExist))
+}
+
+// go-sdk's OAuth client (auth.AuthorizationCodeHandler: discovery, DCR,
+// PKCE, RFC 9207 iss, resource) signs in to serve --enable-oauth, its
+// fetcher playing the person, and calls a tool.
+func TestGoSDKClientSignsInToServeEnableOAuth(t *testing.T) {
+	is := is.New(t)
+	srv := startOAuthServe(t, "127.0.0.1:0")
+	code := srv.nextCode(t)
+	const redirect = "http://127.0.0.1:1/callback" // never visited: the fetcher reads the Location
+	var visits int
+	handler, err := sdkauth.NewAuthorizationCodeHandler(&sdkauth.AuthorizationCodeHandlerConfig{
+		DynamicClientRegistrationConfig: &sdkauth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			RedirectURIs:            []string{redirect},
+			TokenEndpointAuthMethod: "none",
+			GrantTypes:              []string{"authorization_code", "refresh_token"},
+			ClientName:              "go-sdk e2e",
+		}},
+		RedirectURL: redirect,
+		AuthorizationCodeFetcher: func(ctx context.Context, args *sdkauth.AuthorizationArgs) (*sdkauth.AuthorizationResult, error) {
+			visits++
+			loc, err := consentLocation(args.URL, code)
+			if err != nil {
+				return nil, err
+			}
+			q := loc.Query()
+			return &sdkauth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+		},
+	})
+	is.NoErr(err)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-e2e", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.url, OAuthHandler: handler}, nil)
+	is.NoErr(err)
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "from go-sdk"}})
+	is.NoErr(err)
+	is.True(strings.Contains(resultText(res), "from go-sdk"))
+	is.Equal(visits, 1)
+}
+
+// consentLocation answers the consent page at authURL with code, without
+// following the redirect, and returns where it sends the browser.
+func consentLocation(authURL, code string) (*url.URL, error) {
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(authURL)
+	if err != nil {
+		return nil, err
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	req, csrf := formRequest.FindSubmatch(page), formCSRF.FindSubmatch(page)
+	if resp.StatusCode != http.StatusOK || req == nil || csrf == nil {
+		return nil, fmt.Errorf("no consent page: %d %s", resp.StatusCode, page)
+	}
+	u, _ := url.Parse(authURL)
+	form := url.Values{"request": {string(req[1])}, "csrf": {string(csrf[1])}, "code": {code}, "action": {"approve"}}
+	post, _ := http.NewRequest(http.MethodPost, u.Scheme+"://"+u.Host+"/authorize", strings.NewReader(form.Encode()))
+	post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err = c.Do(post)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		return nil, fmt.Errorf("consent answered %d", resp.StatusCode)
+	}
+	return url.Parse(resp.Header.Get("Location"))
 }
