@@ -107,12 +107,6 @@ type ServeConfig struct {
 	// which the proxy publishes the server: the HTTP+SSE endpoint event
 	// names MessagePath under it.
 	PublicURL string
-	// AllowClientIDURLs are the exact client_id URLs (--allow-client-id-url)
-	// whose Client ID Metadata Documents the embedded authorization server
-	// fetches at its authorization endpoint (server.ClientMetadataFetcher);
-	// each must pass server.CheckClientIDURL. Support is never advertised
-	// in the authorization server's metadata.
-	AllowClientIDURLs []string
 
 	// DropClientCapabilities names client capabilities ("roots",
 	// "sampling", "elicitation") removed from every initialize before the

@@ -53,6 +53,7 @@ Also accepted:
 func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
 		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host", "allow-client-id-url",
+			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store",
 			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "input-timeout",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
@@ -118,6 +119,7 @@ type serveFlags struct {
 	termGrace     duration
 	drainTimeout  duration
 	logLevel      logLevel
+	oauth         serveOAuthFlags
 }
 
 // newServeFlagSet defines serve's flags on a new flag set, and returns it
@@ -170,6 +172,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Var(&f.termGrace, "term-grace", "after SIGTERM, wait this `DURATION` before SIGKILL")
 	fs.Var(&f.drainTimeout, "drain-timeout", "on shutdown, let requests in flight finish for this `DURATION`")
 	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
+	f.oauth.define(fs)
 
 	mem, known := machineMemory()
 	note := "a quarter of this machine's memory, here " + formatSize(defaultMaxBuffered(mem, known, 0))
@@ -204,9 +207,6 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	}
 	cfg, desc, err := f.config(fs.Args(), stderr, logger)
 	cfg.Version = opt.Version
-	if err == nil {
-		cfg.OAuth, err = f.oauthConfig(ctx, logger)
-	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v (run 'mcp-stdio serve --help' for the flags)\n", err)
 		return &ExitError{Code: ExitUsage}
@@ -220,15 +220,24 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	if opt.OwnProcess {
 		tuneServeProcess(getenv, logger)
 	}
-	srv, err := pipeline.NewServer(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
-		return &ExitError{Code: ExitUsage}
-	}
-
+	// Listen first: without --public-url, the embedded authorization
+	// server's issuer is the address bound.
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	var issuer string
+	cfg.OAuth, issuer, err = f.oauthConfig(ctx, ln.Addr(), stderr, logger)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
+		return &ExitError{Code: ExitUsage}
+	}
+	srv, err := pipeline.NewServer(cfg)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
+		return &ExitError{Code: ExitUsage}
 	}
 	ln = transport.LimitConnections(ln, f.maxConns, logger)
 	logger.Debug("limits", "max_connections", f.maxConns, "max_buffered", int64(f.maxBuffered), "read_timeout", f.readTimeout.std(), "conn_idle_timeout", f.connIdle.std())
@@ -248,6 +257,13 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	fmt.Fprintf(stderr, "mcp-stdio: serving %s on %s (%s) at %s\n", desc, ln.Addr(), reach, endpointURL(ln.Addr(), f.listen, cfg.Path))
 	if !cfg.NoSSE {
 		fmt.Fprintf(stderr, "mcp-stdio: HTTP+SSE clients (2024-11-05) connect to %s\n", endpointURL(ln.Addr(), f.listen, cfg.SSEPath))
+	}
+	if issuer != "" {
+		store := "memory only: a restart signs everyone out"
+		if f.oauth.tokenStore != "" {
+			store = "kept in " + f.oauth.tokenStore
+		}
+		fmt.Fprintf(stderr, "mcp-stdio: OAuth authorization server %s (sign-ins %s)\n", issuer, store)
 	}
 
 	var runErr error
@@ -366,6 +382,9 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 			return cfg, "", err
 		}
 	}
+	if err := f.oauth.check(f); err != nil {
+		return cfg, "", err
+	}
 	for _, c := range f.dropCaps {
 		switch c {
 		case "roots", "sampling", "elicitation":
@@ -387,7 +406,6 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		CheckHost:                   isLoopbackListener(f.listen) || len(f.allowHosts) > 0,
 		AllowHosts:                  f.allowHosts,
 		PublicURL:                   f.publicURL,
-		AllowClientIDURLs:           f.clientIDURLs,
 		HealthPath:                  f.healthPath,
 		DropClientCapabilities:      f.dropCaps,
 		MaxSessions:                 f.maxSessions,

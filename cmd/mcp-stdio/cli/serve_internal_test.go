@@ -73,8 +73,8 @@ func TestServeInputTimeoutFlag(t *testing.T) {
 	}
 }
 
-// --allow-client-id-url is repeatable, reaches ServeConfig.AllowClientIDURLs
-// as written, and refuses a URL that cannot be a client_id.
+// --allow-client-id-url is repeatable, is kept as written, and refuses a
+// URL that cannot be a client_id.
 func TestServeAllowClientIDURLFlag(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -93,7 +93,8 @@ func TestServeAllowClientIDURLFlag(t *testing.T) {
 			fs, _ := newServeFlagSet(&f)
 			is.NoErr(fs.Parse(tc.args))
 			f.maxBuffered = f.maxBody
-			cfg, _, err := f.config([]string{"true"}, io.Discard, slog.New(slog.DiscardHandler))
+			f.oauth.enable = true
+			_, _, err := f.config([]string{"true"}, io.Discard, slog.New(slog.DiscardHandler))
 			if tc.err != "" {
 				is.True(err != nil) // refused
 				is.True(strings.Contains(err.Error(), "--allow-client-id-url"))
@@ -101,7 +102,7 @@ func TestServeAllowClientIDURLFlag(t *testing.T) {
 				return
 			}
 			is.NoErr(err)
-			is.Equal([]string(cfg.AllowClientIDURLs), tc.want)
+			is.Equal([]string(f.clientIDURLs), tc.want)
 		})
 	}
 }

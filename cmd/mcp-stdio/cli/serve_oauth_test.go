@@ -1,15 +1,17 @@
 package cli
 
 import (
+	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
 )
 
-// OAuth names its URLs from --public-url, or from a loopback --listen with
-// a fixed port; anything else is refused with a line saying what to give.
+// OAuth names its URLs from --public-url, or from the address a loopback
+// --listen bound; anything else is refused with a line saying what to give.
 func TestOAuthPublicURL(t *testing.T) {
 	for _, tt := range []struct {
 		publicURL, listen string
@@ -22,11 +24,10 @@ func TestOAuthPublicURL(t *testing.T) {
 		{"", "0.0.0.0:8080", "", "OAuth needs --public-url URL"},
 		{"", ":8080", "", "OAuth needs --public-url URL"},
 		{"", "192.168.1.2:8080", "", "OAuth needs --public-url URL"},
-		{"", "127.0.0.1:0", "", "give a fixed port"},
 	} {
 		t.Run(tt.listen, func(t *testing.T) {
 			is := is.New(t)
-			got, err := oauthPublicURL(tt.publicURL, tt.listen)
+			got, err := oauthPublicURL(tt.publicURL, tt.listen, fixedAddr(tt.listen))
 			if tt.err != "" {
 				is.True(err != nil && strings.Contains(err.Error(), tt.err)) // tt.err
 				is.True(!strings.Contains(err.Error(), "\n"))                // one line
@@ -46,13 +47,62 @@ func TestServeRequireScopeNeedsOAuth(t *testing.T) {
 	fs, _ := newServeFlagSet(&f)
 	is.NoErr(fs.Parse([]string{"--require-scope", "mcp", "--require-scope", "profile"}))
 	is.Equal([]string(f.requireScopes), []string{"mcp", "profile"})
-	_, err := f.oauthConfig(t.Context(), slog.New(slog.DiscardHandler))
+	_, _, err := f.oauthConfig(t.Context(), fixedAddr("127.0.0.1:8080"), io.Discard, slog.New(slog.DiscardHandler))
 	is.True(err != nil && strings.Contains(err.Error(), "--require-scope needs OAuth"))
 
 	f = serveFlags{}
 	fs, _ = newServeFlagSet(&f)
 	is.NoErr(fs.Parse(nil))
-	o, err := f.oauthConfig(t.Context(), slog.New(slog.DiscardHandler))
+	o, _, err := f.oauthConfig(t.Context(), fixedAddr("127.0.0.1:8080"), io.Discard, slog.New(slog.DiscardHandler))
 	is.NoErr(err)
 	is.True(o == nil)
+}
+
+// fixedAddr is the TCP address listen names, as if bound there.
+func fixedAddr(listen string) net.Addr {
+	addr, err := net.ResolveTCPAddr("tcp", listen)
+	if err != nil {
+		return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	}
+	return addr
+}
+
+// The embedded authorization server's flags are checked before serve
+// listens, each failure one sentence saying what to do.
+func TestServeOAuthFlagsChecked(t *testing.T) {
+	for _, c := range []struct {
+		f    serveFlags
+		want string
+	}{
+		{serveFlags{listen: "127.0.0.1:0", oauth: serveOAuthFlags{passwordFile: "p"}}, "--oauth-password-file needs --enable-oauth"},
+		{serveFlags{listen: "127.0.0.1:0", oauth: serveOAuthFlags{tokenStore: "s"}}, "--token-store needs --enable-oauth"},
+		{serveFlags{listen: "127.0.0.1:0", oauth: serveOAuthFlags{redirectURIs: stringList{"https://x/cb"}}}, "--allow-redirect-uri needs --enable-oauth"},
+		{serveFlags{listen: "127.0.0.1:0", authToken: "t", oauth: serveOAuthFlags{enable: true}}, "exclude each other"},
+		{serveFlags{listen: "0.0.0.0:8080", oauth: serveOAuthFlags{enable: true}}, "needs --public-url"},
+	} {
+		err := c.f.oauth.check(&c.f)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: err = %v, want %q", c.f.oauth, err, c.want)
+		}
+	}
+	for _, f := range []serveFlags{
+		{listen: "127.0.0.1:0", oauth: serveOAuthFlags{enable: true}},
+		{listen: "0.0.0.0:8080", publicURL: "https://mcp.example.com", oauth: serveOAuthFlags{enable: true}},
+		{listen: "127.0.0.1:0"},
+	} {
+		if err := f.oauth.check(&f); err != nil {
+			t.Errorf("%+v: %v", f, err)
+		}
+	}
+}
+
+func TestOriginOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://MCP.example.com/prefix?x": "https://mcp.example.com",
+		"http://127.0.0.1:8080":            "http://127.0.0.1:8080",
+	} {
+		if got, err := originOf(in); err != nil || got != want {
+			t.Errorf("originOf(%q) = %q, %v", in, got, err)
+		}
+	}
 }
