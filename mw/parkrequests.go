@@ -52,11 +52,17 @@ type ParkOptions struct {
 	// MaxRounds is the most input_required results one call gets; 0
 	// means [DefaultParkRounds].
 	MaxRounds int
+	// Gather is how long the first request the child asks for a running
+	// call waits for more before the call's input_required result goes
+	// out, so that requests the child sends together (go-sdk sends the
+	// input requests of one round at once) reach the client in one round.
+	// 0 sends each round at once.
+	Gather time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// AfterFunc runs f once d has passed, unless the returned stop is
 	// called first (which reports whether it stopped it); it times out a
-	// parked call. nil means time.AfterFunc.
+	// parked call and ends a Gather. nil means time.AfterFunc.
 	AfterFunc func(d time.Duration, f func()) (stop func() bool)
 	// Logger receives a warning when the child asks for input that could
 	// belong to several calls, and debug lines; nil discards.
@@ -84,16 +90,24 @@ type ParkOptions struct {
 //     one tracked call, not finished, whose client declared that
 //     capability (URL elicitation needs elicitation.url, form elicitation
 //     elicitation.form or an empty elicitation, sampling with tools
-//     sampling.tools). With no such call the child gets an error (-32600),
-//     or for an elicitation the result {"action":"decline"}; with several,
-//     nothing tells which call the child means: the child gets an error
-//     (-32603) and the log one warning. Given to a call, the request is
-//     parked: the call gets a response under its id, as the client sees
-//     it: {"resultType":"input_required","inputRequests":{"input-<n>":
-//     {"method":…,"params":…}},"requestState":"<sealed>"}, params byte
-//     for byte, with every request parked for the call and not answered
-//     yet. A request that arrives while the call is already parked waits
-//     for the next round.
+//     sampling.tools). Calls running on the child (not parked) come
+//     first: while one runs, the request is taken to be one of theirs,
+//     and a parked call takes it only when none runs, since a child
+//     waiting for the answers of a parked call asks for nothing more on
+//     its behalf unless it asked for several things at once (see Gather).
+//     With no such call the child gets what a client without the
+//     capability would give: for an elicitation the result
+//     {"action":"decline"}, for roots/list no roots ({"roots":[]}), for
+//     sampling an error (-32600); with several, nothing tells which call the
+//     child means: the child gets an error (-32603) and the log one
+//     warning. Given to a call, the request is parked: the call gets a
+//     response under its id, as the client sees it (at once, or Gather
+//     after the first request of the round, with the ones that came
+//     meanwhile): {"resultType":"input_required","inputRequests":
+//     {"input-<n>":{"method":…,"params":…}},"requestState":"<sealed>"},
+//     params byte for byte, with every request parked for the call and
+//     not answered yet. A request that arrives while the call is already
+//     parked waits for the next round.
 //   - any other request: -32601 to the child.
 //
 // The call keeps running on the child; the child's response to it is held
@@ -107,7 +121,12 @@ type ParkOptions struct {
 // another request, for a round already answered or a call abandoned, or
 // to a child that has since ended, is refused with -32602 and HTTP 400
 // ([Refuse]) naming the cause, and never reaches the child: the tool never
-// runs twice. A retry that holds is not passed to the child either: each
+// runs twice. A call with params.inputResponses and no
+// params.requestState is no retry (nothing says which call its answers
+// are for): it is a new call, tracked and passed to the child as it is,
+// which ignores what it does not recognize (a server that knows
+// inputResponses may use them). A retry that holds is not passed to the
+// child either: each
 // parked request with an answer among inputResponses (an object) gets it
 // as its result; the ones left are asked again at once in a new round;
 // extra answers are ignored. From then on the retry's id is the call's:
@@ -197,6 +216,9 @@ type parkedCall struct {
 	waiting frame.ID
 	handle  uint64      // while parked: its round's handle; 0 otherwise
 	stop    func() bool // while parked: stops the abandon timer
+	// gather stops the Gather timer while the call's round is gathering;
+	// nil otherwise.
+	gather  func() bool
 	pending []parkedInput
 	keys    int           // the last input-<n> given
 	held    frame.Message // the child's response, while parked
@@ -269,6 +291,7 @@ func (p *parker) close() {
 		if c.stop != nil {
 			c.stop()
 		}
+		c.stopGather()
 	}
 	clear(p.byChild)
 	clear(p.byID)
@@ -288,7 +311,7 @@ func (p *parker) toServer(ctx context.Context, m frame.Message) error {
 	p.watch(ctx)
 	switch {
 	case m.Kind() == frame.Request && parkEligible(m.Method()):
-		if m.Get("params.requestState").Exists() || m.Get("params.inputResponses").Exists() {
+		if m.Get("params.requestState").Exists() {
 			return p.retry(ctx, m)
 		}
 		p.track(ctx, m)
@@ -358,6 +381,7 @@ func (p *parker) dropLocked(c *parkedCall) {
 		c.stop()
 		c.stop = nil
 	}
+	c.stopGather()
 	if c.childToken != "" && p.byToken[c.childToken] == c {
 		delete(p.byToken, c.childToken)
 	}
@@ -372,9 +396,6 @@ func refuseRetry(id frame.ID, why string) error {
 func (p *parker) retry(ctx context.Context, m frame.Message) error {
 	id := m.ID()
 	rs := m.Get("params.requestState")
-	if !rs.Exists() {
-		return refuseRetry(id, "params.inputResponses without params.requestState: send the call again without inputResponses, or with the requestState of its input_required result")
-	}
 	if rs.Type != gjson.String {
 		return refuseRetry(id, "params.requestState is not a string")
 	}
@@ -559,9 +580,15 @@ func (p *parker) cancel(ctx context.Context, m frame.Message) error {
 		p.log.Debug("a cancel of a call answered with input_required is ignored; the call stays parked", "id", rid.String())
 		return nil
 	case rid == c.childID:
+		var s parkSends
+		for _, in := range c.pending { // asked for during a Gather, never sent
+			s.child = append(s.child, frame.ErrorResponse(in.id, -32603, "no answer: cancelled by the client"))
+		}
+		c.pending = nil
+		s.child = append(s.child, m)
 		p.dropLocked(c)
 		p.mu.Unlock()
-		return p.next.ToServer.Handle(ctx, m)
+		return p.flush(ctx, s)
 	}
 	s := p.endLocked(c, parkSends{}, "cancelled by the client")
 	p.mu.Unlock()
@@ -625,9 +652,14 @@ func (p *parker) childResponse(ctx context.Context, m frame.Message) error {
 		p.mu.Unlock()
 		return nil
 	}
-	out := p.outcomeLocked(c, m)
+	var s parkSends
+	for _, in := range c.pending { // asked for during a Gather, never sent
+		s.child = append(s.child, frame.ErrorResponse(in.id, -32603, "the call this request belongs to is over"))
+	}
+	c.pending = nil
+	s.client = append(s.client, p.outcomeLocked(c, m))
 	p.mu.Unlock()
-	return p.next.ToClient.Handle(ctx, out)
+	return p.flush(ctx, s)
 }
 
 // childRequest answers the child's request (see ParkChildRequests).
@@ -647,17 +679,33 @@ func (p *parker) childRequest(ctx context.Context, m frame.Message) error {
 		p.mu.Unlock()
 		return nil
 	}
-	var found []*parkedCall
+	// The child asks for a running call, if any runs; else for a parked
+	// one. Of those, the calls whose clients declared the capability.
+	var found, parkedOnes []*parkedCall
+	running := false
 	for _, c := range p.byChild {
-		if c.held.Len() == 0 && declares(c.caps, m) {
-			found = append(found, c)
+		switch {
+		case c.held.Len() > 0:
+		case c.waiting != "":
+			running = true
+			if declares(c.caps, m) {
+				found = append(found, c)
+			}
+		case declares(c.caps, m):
+			parkedOnes = append(parkedOnes, c)
 		}
+	}
+	if !running {
+		found = parkedOnes
 	}
 	switch {
 	case len(found) == 0:
 		p.mu.Unlock()
-		if method == methodElicitation {
+		switch method {
+		case methodElicitation:
 			return p.next.ToServer.Handle(ctx, frame.ResultResponse(m.ID(), []byte(`{"action":"decline"}`)))
+		case methodRootsList:
+			return p.next.ToServer.Handle(ctx, frame.ResultResponse(m.ID(), []byte(`{"roots":[]}`)))
 		}
 		return p.next.ToServer.Handle(ctx, frame.ErrorResponse(m.ID(), -32600,
 			method+" is not available: no call in flight comes from a client that declared that capability"))
@@ -687,11 +735,46 @@ func (p *parker) childRequest(ctx context.Context, m frame.Message) error {
 		in.params = params.Raw
 	}
 	c.pending = append(c.pending, in)
-	if c.waiting != "" {
+	switch {
+	case c.waiting == "" || c.gather != nil: // parked, or gathering: the round to come takes it
+	case p.o.Gather > 0:
+		c.gather = p.o.AfterFunc(p.o.Gather, func() { p.gathered(c) })
+	default:
 		s = p.roundLocked(c, s)
 	}
 	p.mu.Unlock()
 	return p.flush(ctx, s)
+}
+
+// gathered sends c's round once its Gather is over.
+func (p *parker) gathered(c *parkedCall) {
+	p.mu.Lock()
+	if p.closed || c.gather == nil || p.byChild[c.childID] != c {
+		p.mu.Unlock()
+		return
+	}
+	c.gather = nil
+	var s parkSends
+	if c.waiting != "" && len(c.pending) > 0 {
+		s = p.roundLocked(c, s)
+	}
+	conn := p.conn
+	p.mu.Unlock()
+	ctx := context.Background()
+	if conn != nil {
+		ctx = WithConn(ctx, conn)
+	}
+	if err := p.flush(ctx, s); err != nil {
+		p.log.Debug("an input_required result was not delivered", "id", c.childID.String(), "err", err)
+	}
+}
+
+// stopGather stops c's Gather, if it runs.
+func (c *parkedCall) stopGather() {
+	if c.gather != nil {
+		c.gather()
+		c.gather = nil
+	}
 }
 
 // declares reports whether the raw clientCapabilities caps cover the
