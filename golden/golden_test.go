@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,6 +74,9 @@ type relayCase struct {
 	stdin  []string
 	script []*entry
 	target string // the server URL among args, for rendering paths
+	// serverText is the server section, raw: a requestState found in it
+	// is the server's, not one the relay sealed (see relayStates).
+	serverText string
 }
 
 // outcome is what one run of the relay produced.
@@ -211,7 +216,59 @@ func parseCase(ar *txtar.Archive) (relayCase, error) {
 		return c, err
 	}
 	c.script = script
+	c.serverText = string(section(ar, secServer))
 	return c, nil
+}
+
+// relayStates names the requestStates the relay seals for a 2026-07-28
+// host of a session-era server (mw.ParkChildRequests), which are random:
+// on stdout each is written $STATE<n>, n counting them in order of first
+// appearance, and in a stdin line $STATE<n> stands for the n-th one and
+// $TAMPERED<n> for it with one character of its nonce changed. A
+// requestState that appears in the server section is the server's and
+// keeps its bytes.
+type relayStates struct {
+	server string
+	values []string
+}
+
+// relayStateRE finds a requestState member's string value.
+var relayStateRE = regexp.MustCompile(`"requestState":"([^"\\]*)"`)
+
+// scan names the relay's requestStates in out.
+func (r *relayStates) scan(out string) {
+	for _, m := range relayStateRE.FindAllStringSubmatch(out, -1) {
+		v := m[1]
+		if strings.Contains(r.server, v) || slices.Contains(r.values, v) {
+			continue
+		}
+		r.values = append(r.values, v)
+	}
+}
+
+// render returns out with the relay's requestStates named.
+func (r *relayStates) render(out string) string {
+	r.scan(out)
+	for i := len(r.values) - 1; i >= 0; i-- { // $STATE10 before $STATE1
+		out = strings.ReplaceAll(out, `"`+r.values[i]+`"`, `"$STATE`+strconv.Itoa(i+1)+`"`)
+	}
+	return out
+}
+
+// fill returns stdin line with the names of the requestStates seen so
+// far replaced by their values.
+func (r *relayStates) fill(line string) string {
+	for i := len(r.values) - 1; i >= 0; i-- {
+		n := strconv.Itoa(i + 1)
+		v := r.values[i]
+		tampered := []byte(v)
+		if len(tampered) > 8 {
+			tampered[8] ^= 'A' ^ 'B' // in the nonce: the seal no longer opens
+		}
+		line = strings.ReplaceAll(line, "$STATE"+n, v)
+		line = strings.ReplaceAll(line, "$TAMPERED"+n, string(tampered))
+	}
+	return line
 }
 
 // lines splits a section into its lines, without their terminators.
@@ -281,6 +338,7 @@ func splitWords(line string) ([]string, error) {
 // returns.
 func runRelay(t *testing.T, c relayCase) outcome {
 	fake := newFakeServer(t, c.script, c.target)
+	states := &relayStates{server: c.serverText}
 	stdinR, stdinW := io.Pipe()
 	var stdout transporttest.SyncBuffer
 	var stderr transporttest.SyncBuffer
@@ -307,6 +365,10 @@ func runRelay(t *testing.T, c relayCase) outcome {
 			}
 			continue
 		}
+		if strings.Contains(line, "$") {
+			states.scan(stdout.String())
+			line = states.fill(line)
+		}
 		written := make(chan struct{})
 		go func() {
 			defer close(written)
@@ -331,7 +393,7 @@ func runRelay(t *testing.T, c relayCase) outcome {
 	}
 	return outcome{
 		http:     fake.transcript(),
-		stdout:   []byte(stdout.String()),
+		stdout:   []byte(states.render(stdout.String())),
 		stderr:   stderr.String(),
 		exit:     cli.ExitCode(err),
 		problems: problems,

@@ -29,6 +29,7 @@ func TestParseRequests(t *testing.T) {
 		"{\"jsonrpc\":\"2.0\",\n" +
 		"\"id\":1,\"method\":\"ping\"}\n" +
 		"\n" +
+		"# await-log ^started$\n" +
 		"GET /mcp events=2 ready=1\n" +
 		"Mcp-Session-Id: $SESSION\n" +
 		"\n" +
@@ -57,6 +58,9 @@ func TestParseRequests(t *testing.T) {
 	is.Equal(g.method, "GET")
 	is.Equal(g.events, 2)
 	is.Equal(g.ready, 1)
+	is.Equal(len(g.awaitLog), 1)
+	is.Equal(g.awaitLog[0].String(), "^started$")
+	is.Equal(len(p.awaitLog), 0)
 	is.Equal(g.header.Get("Mcp-Session-Id"), "$SESSION")
 	is.True(!g.hasBody)
 
@@ -78,8 +82,10 @@ func TestParseRequestsErrors(t *testing.T) {
 		{"bad header name", "POST /mcp\nBad Name: x\n", "want a header line"},
 		{"unknown option", "GET /mcp stream=1\n", "unknown request option"},
 		{"bad count", "GET /mcp events=-1\n", "events wants a count"},
-		{"events on POST", "POST /mcp events=1\n", "events=N is for GET streams"},
-		{"ready on POST", "POST /message?session=$SESSION ready=1\n", "ready=N is for GET streams"},
+		{"events on DELETE", "DELETE /mcp events=1\n", "events=N is for GET and POST streams"},
+		{"ready on PUT", "PUT /message?session=$SESSION ready=1\n", "ready=N is for GET and POST streams"},
+		{"bad await-log", "# await-log (\nGET /mcp\n", "await-log"},
+		{"await-log last", "GET /mcp\n# await-log x\n", "must come before a request"},
 		{"bad ready", "GET /sse ready=x\n", "ready wants a count"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,7 +175,7 @@ func FuzzParseRequests(f *testing.F) {
 			if !isHTTPMethod(r.method) || !strings.HasPrefix(r.target, "/") || r.line < 1 {
 				t.Fatalf("accepted a malformed request: %+v", r)
 			}
-			if (r.events != 0 || r.ready != 0) && r.method != http.MethodGet {
+			if (r.events != 0 || r.ready != 0) && r.method != http.MethodGet && r.method != http.MethodPost {
 				t.Fatalf("accepted events=N or ready=N on %s", r.method)
 			}
 			if r.hasBody && (len(r.body) == 0 || r.body[0] == '#') {
@@ -177,4 +183,24 @@ func FuzzParseRequests(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStatePlaceholders checks the requestState placeholders: each new
+// state in a result gets the next one, request bodies get the states back,
+// $STATE~ is a tampered state, and a placeholder with no state is a
+// problem.
+func TestStatePlaceholders(t *testing.T) {
+	is := is.New(t)
+	r := &serveRun{states: map[string]string{}, byState: map[string]string{}}
+	first := frame.MustParse(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"AAAAxyz"}}`)
+	r.noteState(first)
+	r.noteState(first) // seen: keeps its placeholder
+	r.noteState(frame.MustParse(`{"jsonrpc":"2.0","id":2,"result":{"requestState":"QQQQ"}}`))
+	r.noteState(frame.MustParse(`{"jsonrpc":"2.0","method":"n","params":{"requestState":"ZZZZ"}}`)) // not a result
+	is.Equal(r.states, map[string]string{"AAAAxyz": "$STATE", "QQQQ": "$STATE2"})
+
+	got := r.expandStates(&serveRequest{line: 3}, []byte(`{"a":"$STATE","b":"$STATE2","c":"$STATE~","d":"$STATE3"}`))
+	is.Equal(string(got), `{"a":"AAAAxyz","b":"QQQQ","c":"AAABxyz","d":"$STATE3"}`)
+	is.Equal(len(r.problems), 1) // $STATE3 names no state yet
+	is.True(strings.Contains(r.problems[0], "requests line 3: $STATE3 names no requestState yet"))
 }

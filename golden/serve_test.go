@@ -37,6 +37,12 @@ const (
 	secWantResponses = "want/responses"
 )
 
+// selfPlaceholder, as a word of args, stands for the test binary's path:
+// the mcp-stdio binary of these tests (see serve_child_test.go), so that
+// `-- $MCP_STDIO example-server --session-era-only` publishes the example
+// server with flags of its own.
+const selfPlaceholder = "$MCP_STDIO"
+
 // serveWait bounds every wait of a serve transcript; reaching it fails the
 // case (it is a deadline, never a way to let things happen).
 const serveWait = 30 * time.Second
@@ -68,9 +74,17 @@ type serveRequest struct {
 	host    string // a Host header, sent as the request's Host
 	body    []byte
 	hasBody bool
-	events  int // GET: the events its stream carries in all
-	ready   int // GET: the events it carries before the next request is sent
+	events  int // GET: the events its stream carries in all; POST: before serve shuts down
+	ready   int // GET, POST: the events it carries before the next request is sent
+	// awaitLog are the lines serve's stderr must carry before the
+	// request is sent (# await-log REGEXP lines before it).
+	awaitLog []*regexp.Regexp
 }
+
+// awaitLogDirective starts a requests line that is no comment: the rest
+// of the line is a regular expression that a line of serve's stderr (its
+// logs and its children's) must match before the next request is sent.
+const awaitLogDirective = "# await-log "
 
 // serveOutcome is what one run of serve produced.
 type serveOutcome struct {
@@ -92,6 +106,9 @@ func runServeTranscript(t *testing.T, file string) {
 
 	for _, p := range got.problems {
 		t.Errorf("%s: %s", file, p)
+	}
+	if os.Getenv("GOLDEN_DUMP_STDERR") != "" {
+		t.Log(got.stderr)
 	}
 	checkStderr(t, got.stderr, section(ar, secWantStderr)) // never rewritten
 	if *update {
@@ -124,6 +141,15 @@ func parseServeCase(ar *txtar.Archive) (serveCase, error) {
 		words, err := splitWords(line)
 		if err != nil {
 			return c, fmt.Errorf("args: %v", err)
+		}
+		for i, w := range words {
+			if w == selfPlaceholder {
+				exe, err := os.Executable()
+				if err != nil {
+					return c, fmt.Errorf("args: %s: %v", selfPlaceholder, err)
+				}
+				words[i] = exe
+			}
 		}
 		c.args = append(c.args, words...)
 	}
@@ -160,9 +186,16 @@ func parseServeCase(ar *txtar.Archive) (serveCase, error) {
 // the headers' blank line is a comment. events=N, on a GET only, says how
 // many events its stream carries in all (0 when absent); the run waits for
 // them before it shuts serve down, and fails when there are more. ready=N,
-// on a GET only, says how many it carries before the next request is sent
+// on a GET, says how many it carries before the next request is sent
 // (the endpoint event of an HTTP+SSE stream, whose session the next
-// requests name); 0 when absent.
+// requests name); 0 when absent. A line "# await-log REGEXP" before a
+// request holds it back until serve's stderr has a line matching REGEXP.
+// On a POST whose answer is an event
+// stream, ready=N lets the next request go once the stream has carried N
+// events, while it is still open (a request in flight, a listen), and
+// events=N is how many it carries before serve shuts down: the run waits
+// for them instead of the stream's end (what the shutdown makes it carry,
+// such as a listen's final result, comes after and is not counted).
 func parseRequests(src []byte) ([]*serveRequest, error) {
 	text := strings.ReplaceAll(string(src), "\r\n", "\n")
 	ls := strings.Split(text, "\n")
@@ -170,10 +203,20 @@ func parseRequests(src []byte) ([]*serveRequest, error) {
 		ls = ls[:n-1]
 	}
 	var reqs []*serveRequest
+	var await []*regexp.Regexp
 	for i := 0; i < len(ls); {
 		line := ls[i]
 		errf := func(format string, args ...any) error {
 			return fmt.Errorf("requests line %d: %s: %q", i+1, fmt.Sprintf(format, args...), ls[i])
+		}
+		if expr, ok := strings.CutPrefix(line, awaitLogDirective); ok {
+			re, err := regexp.Compile(strings.TrimSpace(expr))
+			if err != nil {
+				return nil, errf("await-log: %v", err)
+			}
+			await = append(await, re)
+			i++
+			continue
 		}
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
 			i++
@@ -184,8 +227,9 @@ func parseRequests(src []byte) ([]*serveRequest, error) {
 			return nil, errf("%v", err)
 		}
 		req.line = i + 1
+		req.awaitLog, await = await, nil
 		reqs = append(reqs, req)
-		for i++; i < len(ls) && ls[i] != "" && !isRequestLine(ls[i]); i++ {
+		for i++; i < len(ls) && ls[i] != "" && !isRequestLine(ls[i]) && !strings.HasPrefix(ls[i], awaitLogDirective); i++ {
 			if strings.HasPrefix(ls[i], "#") {
 				continue
 			}
@@ -214,6 +258,9 @@ func parseRequests(src []byte) ([]*serveRequest, error) {
 		req.body = []byte(strings.Join(ls[start:i], "\n"))
 		req.hasBody = true
 	}
+	if len(await) > 0 {
+		return nil, errors.New("requests: an await-log line must come before a request")
+	}
 	if len(reqs) == 0 && len(src) > 0 && strings.TrimSpace(text) != "" {
 		return nil, errors.New("requests: no request line")
 	}
@@ -241,8 +288,8 @@ func parseRequestLine(line string) (*serveRequest, error) {
 			return nil, fmt.Errorf("unknown request option %q (want events=N or ready=N)", opt)
 		case err != nil || n < 0:
 			return nil, fmt.Errorf("%s wants a count, got %q", name, v)
-		case req.method != http.MethodGet:
-			return nil, fmt.Errorf("%s=N is for GET streams", name)
+		case req.method != http.MethodGet && req.method != http.MethodPost:
+			return nil, fmt.Errorf("%s=N is for GET and POST streams", name)
 		case name == "events":
 			req.events = n
 		default:
@@ -271,6 +318,8 @@ type serveRun struct {
 	exchanges []*exchange
 	ids       map[string]string // session id → placeholder
 	byName    map[string]string // placeholder → session id
+	states    map[string]string // requestState → placeholder
+	byState   map[string]string // placeholder → requestState
 	answered  map[frame.ID]bool // server requests the client has answered
 	problems  []string
 }
@@ -289,8 +338,11 @@ type exchange struct {
 	seen   map[frame.ID]bool // responses on its stream, or on a GET stream for a 202
 	asked  []frame.ID        // requests from the server on its stream
 	events int
-	done   bool
-	err    string
+	// shutEvents is how many events a POST stream had carried when serve
+	// was told to shut down.
+	shutEvents int
+	done       bool
+	err        string
 }
 
 // problem records a failure; the test reports them at the end.
@@ -368,12 +420,17 @@ func runServe(c serveCase) serveOutcome {
 		changed:  make(chan struct{}, 1),
 		ids:      map[string]string{},
 		byName:   map[string]string{},
+		states:   map[string]string{},
+		byState:  map[string]string{},
 		answered: map[frame.ID]bool{},
 	}
 	var readers sync.WaitGroup
 	settled := true
 	for _, req := range c.requests {
 		if settled = r.settle(deadline, served, false); !settled {
+			break
+		}
+		if settled = r.awaitLog(stderr, req, deadline, served); !settled {
 			break
 		}
 		x, hreq := r.prepare(req)
@@ -385,6 +442,11 @@ func runServe(c serveCase) serveOutcome {
 	if !settled {
 		cancelRequests() // the case has failed: the client goes away
 	}
+	r.mu.Lock()
+	for _, x := range r.exchanges {
+		x.shutEvents = x.events
+	}
+	r.mu.Unlock()
 
 	// Shut down as on SIGTERM: drain, end the sessions and their children.
 	stop()
@@ -425,6 +487,9 @@ func runServe(c serveCase) serveOutcome {
 		if x.req.method == http.MethodGet && x.events != x.req.events {
 			r.problems = append(r.problems, fmt.Sprintf("requests line %d: the GET stream carried %d events, events=%d says", x.req.line, x.events, x.req.events))
 		}
+		if x.req.method == http.MethodPost && x.req.events > 0 && x.shutEvents != x.req.events {
+			r.problems = append(r.problems, fmt.Sprintf("requests line %d: the POST stream carried %d events before the shutdown, events=%d says", x.req.line, x.shutEvents, x.req.events))
+		}
 	}
 	out.responses = r.render()
 	out.problems = append(out.problems, r.problems...)
@@ -439,7 +504,9 @@ func runServe(c serveCase) serveOutcome {
 //     stream, or while the child waits for the client (see
 //     settledElsewhere).
 //   - A POST's event stream: once it has ended, or while the server waits
-//     for the client to answer a request it sent on the stream.
+//     for the client to answer a request it sent on the stream; with
+//     ready=N, once it has carried N events; finally, with events=N, once
+//     it has carried N events.
 //   - A GET's event stream: once it has carried its first ready=N events
 //     (what it carries next is caused by later requests); finally, once
 //     it has carried its events=N events.
@@ -457,6 +524,10 @@ func (r *serveRun) settled(x *exchange, final bool) bool {
 		return x.events >= x.req.events
 	case x.req.method == http.MethodGet:
 		return x.events >= x.req.ready
+	case final && x.req.events > 0 && x.events >= x.req.events:
+		return true
+	case !final && x.req.ready > 0 && x.events >= x.req.ready:
+		return true
 	}
 	for _, id := range x.asked {
 		if !r.answered[id] {
@@ -516,6 +587,25 @@ func (r *serveRun) settle(deadline, served <-chan struct{}, final bool) bool {
 	}
 }
 
+// awaitLog waits until stderr has a line matching each of req's
+// await-log expressions. It reports false (and records a problem) when
+// deadline passes or serve stops first.
+func (r *serveRun) awaitLog(stderr *transporttest.SyncBuffer, req *serveRequest, deadline, served <-chan struct{}) bool {
+	for _, re := range req.awaitLog {
+		w := stderr.Watch(re)
+		select {
+		case <-w.C:
+		case <-deadline:
+			r.problem("requests line %d: no line of stderr matched await-log %q within %s", req.line, re, serveWait)
+			return false
+		case <-served:
+			r.problem("requests line %d: serve returned before a line of stderr matched await-log %q", req.line, re)
+			return false
+		}
+	}
+	return true
+}
+
 // prepare builds the HTTP request of req, with session placeholders
 // replaced, and records its exchange.
 func (r *serveRun) prepare(req *serveRequest) (*exchange, *http.Request) {
@@ -525,7 +615,7 @@ func (r *serveRun) prepare(req *serveRequest) (*exchange, *http.Request) {
 	r.exchanges = append(r.exchanges, x)
 	var body io.Reader = http.NoBody
 	if req.hasBody {
-		body = bytes.NewReader(req.body)
+		body = bytes.NewReader(r.expandStates(req, req.body))
 		x.await = requestIDs(req.body)
 		for _, id := range responseIDs(req.body) {
 			r.answered[id] = true
@@ -569,6 +659,55 @@ func (r *serveRun) expand(req *serveRequest, v string) string {
 	})
 }
 
+// statePlaceholder matches $STATE, $STATE2, ..., each optionally followed
+// by ~ (the state with one character changed).
+var statePlaceholder = regexp.MustCompile(`\$STATE[0-9]*~?`)
+
+// expandStates replaces requestState placeholders in a request body with
+// the states they stand for; $STATE~ is $STATE with its middle character
+// changed, a tampered state. The caller holds r.mu.
+func (r *serveRun) expandStates(req *serveRequest, body []byte) []byte {
+	return statePlaceholder.ReplaceAllFunc(body, func(b []byte) []byte {
+		name, tamper := strings.CutSuffix(string(b), "~")
+		state, ok := r.byState[name]
+		if !ok {
+			r.problems = append(r.problems, fmt.Sprintf("requests line %d: %s names no requestState yet", req.line, name))
+			return b
+		}
+		if tamper {
+			s := []byte(state)
+			i := len(s) / 2
+			if s[i] == 'A' {
+				s[i] = 'B'
+			} else {
+				s[i] = 'A'
+			}
+			state = string(s)
+		}
+		return []byte(state)
+	})
+}
+
+// noteState gives the requestState of a result m, if it has one, its
+// placeholder. The caller holds r.mu.
+func (r *serveRun) noteState(m frame.Message) {
+	if !m.Kind().IsResponse() {
+		return
+	}
+	st := m.Get("result.requestState")
+	if st.Type != gjson.String || st.Str == "" {
+		return
+	}
+	if _, ok := r.states[st.Str]; ok {
+		return
+	}
+	name := "$STATE"
+	if n := len(r.states) + 1; n > 1 {
+		name += strconv.Itoa(n)
+	}
+	r.states[st.Str], r.byState[name] = name, st.Str
+}
+
 // exchange sends one request and reads its response to the end.
 func (r *serveRun) exchange(x *exchange, hreq *http.Request) {
 	defer r.signal()
@@ -599,6 +738,9 @@ func (r *serveRun) exchange(x *exchange, hreq *http.Request) {
 	}
 	_, err = io.Copy(body, resp.Body) // the rest (all of it when not a stream)
 	r.mu.Lock()
+	if !sse {
+		eachMessage(x.body.Bytes(), r.noteState)
+	}
 	x.done = true
 	if err != nil {
 		x.err = "the body broke off: " + err.Error()
@@ -637,6 +779,7 @@ func (r *serveRun) event(x *exchange, ev frame.Event) {
 	if err != nil {
 		return
 	}
+	r.noteState(m)
 	switch {
 	case m.Kind().IsResponse() && x.req.method == http.MethodGet:
 		r.answeredElsewhere(m.ID())
@@ -751,6 +894,9 @@ func (r *serveRun) render() []byte {
 		body := x.body.Bytes()
 		for id, name := range r.ids { // as named in an HTTP+SSE endpoint event
 			body = bytes.ReplaceAll(body, []byte(id), []byte(name))
+		}
+		for state, name := range r.states {
+			body = bytes.ReplaceAll(body, []byte(state), []byte(name))
 		}
 		b.Write(body)
 		if len(body) > 0 && body[len(body)-1] != '\n' {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -52,7 +51,12 @@ type CancelOptions struct {
 //     the context is cancelled (the transport aborts the POST) and Handle
 //     returns [frame.ErrCancelled] whatever the inner chain returned: the
 //     client asked us to forget the request, so neither a response nor a
-//     gateway error is due (the edge answers nothing; see [ErrorFor]). So
+//     gateway error is due (the edge answers nothing; see [ErrorFor]). A
+//     request whose response has passed client-bound already is not
+//     aborted: its Handle may go on after its answer (a call answered
+//     input_required while the server still runs it, [ParkChildRequests]
+//     in the relay), and the client cancels an answered request only to
+//     drop it, which it has. So
 //     does a request that fails once its cancel is recorded (a server that
 //     ends the request's stream on the cancel fails it before the abort). A
 //     request whose id is already recorded as cancelled (the cancel
@@ -122,6 +126,9 @@ type cancelledID struct {
 
 type inflightRequest struct {
 	cancel context.CancelCauseFunc
+	// answered is set, under the filter's lock, once a response with the
+	// request's id has passed client-bound.
+	answered bool
 }
 
 func (f *cancelFilter) toServer(ctx context.Context, m frame.Message) error {
@@ -191,14 +198,30 @@ func (f *cancelFilter) record(id frame.ID) []*inflightRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.recordLocked(id, now)
-	return slices.Clone(f.inflight[id])
+	var running []*inflightRequest
+	for _, r := range f.inflight[id] {
+		if !r.answered {
+			running = append(running, r)
+		}
+	}
+	return running
 }
 
 func (f *cancelFilter) toClient(ctx context.Context, m frame.Message) error {
-	if m.Kind().IsResponse() && !m.ID().IsNull() && f.isCancelled(m.ID()) {
-		f.log.Debug("dropping the response to a cancelled request", "id", m.ID().String())
+	if !m.Kind().IsResponse() || m.ID().IsNull() {
+		return f.next.ToClient.Handle(ctx, m)
+	}
+	id, now := m.ID(), f.now()
+	f.mu.Lock()
+	if f.isCancelledLocked(id, now) {
+		f.mu.Unlock()
+		f.log.Debug("dropping the response to a cancelled request", "id", id.String())
 		return nil
 	}
+	for _, r := range f.inflight[id] {
+		r.answered = true
+	}
+	f.mu.Unlock()
 	return f.next.ToClient.Handle(ctx, m)
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/matryer/is"
@@ -348,4 +349,59 @@ func TestCancelFilterRequestFailingOnItsCancel(t *testing.T) {
 	<-entered
 	is.NoErr(d.ToServer.Handle(ctx, cancelFor("7")))
 	is.True(errors.Is(<-done, frame.ErrCancelled)) // not the stream's error: no answer is due
+}
+
+// A request whose Handle goes on after its answer passed (the relay's call
+// parked for input, answered input_required) is not aborted by a cancel:
+// the client only drops what it has. The cancel is still recorded and
+// forwarded, and a request not answered yet is still aborted.
+func TestCancelFilterLeavesAnAnsweredRequestRunning(t *testing.T) {
+	synctest.Test(t, testCancelFilterLeavesAnAnsweredRequestRunning)
+}
+
+func testCancelFilterLeavesAnAnsweredRequestRunning(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	client, server := &recorder{}, &recorder{}
+	var f *cancelFilter
+	release := make(chan struct{})
+	inner := HandlerFunc(func(ctx context.Context, m frame.Message) error {
+		if m.Kind() != frame.Request {
+			return server.Handle(ctx, m)
+		}
+		if m.ID() == "1" {
+			if err := f.toClient(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}`)); err != nil {
+				return err
+			}
+		}
+		select { // the server still runs it
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	f = newCancelFilter(CancelOptions{}, Duplex{ToServer: inner, ToClient: client})
+	answered, waiting := make(chan error, 1), make(chan error, 1)
+	go func() { answered <- f.toServer(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`)) }()
+	go func() { waiting <- f.toServer(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":2,"method":"tools/call"}`)) }()
+	synctest.Wait()
+	is.True(f.inflightAnswered("1"))
+
+	is.NoErr(f.toServer(ctx, cancelFor("1")))
+	is.NoErr(f.toServer(ctx, cancelFor("2")))
+	is.Equal(len(server.all()), 2)                    // both cancels forwarded
+	is.True(errors.Is(<-waiting, frame.ErrCancelled)) // the unanswered one aborted
+	close(release)
+	is.NoErr(<-answered) // the answered one ran to its end
+	is.Equal(len(client.all()), 1)
+}
+
+// inflightAnswered reports whether a request with id is in flight and
+// answered.
+func (f *cancelFilter) inflightAnswered(id frame.ID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rs := f.inflight[id]
+	return len(rs) == 1 && rs[0].answered
 }

@@ -27,7 +27,9 @@
 //	EraProbe                 the fork: server/discover decides, once
 //	session era (HTTP+SSE takes the same chain):
 //	    StampResults         a 2026-07-28 host's results: resultType, serverInfo, cache hints
-//	    (MRTR for the server's own requests to a 2026-07-28 host: not yet)
+//	    ForModernHost(ParkChildRequests)
+//	                         the server's sampling, elicitation, roots during a
+//	                         2026-07-28 host's call: input_required rounds
 //	    HandshakeForModern   initialize made here for a 2026-07-28 host that made none
 //	    LocalDiscover        its server/discover answered from that initialize
 //	    StripModernMeta      io.modelcontextprotocol/* _meta keys taken off its requests
@@ -60,10 +62,21 @@
 // 2026-07-28 client's lines ([ClassifyEra]) pass them, and get only the
 // routing headers derived from their bodies (RoutingHeaders, ParamHeaders).
 //
-// The first four stages of the session-era chain are the bridges the
+// The first five stages of the session-era chain are the bridges the
 // other way round: they act on the lines of a 2026-07-28 host only, and a
-// session-era host's pass them. Serve lists StampResults, LocalDiscover
-// and StripModernMeta for a pooled child that speaks only the session era.
+// session-era host's pass them. Serve lists StampResults,
+// ParkChildRequests, LocalDiscover and StripModernMeta for a pooled child
+// that speaks only the session era. In the relay ParkChildRequests stands
+// in for the host toward the server, so [ForModernHost] hands it the
+// server's traffic only once the host is known to be of 2026-07-28; and
+// since a call's Handle there runs until the server's answer, long after
+// its input_required, its retries wait for their own answers
+// (ParkOptions.AwaitRetryAnswers) and the cancel filter leaves a request
+// it saw answered running. ServeListen is not listed: its listens live on
+// the listen request's context and end without a word when there is no
+// exchange to cut, while the relay's context of a request ends when its
+// Handle returns (after the ack) and a stdio host learns of an end only
+// from a response; a 2026-07-28 host's listen reaches the server.
 //
 // ListenBridge sits in that list but acts only once the connection speaks
 // 2026-07-28 (its listen is a request like any other for the stages inside
@@ -93,21 +106,29 @@
 //	    DropClientCapabilities
 //	  stdio transport (transport.Child: the session's child process)
 //	2026-07-28 (no session):
+//	  ValidateModern         the checks that need no child (_meta, routing
+//	                         headers, version, method): 400/404/406
 //	  Pool                   one child per principal (PrincipalOf), started
 //	                         on first use, handshaken by ChildHandshake
-//	  per pooled child:
+//	  per pooled child, dual-era (it answered server/discover):
 //	    ModernRouter         minted ids; each answer to its request's exchange
+//	    CheckParamHeaders    Mcp-Param-* held to the child's own tools/list
 //	    AwaitAnswers         the stages' own requests wait for their answers
-//	    a child of the session era only, translated:
-//	      StampResults       resultType, serverInfo, ttlMs (--cache-ttl-ms)
-//	      LocalDiscover      server/discover answered from the child's initialize
-//	      StripModernMeta    io.modelcontextprotocol/* _meta keys taken off
+//	  per pooled child of the session era only, translated:
+//	    ModernRouter
+//	    StampResults         resultType, serverInfo, ttlMs (--cache-ttl-ms)
+//	    ServeListen          subscriptions/listen served by the gateway
+//	    CheckParamHeaders    below the listens, which take list_changed
+//	    ParkChildRequests    the child's sampling/elicitation/roots as MRTR
+//	    LocalDiscover        server/discover answered from the child's initialize
+//	    StripModernMeta      io.modelcontextprotocol/* _meta keys taken off
+//	    AwaitAnswers
 //	  stdio transport (transport.Child: the principal's child process)
 //
 // Both pipelines keep one [Conn] per connection — the relay process, a
-// session of serve, or one of serve's pooled children — holding what stages share about it: the era, the
-// protocol version, the client's initialize and the server's answer, the
-// principal. The pipeline puts it in the context of every message
+// session of serve, or one of serve's pooled children — holding what
+// stages share about it: the era, the protocol version, the client's
+// initialize and the server's answer, the principal. The pipeline puts it in the context of every message
 // ([ConnOf]).
 //
 // In serve, each request arrives with the [Exchange] its answer is written

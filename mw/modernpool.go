@@ -84,12 +84,13 @@ func (p *Pool) Len() int {
 }
 
 // Handle hands m to the server of its principal, starting it first when
-// there is none. A request holds the server (it is not idle) until its
-// exchange is over.
+// there is none and m is a request (a notification for no server is
+// dropped: there is nothing it could concern). A request holds the server
+// (it is not idle) until its exchange is over.
 func (p *Pool) Handle(ctx context.Context, m frame.Message) error {
 	principal := PrincipalOf(ctx)
-	e, err := p.checkout(principal, m.ID())
-	if err != nil {
+	e, err := p.checkout(principal, m.ID(), m.Kind() == frame.Request)
+	if e == nil || err != nil {
 		return err
 	}
 	select {
@@ -111,9 +112,10 @@ func (p *Pool) Handle(ctx context.Context, m frame.Message) error {
 	return e.b.Handle(ctx, m)
 }
 
-// checkout returns principal's entry, starting its server when there is
-// none, with one more request in flight on it.
-func (p *Pool) checkout(principal string, id frame.ID) (*poolEntry, error) {
+// checkout returns principal's entry, with one more message in flight on
+// it. When there is none it starts its server if start (for a request),
+// else returns nil (a notification for no server is dropped).
+func (p *Pool) checkout(principal string, id frame.ID, start bool) (*poolEntry, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -127,6 +129,9 @@ func (p *Pool) checkout(principal string, id frame.ID) (*poolEntry, error) {
 			e.stopIdle = nil
 		}
 		return e, nil
+	}
+	if !start {
+		return nil, nil
 	}
 	if len(p.entries) >= p.o.MaxChildren && !p.evictIdleLocked() {
 		p.log.Warn("a client was refused: every pooled server is busy; raise --max-modern-children", "max", p.o.MaxChildren)

@@ -276,3 +276,14 @@ func TestChildHandshakeTakesASilentChildForTheSessionEra(t *testing.T) {
 	is.Equal(conn.Era(), EraSession)
 	is.Equal(conn.ProtocolVersion(), "2025-06-18")
 }
+
+func TestPoolStartsNothingForANotification(t *testing.T) {
+	is := is.New(t)
+	h := newPoolHarness(t, 0, 0)
+	ctx := WithExchange(context.Background(), newPOST(false))
+	is.NoErr(h.pool.Handle(ctx, frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)))
+	is.Equal(len(h.backends()), 0)
+	is.NoErr(h.request("", newPOST(false)))
+	is.NoErr(h.pool.Handle(ctx, frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)))
+	is.Equal(len(h.backends()[0].got.all()), 2) // to the server that exists
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -64,6 +65,14 @@ type ParkOptions struct {
 	// called first (which reports whether it stopped it); it times out a
 	// parked call and ends a Gather. nil means time.AfterFunc.
 	AfterFunc func(d time.Duration, f func()) (stop func() bool)
+	// AwaitRetryAnswers makes a retry's Handle return only once an answer
+	// under the retry's id has been handed client-bound, for a chain whose
+	// Handle of a request returns once its answer was delivered (the
+	// relay's; see the package documentation). Without it, the one of
+	// serve's pooled children, a retry's Handle returns once what it
+	// decided was sent, and the call's outcome follows when the child
+	// answers.
+	AwaitRetryAnswers bool
 	// Logger receives a warning when the child asks for input that could
 	// belong to several calls, and debug lines; nil discards.
 	Logger *slog.Logger
@@ -121,11 +130,7 @@ type ParkOptions struct {
 // another request, for a round already answered or a call abandoned, or
 // to a child that has since ended, is refused with -32602 and HTTP 400
 // ([Refuse]) naming the cause, and never reaches the child: the tool never
-// runs twice. A call with params.inputResponses and no
-// params.requestState is no retry (nothing says which call its answers
-// are for): it is a new call, tracked and passed to the child as it is,
-// which ignores what it does not recognize (a server that knows
-// inputResponses may use them). A retry that holds is not passed to the
+// runs twice. A retry that holds is not passed to the
 // child either: each
 // parked request with an answer among inputResponses (an object) gets it
 // as its result; the ones left are asked again at once in a new round;
@@ -146,6 +151,18 @@ type ParkOptions struct {
 // call on the child. When the child's connection ends ([Conn.OnClose],
 // registered for the first message's Conn), everything is dropped and
 // nothing more is answered; a retry for a call that ran there is refused.
+//
+// In the relay the call's own Handle does not return once the request is
+// written: it runs until the server's response was delivered (held, or
+// under the retry waiting), long after the call was answered
+// input_required. A Go error it returns then fails the retry waiting, if
+// one is (its Handle returns that error); [frame.ErrAnswerElsewhere] (the
+// server will answer on another stream) keeps the call, whose outcome
+// still reaches the retry. With AwaitRetryAnswers a retry's Handle waits
+// for an answer under its id: the call's outcome or its next round (its
+// Handle returns nil), the call's failure (that error), a cancel
+// ([frame.ErrCancelled]), the connection's end (its cause), or ctx's end
+// (ctx's cause).
 func ParkChildRequests(o ParkOptions) Middleware {
 	sealer, err := newStateSealer(o.StateKey)
 	if err != nil {
@@ -226,6 +243,18 @@ type parkedCall struct {
 	// childToken is the raw progressToken the child knows ("" for none),
 	// token the one of the retry waiting.
 	childToken, token string
+	// waiter is the Handle of the retry waiting, with AwaitRetryAnswers,
+	// until something is handed client-bound under its id; nil otherwise.
+	waiter *retryWaiter
+	// elsewhere is set once the call's own Handle returned
+	// frame.ErrAnswerElsewhere: its outcome comes on another stream.
+	elsewhere bool
+}
+
+// retryWaiter is a retry's Handle waiting for its answer.
+type retryWaiter struct {
+	done chan struct{} // closed once err is set
+	err  error         // nil: the answer was handed client-bound
 }
 
 // parkedInput is a request of the child parked for a call.
@@ -237,9 +266,22 @@ type parkedInput struct {
 }
 
 // parkSends are the messages a step decided to send, once the lock is
-// released: to the child first, then to the client.
+// released: to the child first, then to the client; then the retries
+// waiting are released.
 type parkSends struct {
 	child, client []frame.Message
+	release       []*retryWaiter
+}
+
+// releaseLocked adds c's waiter, if any, to the retries s releases, with
+// err (nil: what s hands client-bound answers it).
+func (s *parkSends) releaseLocked(c *parkedCall, err error) {
+	if c.waiter == nil {
+		return
+	}
+	c.waiter.err = err
+	s.release = append(s.release, c.waiter)
+	c.waiter = nil
 }
 
 func (p *parker) flush(ctx context.Context, s parkSends) error {
@@ -253,6 +295,9 @@ func (p *parker) flush(ctx context.Context, s parkSends) error {
 		if err := p.next.ToClient.Handle(ctx, m); err != nil && first == nil {
 			first = err
 		}
+	}
+	for _, w := range s.release {
+		close(w.done)
 	}
 	return first
 }
@@ -287,11 +332,20 @@ func (p *parker) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
+	cause := errors.New("the server's connection ended")
+	if p.conn != nil && p.conn.Err() != nil {
+		cause = p.conn.Err()
+	}
 	for _, c := range p.byChild {
 		if c.stop != nil {
 			c.stop()
 		}
 		c.stopGather()
+		if w := c.waiter; w != nil {
+			c.waiter = nil
+			w.err = cause
+			close(w.done)
+		}
 	}
 	clear(p.byChild)
 	clear(p.byID)
@@ -311,17 +365,24 @@ func (p *parker) toServer(ctx context.Context, m frame.Message) error {
 	p.watch(ctx)
 	switch {
 	case m.Kind() == frame.Request && parkEligible(m.Method()):
-		if m.Get("params.requestState").Exists() {
+		if m.Get("params.requestState").Exists() || m.Get("params.inputResponses").Exists() {
 			return p.retry(ctx, m)
 		}
 		p.track(ctx, m)
 		err := p.next.ToServer.Handle(ctx, m)
 		if err != nil {
+			var s parkSends
 			p.mu.Lock()
 			if c := p.byChild[m.ID()]; c != nil {
-				p.dropLocked(c)
+				if errors.Is(err, frame.ErrAnswerElsewhere) {
+					c.elsewhere = true
+				} else {
+					p.dropLocked(c)
+				}
+				s.releaseLocked(c, err)
 			}
 			p.mu.Unlock()
+			_ = p.flush(ctx, s)
 		}
 		return err
 	case m.Kind() == frame.Notification && m.Method() == cancelMethod:
@@ -396,6 +457,9 @@ func refuseRetry(id frame.ID, why string) error {
 func (p *parker) retry(ctx context.Context, m frame.Message) error {
 	id := m.ID()
 	rs := m.Get("params.requestState")
+	if !rs.Exists() {
+		return refuseRetry(id, "params.inputResponses without params.requestState: send the call again without inputResponses, or with the requestState of its input_required result")
+	}
 	if rs.Type != gjson.String {
 		return refuseRetry(id, "params.requestState is not a string")
 	}
@@ -448,6 +512,12 @@ func (p *parker) retry(ctx context.Context, m frame.Message) error {
 	if t := m.Get("params._meta.progressToken"); t.Type == gjson.String || t.Type == gjson.Number {
 		c.token = t.Raw
 	}
+	var w *retryWaiter
+	if p.o.AwaitRetryAnswers {
+		// Released by whatever goes out under id first (see flush).
+		w = &retryWaiter{done: make(chan struct{})}
+		c.waiter = w
+	}
 	left := c.pending[:0:0]
 	for _, in := range c.pending {
 		answer := responses.Get(gjson.Escape(in.key))
@@ -464,11 +534,28 @@ func (p *parker) retry(ctx context.Context, m frame.Message) error {
 			s.child = append(s.child, frame.ErrorResponse(in.id, -32603, "the call this request belongs to is over"))
 		}
 		s.client = append(s.client, p.outcomeLocked(c, c.held))
+		s.releaseLocked(c, nil)
 	case len(c.pending) > 0:
 		s = p.roundLocked(c, s)
 	}
+	if w != nil && c.waiter == w && c.elsewhere {
+		// Nothing went out under id, and the call's outcome comes on
+		// another stream: the edge waits for it (AnswerOnce).
+		s.releaseLocked(c, frame.ErrAnswerElsewhere)
+	}
 	p.mu.Unlock()
-	return p.flush(ctx, s)
+	if err := p.flush(ctx, s); err != nil {
+		return err
+	}
+	if w == nil {
+		return nil
+	}
+	select {
+	case <-w.done:
+		return w.err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // outcomeLocked returns the child's response to c under the id waiting,
@@ -493,6 +580,7 @@ func (p *parker) roundLocked(c *parkedCall, s parkSends) parkSends {
 	if c.rounds > p.o.MaxRounds {
 		s.client = append(s.client, frame.ErrorResponse(c.waiting, -32603,
 			"the call asked for input more than "+strconv.Itoa(p.o.MaxRounds)+" times; it was cancelled"))
+		s.releaseLocked(c, nil)
 		return p.endLocked(c, s, "the call asked for input too many times")
 	}
 	p.handles++
@@ -524,21 +612,25 @@ func (p *parker) roundLocked(c *parkedCall, s parkSends) parkSends {
 	b = append(b, jsonString(state)...)
 	b = append(b, '}')
 	s.client = append(s.client, frame.ResultResponse(c.waiting, b))
+	s.releaseLocked(c, nil)
 	c.waiting = ""
 	c.stop = p.o.AfterFunc(p.o.StateTTL, func() { p.abandon(c, h) })
 	return s
 }
 
-// endLocked cancels c on the child (unless it has answered), answers its parked requests with an
-// error, forgets it, and adds the messages to s.
+// endLocked cancels c on the child (unless it has answered), then answers
+// its parked requests with an error, forgets it, and adds the messages to
+// s. The cancel goes first, so that the child knows the call is over
+// before an answer could let it carry on with it.
 func (p *parker) endLocked(c *parkedCall, s parkSends, reason string) parkSends {
+	if c.held.Len() == 0 { // else the child has answered the call already
+		s.child = append(s.child, cancelNotification(c.childID, reason))
+	}
 	for _, in := range c.pending {
 		s.child = append(s.child, frame.ErrorResponse(in.id, -32603, "no answer: "+reason))
 	}
 	c.pending = nil
-	if c.held.Len() == 0 { // else the child has answered the call already
-		s.child = append(s.child, cancelNotification(c.childID, reason))
-	}
+	s.releaseLocked(c, frame.ErrCancelled)
 	p.dropLocked(c)
 	return s
 }
@@ -580,12 +672,13 @@ func (p *parker) cancel(ctx context.Context, m frame.Message) error {
 		p.log.Debug("a cancel of a call answered with input_required is ignored; the call stays parked", "id", rid.String())
 		return nil
 	case rid == c.childID:
-		var s parkSends
-		for _, in := range c.pending { // asked for during a Gather, never sent
+		// The cancel first, as endLocked does, then the requests asked
+		// for during a Gather, never sent to the client.
+		s := parkSends{child: []frame.Message{m}}
+		for _, in := range c.pending {
 			s.child = append(s.child, frame.ErrorResponse(in.id, -32603, "no answer: cancelled by the client"))
 		}
 		c.pending = nil
-		s.child = append(s.child, m)
 		p.dropLocked(c)
 		p.mu.Unlock()
 		return p.flush(ctx, s)
@@ -593,9 +686,9 @@ func (p *parker) cancel(ctx context.Context, m frame.Message) error {
 	s := p.endLocked(c, parkSends{}, "cancelled by the client")
 	p.mu.Unlock()
 	// The client's own notification, pointed at the call the child runs.
-	if last := len(s.child) - 1; last >= 0 && s.child[last].Method() == cancelMethod {
+	if len(s.child) > 0 && s.child[0].Method() == cancelMethod {
 		if out, err := m.Set("params.requestId", c.childID.Raw()); err == nil {
-			s.child[last] = out
+			s.child[0] = out
 		}
 	}
 	return p.flush(ctx, s)
@@ -658,6 +751,7 @@ func (p *parker) childResponse(ctx context.Context, m frame.Message) error {
 	}
 	c.pending = nil
 	s.client = append(s.client, p.outcomeLocked(c, m))
+	s.releaseLocked(c, nil)
 	p.mu.Unlock()
 	return p.flush(ctx, s)
 }

@@ -259,6 +259,7 @@ func TestParkRefusesATamperedState(t *testing.T) {
 	refused(t, e.send(parkRetry("2", `{"q":1,"r":[1,"é"]}`, `{"input-1":`+parkAccept+`}`, string(b))), "failed authentication")
 	refused(t, e.send(parkRetry("3", `{"q":1,"r":[1,"é"]}`, `{}`, "not-a-state!")), "malformed")
 	refused(t, e.send(parkCall("4", `{"q":1,"r":[1,"é"]}`, parkAllCaps, `,"inputResponses":{},"requestState":42`)), "not a string")
+	refused(t, e.send(parkCall("5", `{"q":1,"r":[1,"é"]}`, parkAllCaps, `,"inputResponses":{}`)), "without params.requestState")
 	parkUntouched(t, e)
 
 	// The genuine state still holds.
@@ -345,9 +346,11 @@ func TestParkAbandonsACallWithNoRetry(t *testing.T) {
 	e.fire()
 	got := e.child.sent.lines()[1:]
 	is.Equal(len(got), 2)
-	is.Equal(frame.MustParse(got[0]).ID(), frame.ID("7")) // the parked elicitation gets an error
-	is.Equal(frame.MustParse(got[0]).Get("error.code").Int(), int64(-32603))
-	is.Equal(got[1], `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"mcp-stdio/serve/1","reason":"the client did not come back for the call"}}`)
+	// The cancel first, so that the child cannot carry on with the call on
+	// the error, then the error for the parked elicitation.
+	is.Equal(got[0], `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"mcp-stdio/serve/1","reason":"the client did not come back for the call"}}`)
+	is.Equal(frame.MustParse(got[1]).ID(), frame.ID("7"))
+	is.Equal(frame.MustParse(got[1]).Get("error.code").Int(), int64(-32603))
 
 	refused(t, e.send(parkRetry("2", `{"q":1,"r":[1,"é"]}`, `{"input-1":`+parkAccept+`}`, state)), "abandoned")
 	is.Equal(len(e.child.sent.all()), 3)
@@ -392,23 +395,6 @@ func TestParkRefusesAmbiguousRequests(t *testing.T) {
 	// Only one of them declared sampling: that one is asked.
 	e.fromChild(parkSample)
 	is.Equal(e.client.all()[0].ID(), frame.ID(`"mcp-stdio/serve/2"`))
-}
-
-// TestParkTakesInputResponsesWithoutStateAsANewCall: with no
-// requestState nothing says which call the answers are for, so the call
-// is a new one, passed to the child as it is (a SEP-2322 server ignores
-// what it does not recognize; this child may know inputResponses), and
-// tracked: the child's question for it makes a round.
-func TestParkTakesInputResponsesWithoutStateAsANewCall(t *testing.T) {
-	is := is.New(t)
-	e := newParkEnv(t)
-	call := parkCall("1", `{}`, parkAllCaps, `,"inputResponses":{"user_name":`+parkAccept+`,"extra":{"x":1}}`)
-	e.must(call)
-	is.Equal(e.child.sent.lines(), []string{call}) // byte for byte
-	e.fromChild(parkElicit)
-	is.Equal(len(e.client.all()), 1)
-	is.Equal(e.client.all()[0].Get("result.resultType").String(), "input_required")
-	is.Equal(e.client.all()[0].ID(), frame.ID(`"mcp-stdio/serve/1"`))
 }
 
 // TestParkPrefersARunningCall: a call parked on its input_required
@@ -507,8 +493,8 @@ func TestParkGatherEndsWithTheCall(t *testing.T) {
 		is.Equal(len(e.client.all()), 0)
 		got := e.child.sent.lines()[1:]
 		is.Equal(len(got), 2)
-		is.Equal(frame.MustParse(got[0]).Get("error.code").Int(), int64(-32603)) // the gathered elicitation
-		is.Equal(frame.MustParse(got[1]).Method(), "notifications/cancelled")
+		is.Equal(frame.MustParse(got[0]).Method(), "notifications/cancelled")    // the cancel first
+		is.Equal(frame.MustParse(got[1]).Get("error.code").Int(), int64(-32603)) // then the gathered elicitation
 	})
 	t.Run("child ends", func(t *testing.T) {
 		is := is.New(t)
@@ -603,8 +589,8 @@ func TestParkCapsRounds(t *testing.T) {
 	is.Equal(e.client.all()[1].Get("error.code").Int(), int64(-32603))
 	got := e.child.sent.lines()[2:]
 	is.Equal(len(got), 2)
-	is.Equal(frame.MustParse(got[0]).ID(), frame.ID("9"))
-	is.Equal(frame.MustParse(got[1]).Method(), "notifications/cancelled")
+	is.Equal(frame.MustParse(got[0]).Method(), "notifications/cancelled")
+	is.Equal(frame.MustParse(got[1]).ID(), frame.ID("9"))
 }
 
 func TestParkPointsProgressAtTheRetry(t *testing.T) {

@@ -322,11 +322,25 @@ func (r *relay) modernHostStages() []mw.Middleware {
 	}
 }
 
-// modernHostServerRequests is the place of the stage that turns a
-// session-era server's own requests (sampling, elicitation, roots) into
-// input_required results for a 2026-07-28 host (MRTR, the other way
-// round from mw.MRTRBridge). None yet: they reach the host as requests.
-func (r *relay) modernHostServerRequests() mw.Middleware { return nil }
+// modernHostServerRequests returns the stage that turns a session-era
+// server's own requests (sampling, elicitation, roots) into input_required
+// results for a 2026-07-28 host (MRTR, the other way round from
+// mw.MRTRBridge): mw.ParkChildRequests, guarded by mw.ForModernHost so
+// that a session-era host still gets the server's requests as requests.
+// It sits outside the handshake and the stripping of _meta, whose
+// clientCapabilities tell which input the host can give. The relay has
+// one host: the principal is "" and the state key and replica id are made
+// here, for this process only (a requestState outlives neither, so there
+// is nothing to share and no flag). Its retries' Handle waits for their
+// answers (AwaitRetryAnswers), as the relay's chain requires.
+func (r *relay) modernHostServerRequests() mw.Middleware {
+	return mw.ForModernHost(mw.ParkChildRequests(mw.ParkOptions{
+		StateKey:          mw.NewStateKey(),
+		ReplicaID:         mw.NewReplicaID(),
+		AwaitRetryAnswers: true,
+		Logger:            r.cfg.Logger,
+	}))
+}
 
 // modernEraStages lists the relay's stages for a 2026-07-28 server, nearest
 // the client first (inside the era fork). There is no session: nothing

@@ -159,6 +159,12 @@ type ServeConfig struct {
 	// that share clients. nil means a key made at start (a restart then
 	// voids the requestStates given out).
 	StateKey []byte
+	// InputTimeout is how long a call parked for its client's input (a
+	// session-era child's elicitation, sampling or roots request, see
+	// mw.ParkChildRequests) waits for the retry; its requestState expires
+	// with it, and the call is then cancelled on the child. 0 means
+	// mw.DefaultStateTTL.
+	InputTimeout time.Duration
 	// ReplicaID names this process among replicas sharing StateKey; ""
 	// means one made at start.
 	ReplicaID string
@@ -298,7 +304,7 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	}
 	s.cfg = cfg
 	s.listen, s.listens = mw.ServeListen(mw.ServeListenOptions{Logger: cfg.Logger})
-	s.park = mw.ParkChildRequests(mw.ParkOptions{StateKey: cfg.StateKey, ReplicaID: cfg.ReplicaID, Gather: ParkGather, Logger: cfg.Logger})
+	s.park = mw.ParkChildRequests(mw.ParkOptions{StateKey: cfg.StateKey, ReplicaID: cfg.ReplicaID, StateTTL: cfg.InputTimeout, Gather: ParkGather, Logger: cfg.Logger})
 	s.pool = mw.NewPool(mw.PoolOptions{
 		Start:       s.startPooledChild,
 		MaxChildren: cfg.MaxModernChildren,

@@ -53,7 +53,7 @@ func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
 		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "public-url", "allow-origin", "allow-host",
 			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
-			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key",
+			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "input-timeout",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level"},
 		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
@@ -102,6 +102,7 @@ type serveFlags struct {
 	modernOnly   bool
 	claimless    bool
 	stateKey     string
+	inputTimeout duration
 	cacheTTLMs   int64
 	maxBody      byteSize
 	maxMessage   byteSize
@@ -124,6 +125,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	f.idleTimeout = duration(pipeline.DefaultSessionIdleTimeout)
 	f.readTimeout = duration(transport.DefaultBodyReadTimeout)
 	f.modernIdle = duration(pipeline.DefaultModernIdleTTL)
+	f.inputTimeout = duration(mw.DefaultStateTTL)
 	f.connIdle = duration(serveIdleConnTime)
 	f.stdinGrace = duration(transport.DefaultStdinGrace)
 	f.termGrace = duration(transport.DefaultTermGrace)
@@ -150,6 +152,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Var(&f.modernIdle, "modern-idle-ttl", "stop the process serving a user's 2026-07-28 clients once it has had no request for `DURATION` (0 = never)")
 	fs.IntVar(&f.maxModern, "max-modern-children", mw.DefaultMaxPooledChildren, "run at most `N` processes for 2026-07-28 clients (one per user) at once; more users get 503")
 	fs.StringVar(&f.stateKey, "state-key", "", "seal the requestState of 2026-07-28 multi round-trip requests with `KEY` (32 bytes, hex or base64; replicas that share clients share it; prefer the "+pipeline.StateKeyEnv+" env var)")
+	fs.Var(&f.inputTimeout, "input-timeout", "let a 2026-07-28 call whose server of the session era asked the client for input wait `DURATION` for the client's retry; then its requestState expires and the call is cancelled")
 	fs.Int64Var(&f.cacheTTLMs, "cache-ttl-ms", mw.DefaultCacheTTL.Milliseconds(), "let 2026-07-28 clients keep lists and reads of a server of the session era for `MS` milliseconds (its results' ttlMs)")
 	fs.Var(&f.maxBody, "max-body", "refuse request bodies larger than `BYTES` with 413")
 	fs.Var(&f.maxMessage, "max-message-size", "refuse lines larger than `BYTES` from the server process")
@@ -319,6 +322,9 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	if f.maxModern <= 0 {
 		return cfg, "", errors.New("--max-modern-children must be positive")
 	}
+	if f.inputTimeout <= 0 {
+		return cfg, "", errors.New("--input-timeout must be positive")
+	}
 	if f.cacheTTLMs < 0 {
 		return cfg, "", errors.New("--cache-ttl-ms must not be negative")
 	}
@@ -376,6 +382,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		AcceptClaimlessResourceRead: f.claimless,
 		ModernIdleTTL:               time.Duration(f.modernIdle),
 		StateKey:                    stateKey,
+		InputTimeout:                f.inputTimeout.std(),
 		CacheTTL:                    cacheTTL(f.cacheTTLMs),
 		MaxBodySize:                 int64(f.maxBody),
 		MaxMessageSize:              int(f.maxMessage),

@@ -1,9 +1,15 @@
 package cli
 
 import (
+	"io"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/mcp-stdio/mcp-stdio/mw"
 )
 
 func TestByteSize(t *testing.T) {
@@ -31,6 +37,38 @@ func TestByteSize(t *testing.T) {
 			if tt.ok {
 				is.Equal(int64(b), tt.want)
 			}
+		})
+	}
+}
+
+// --input-timeout is how long a parked 2026-07-28 call waits for its
+// retry: it reaches ServeConfig.InputTimeout, 10 minutes by default, and
+// must be positive.
+func TestServeInputTimeoutFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+		err  bool
+	}{
+		{nil, mw.DefaultStateTTL, false},
+		{[]string{"--input-timeout", "90s"}, 90 * time.Second, false},
+		{[]string{"--input-timeout", "2"}, 2 * time.Second, false},
+		{[]string{"--input-timeout", "0"}, 0, true},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			is := is.New(t)
+			var f serveFlags
+			fs, _ := newServeFlagSet(&f)
+			is.NoErr(fs.Parse(tc.args))
+			f.maxBuffered = f.maxBody
+			cfg, _, err := f.config([]string{"true"}, io.Discard, slog.New(slog.DiscardHandler))
+			if tc.err {
+				is.True(err != nil) // refused
+				is.True(strings.Contains(err.Error(), "--input-timeout"))
+				return
+			}
+			is.NoErr(err)
+			is.Equal(cfg.InputTimeout, tc.want)
 		})
 	}
 }

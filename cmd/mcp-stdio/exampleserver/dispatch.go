@@ -241,6 +241,20 @@ func (s *server) classifySessionEraOnly(req *request) (*request, *rpcError) {
 		return nil, &rpcError{code: frame.CodeInvalidRequest,
 			message: fmt.Sprintf("invalid request: %s before initialize (this server speaks the session era only: initialize first)", req.method)}
 	}
+	if s.opts.RefuseReservedMeta {
+		reserved := ""
+		req.params.Get("_meta").ForEach(func(k, _ gjson.Result) bool {
+			if strings.HasPrefix(k.Str, "io.modelcontextprotocol/") {
+				reserved = k.Str
+				return false
+			}
+			return true
+		})
+		if reserved != "" {
+			return nil, &rpcError{code: frame.CodeInvalidRequest,
+				message: fmt.Sprintf("invalid request: params._meta carries %q, which a session-era connection does not take", reserved)}
+		}
+	}
 	req.caps = gjson.Parse(s.clientCaps)
 	return req, nil
 }

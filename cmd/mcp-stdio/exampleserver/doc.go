@@ -100,7 +100,10 @@
 //   - after initialize the "io.modelcontextprotocol/*" keys of _meta mean
 //     nothing: every request is served in the session era, its result
 //     without resultType, caching fields or _meta serverInfo, and the ask
-//     tool elicits with a real elicitation/create request.
+//     tool elicits with a real elicitation/create request. With
+//     [Options.RefuseReservedMeta] (--refuse-reserved-meta) such a request
+//     is refused with -32600 instead, as a dual-era Python SDK server does
+//     on a session-era connection.
 //
 // # Tools
 //

@@ -116,6 +116,7 @@ func (s *server) subscribe(_ context.Context, req *request) (object, error) {
 	s.notifyMu.Lock()
 	s.subscribed[uri] = true
 	s.notifyMu.Unlock()
+	s.log.Debug("subscribed", "uri", uri)
 	return object{}, nil
 }
 

@@ -38,6 +38,17 @@ type Options struct {
 	// "A session-era-only server"). It stands in for the legacy-only
 	// children a gateway meets.
 	SessionEraOnly bool
+	// ParamHeader annotates the echo tool's text argument with
+	// x-mcp-header "Text" in tools/list (SEP-2243), so that a client of
+	// 2026-07-28 over HTTP mirrors it in an Mcp-Param-Text header and a
+	// gateway in front checks it. Off, no tool has an annotation.
+	ParamHeader bool
+	// RefuseReservedMeta, with SessionEraOnly, refuses a request whose
+	// params._meta carries an "io.modelcontextprotocol/" key with -32600
+	// after initialize, as a dual-era Python SDK server does on a
+	// session-era connection: the strict session-era server a gateway
+	// must strip those keys for. Off, they mean nothing.
+	RefuseReservedMeta bool
 
 	// Knobs for this package's own tests.
 	grace    time.Duration // shutdown grace; 0 means shutdownGrace, <0 none

@@ -85,6 +85,20 @@ func TestSessionEraOnlyIgnoresTheEnvelope(t *testing.T) {
 	is.Equal(res.Get("result.content.0.text").Str, "The user answered: Ada")
 }
 
+// With RefuseReservedMeta a session-era-only server refuses the envelope
+// after initialize, as a strict server of the session era does, and serves
+// the same request without it.
+func TestSessionEraOnlyRefusesReservedMeta(t *testing.T) {
+	is := is.New(t)
+	c := start(t, Options{SessionEraOnly: true, RefuseReservedMeta: true})
+	c.initialize("2025-11-25", `{}`)
+	m := c.roundTrip(statelessRequest(`5`, "tools/list", "", `{}`))
+	is.Equal(m.Get("error.code").Int(), int64(-32600))
+	is.True(strings.Contains(m.Get("error.message").Str, "io.modelcontextprotocol/"))
+	m = c.roundTrip(`{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"_meta":{"progressToken":1}}}`)
+	is.True(m.Get("result.tools").IsArray())
+}
+
 // The default server keeps its 2026-07-28 face: the flag is off unless set.
 func TestDualEraByDefault(t *testing.T) {
 	is := is.New(t)

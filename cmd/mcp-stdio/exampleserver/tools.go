@@ -22,6 +22,10 @@ type tool struct {
 	// inputSchema (and outputSchema, when set) are JSON Schema documents.
 	inputSchema  json.RawMessage
 	outputSchema json.RawMessage
+	// annotatedSchema, when set, replaces inputSchema in tools/list with
+	// [Options.ParamHeader]: the same schema with x-mcp-header
+	// annotations.
+	annotatedSchema json.RawMessage
 	// optional tools are listed and callable only while toggled on.
 	optional bool
 	// run does the work. Bad arguments are an *rpcError (-32602); a
@@ -33,10 +37,11 @@ type tool struct {
 // and tools/call finds the handler by name.
 var toolTable = []tool{
 	{
-		name:        "echo",
-		description: "Returns its text argument unchanged.",
-		inputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"The text to echo."}},"required":["text"]}`),
-		run:         (*server).echo,
+		name:            "echo",
+		description:     "Returns its text argument unchanged.",
+		inputSchema:     json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"The text to echo."}},"required":["text"]}`),
+		annotatedSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"The text to echo.","x-mcp-header":"Text"}},"required":["text"]}`),
+		run:             (*server).echo,
 	},
 	{
 		name:         "add",
@@ -105,6 +110,9 @@ func (s *server) listTools(_ context.Context, req *request) (object, error) {
 	defs := make([]object, len(ts))
 	for i, t := range ts {
 		def := object{"name": t.name, "description": t.description, "inputSchema": t.inputSchema}
+		if s.opts.ParamHeader && t.annotatedSchema != nil {
+			def["inputSchema"] = t.annotatedSchema
+		}
 		if t.outputSchema != nil {
 			def["outputSchema"] = t.outputSchema
 		}

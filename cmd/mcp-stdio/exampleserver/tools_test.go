@@ -29,6 +29,21 @@ func TestToolsList(t *testing.T) {
 	is.True(!res.Get("nextCursor").Exists())
 }
 
+// With ParamHeader the echo tool's text argument carries x-mcp-header
+// "Text"; without, no tool has an annotation.
+func TestToolsListParamHeader(t *testing.T) {
+	is := is.New(t)
+	for _, on := range []bool{false, true} {
+		c := start(t, Options{ParamHeader: on})
+		c.initialize("2025-11-25", `{}`)
+		tools := c.roundTrip(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`).Get("result.tools")
+		is.Equal(strings.Contains(tools.Raw, "x-mcp-header"), on) // only with the option
+		if on {
+			is.Equal(tools.Get(`0.inputSchema.properties.text.x-mcp-header`).String(), "Text")
+		}
+	}
+}
+
 func TestTools(t *testing.T) {
 	for _, tc := range []struct {
 		name, call string
