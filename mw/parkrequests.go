@@ -53,11 +53,17 @@ type ParkOptions struct {
 	// MaxRounds is the most input_required results one call gets; 0
 	// means [DefaultParkRounds].
 	MaxRounds int
+	// Gather is how long the first request the child asks for a running
+	// call waits for more before the call's input_required result goes
+	// out, so that requests the child sends together (go-sdk sends the
+	// input requests of one round at once) reach the client in one round.
+	// 0 sends each round at once.
+	Gather time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// AfterFunc runs f once d has passed, unless the returned stop is
 	// called first (which reports whether it stopped it); it times out a
-	// parked call. nil means time.AfterFunc.
+	// parked call and ends a Gather. nil means time.AfterFunc.
 	AfterFunc func(d time.Duration, f func()) (stop func() bool)
 	// AwaitRetryAnswers makes a retry's Handle return only once an answer
 	// under the retry's id has been handed client-bound, for a chain whose
@@ -93,16 +99,24 @@ type ParkOptions struct {
 //     one tracked call, not finished, whose client declared that
 //     capability (URL elicitation needs elicitation.url, form elicitation
 //     elicitation.form or an empty elicitation, sampling with tools
-//     sampling.tools). With no such call the child gets an error (-32600),
-//     or for an elicitation the result {"action":"decline"}; with several,
-//     nothing tells which call the child means: the child gets an error
-//     (-32603) and the log one warning. Given to a call, the request is
-//     parked: the call gets a response under its id, as the client sees
-//     it: {"resultType":"input_required","inputRequests":{"input-<n>":
-//     {"method":…,"params":…}},"requestState":"<sealed>"}, params byte
-//     for byte, with every request parked for the call and not answered
-//     yet. A request that arrives while the call is already parked waits
-//     for the next round.
+//     sampling.tools). Calls running on the child (not parked) come
+//     first: while one runs, the request is taken to be one of theirs,
+//     and a parked call takes it only when none runs, since a child
+//     waiting for the answers of a parked call asks for nothing more on
+//     its behalf unless it asked for several things at once (see Gather).
+//     With no such call the child gets what a client without the
+//     capability would give: for an elicitation the result
+//     {"action":"decline"}, for roots/list no roots ({"roots":[]}), for
+//     sampling an error (-32600); with several, nothing tells which call the
+//     child means: the child gets an error (-32603) and the log one
+//     warning. Given to a call, the request is parked: the call gets a
+//     response under its id, as the client sees it (at once, or Gather
+//     after the first request of the round, with the ones that came
+//     meanwhile): {"resultType":"input_required","inputRequests":
+//     {"input-<n>":{"method":…,"params":…}},"requestState":"<sealed>"},
+//     params byte for byte, with every request parked for the call and
+//     not answered yet. A request that arrives while the call is already
+//     parked waits for the next round.
 //   - any other request: -32601 to the child.
 //
 // The call keeps running on the child; the child's response to it is held
@@ -116,7 +130,8 @@ type ParkOptions struct {
 // another request, for a round already answered or a call abandoned, or
 // to a child that has since ended, is refused with -32602 and HTTP 400
 // ([Refuse]) naming the cause, and never reaches the child: the tool never
-// runs twice. A retry that holds is not passed to the child either: each
+// runs twice. A retry that holds is not passed to the
+// child either: each
 // parked request with an answer among inputResponses (an object) gets it
 // as its result; the ones left are asked again at once in a new round;
 // extra answers are ignored. From then on the retry's id is the call's:
@@ -218,6 +233,9 @@ type parkedCall struct {
 	waiting frame.ID
 	handle  uint64      // while parked: its round's handle; 0 otherwise
 	stop    func() bool // while parked: stops the abandon timer
+	// gather stops the Gather timer while the call's round is gathering;
+	// nil otherwise.
+	gather  func() bool
 	pending []parkedInput
 	keys    int           // the last input-<n> given
 	held    frame.Message // the child's response, while parked
@@ -322,6 +340,7 @@ func (p *parker) close() {
 		if c.stop != nil {
 			c.stop()
 		}
+		c.stopGather()
 		if w := c.waiter; w != nil {
 			c.waiter = nil
 			w.err = cause
@@ -423,6 +442,7 @@ func (p *parker) dropLocked(c *parkedCall) {
 		c.stop()
 		c.stop = nil
 	}
+	c.stopGather()
 	if c.childToken != "" && p.byToken[c.childToken] == c {
 		delete(p.byToken, c.childToken)
 	}
@@ -652,9 +672,16 @@ func (p *parker) cancel(ctx context.Context, m frame.Message) error {
 		p.log.Debug("a cancel of a call answered with input_required is ignored; the call stays parked", "id", rid.String())
 		return nil
 	case rid == c.childID:
+		// The cancel first, as endLocked does, then the requests asked
+		// for during a Gather, never sent to the client.
+		s := parkSends{child: []frame.Message{m}}
+		for _, in := range c.pending {
+			s.child = append(s.child, frame.ErrorResponse(in.id, -32603, "no answer: cancelled by the client"))
+		}
+		c.pending = nil
 		p.dropLocked(c)
 		p.mu.Unlock()
-		return p.next.ToServer.Handle(ctx, m)
+		return p.flush(ctx, s)
 	}
 	s := p.endLocked(c, parkSends{}, "cancelled by the client")
 	p.mu.Unlock()
@@ -718,9 +745,12 @@ func (p *parker) childResponse(ctx context.Context, m frame.Message) error {
 		p.mu.Unlock()
 		return nil
 	}
-	out := p.outcomeLocked(c, m)
 	var s parkSends
-	s.client = append(s.client, out)
+	for _, in := range c.pending { // asked for during a Gather, never sent
+		s.child = append(s.child, frame.ErrorResponse(in.id, -32603, "the call this request belongs to is over"))
+	}
+	c.pending = nil
+	s.client = append(s.client, p.outcomeLocked(c, m))
 	s.releaseLocked(c, nil)
 	p.mu.Unlock()
 	return p.flush(ctx, s)
@@ -743,17 +773,33 @@ func (p *parker) childRequest(ctx context.Context, m frame.Message) error {
 		p.mu.Unlock()
 		return nil
 	}
-	var found []*parkedCall
+	// The child asks for a running call, if any runs; else for a parked
+	// one. Of those, the calls whose clients declared the capability.
+	var found, parkedOnes []*parkedCall
+	running := false
 	for _, c := range p.byChild {
-		if c.held.Len() == 0 && declares(c.caps, m) {
-			found = append(found, c)
+		switch {
+		case c.held.Len() > 0:
+		case c.waiting != "":
+			running = true
+			if declares(c.caps, m) {
+				found = append(found, c)
+			}
+		case declares(c.caps, m):
+			parkedOnes = append(parkedOnes, c)
 		}
+	}
+	if !running {
+		found = parkedOnes
 	}
 	switch {
 	case len(found) == 0:
 		p.mu.Unlock()
-		if method == methodElicitation {
+		switch method {
+		case methodElicitation:
 			return p.next.ToServer.Handle(ctx, frame.ResultResponse(m.ID(), []byte(`{"action":"decline"}`)))
+		case methodRootsList:
+			return p.next.ToServer.Handle(ctx, frame.ResultResponse(m.ID(), []byte(`{"roots":[]}`)))
 		}
 		return p.next.ToServer.Handle(ctx, frame.ErrorResponse(m.ID(), -32600,
 			method+" is not available: no call in flight comes from a client that declared that capability"))
@@ -783,11 +829,46 @@ func (p *parker) childRequest(ctx context.Context, m frame.Message) error {
 		in.params = params.Raw
 	}
 	c.pending = append(c.pending, in)
-	if c.waiting != "" {
+	switch {
+	case c.waiting == "" || c.gather != nil: // parked, or gathering: the round to come takes it
+	case p.o.Gather > 0:
+		c.gather = p.o.AfterFunc(p.o.Gather, func() { p.gathered(c) })
+	default:
 		s = p.roundLocked(c, s)
 	}
 	p.mu.Unlock()
 	return p.flush(ctx, s)
+}
+
+// gathered sends c's round once its Gather is over.
+func (p *parker) gathered(c *parkedCall) {
+	p.mu.Lock()
+	if p.closed || c.gather == nil || p.byChild[c.childID] != c {
+		p.mu.Unlock()
+		return
+	}
+	c.gather = nil
+	var s parkSends
+	if c.waiting != "" && len(c.pending) > 0 {
+		s = p.roundLocked(c, s)
+	}
+	conn := p.conn
+	p.mu.Unlock()
+	ctx := context.Background()
+	if conn != nil {
+		ctx = WithConn(ctx, conn)
+	}
+	if err := p.flush(ctx, s); err != nil {
+		p.log.Debug("an input_required result was not delivered", "id", c.childID.String(), "err", err)
+	}
+}
+
+// stopGather stops c's Gather, if it runs.
+func (c *parkedCall) stopGather() {
+	if c.gather != nil {
+		c.gather()
+		c.gather = nil
+	}
 }
 
 // declares reports whether the raw clientCapabilities caps cover the

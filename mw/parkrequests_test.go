@@ -397,6 +397,117 @@ func TestParkRefusesAmbiguousRequests(t *testing.T) {
 	is.Equal(e.client.all()[0].ID(), frame.ID(`"mcp-stdio/serve/2"`))
 }
 
+// TestParkPrefersARunningCall: a call parked on its input_required
+// waits for the client; its child asks nothing more for it, so the
+// child's next question belongs to the call that is running, even when
+// both clients declared the capability.
+func TestParkPrefersARunningCall(t *testing.T) {
+	is := is.New(t)
+	e := newParkEnv(t)
+	e.must(parkCall("1", `{}`, parkAllCaps, ""))
+	e.fromChild(parkElicit) // call 1 parks
+	e.must(parkCall("2", `{}`, parkAllCaps, ""))
+	e.fromChild(strings.Replace(parkElicit, `"id":7`, `"id":17`, 1))
+	got := e.client.all()
+	is.Equal(len(got), 2)
+	is.Equal(got[1].ID(), frame.ID(`"mcp-stdio/serve/2"`))
+	is.Equal(got[1].Get("result.inputRequests.input-1.method").String(), "elicitation/create")
+	is.Equal(len(e.child.sent.all()), 2) // the two calls; no error to the child
+	is.True(!strings.Contains(e.log.String(), "level=WARN"))
+
+	// With both parked, a question has no call to prefer.
+	e.fromChild(strings.Replace(parkElicit, `"id":7`, `"id":27`, 1))
+	last := e.child.sent.all()[2]
+	is.Equal(last.Get("error.code").Int(), int64(-32603))
+	is.True(strings.Contains(last.Get("error.message").String(), "any of 2 calls"))
+
+	// A running call whose client did not declare elicitation: the
+	// question is its, so it is declined, not given to a parked call.
+	e.must(parkCall("3", `{}`, `{"sampling":{}}`, ""))
+	e.fromChild(strings.Replace(parkElicit, `"id":7`, `"id":37`, 1))
+	is.Equal(e.child.sent.lines()[4], `{"jsonrpc":"2.0","id":37,"result":{"action":"decline"}}`)
+	e.fromChild(parkSample) // its own question is its
+	is.Equal(e.client.all()[2].ID(), frame.ID(`"mcp-stdio/serve/3"`))
+}
+
+// TestParkGathersTheRequestsOfARound: with Gather, the requests the child
+// sends together reach the client in one round when the gather timer
+// fires; a request for the parked call after that waits for the next
+// round.
+func TestParkGathersTheRequestsOfARound(t *testing.T) {
+	is := is.New(t)
+	e := newParkEnv(t, func(o *ParkOptions) { o.Gather = 25 * time.Millisecond })
+	e.must(parkCall("1", `{}`, parkAllCaps, ""))
+	e.fromChild(parkElicit)
+	e.fromChild(parkSample)
+	e.fromChild(parkRoots)
+	is.Equal(len(e.client.all()), 0) // gathering
+	is.Equal(len(e.timers), 1)
+	is.Equal(e.timers[0].d, 25*time.Millisecond)
+
+	e.fire()
+	is.Equal(e.clientLines(), []string{
+		`{"jsonrpc":"2.0","id":"mcp-stdio/serve/1","result":{"resultType":"input_required","inputRequests":{` +
+			`"input-1":{"method":"elicitation/create","params":{"message":"Name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}},` +
+			`"input-2":{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":10}},` +
+			`"input-3":{"method":"roots/list"}},"requestState":"…"}}`,
+	})
+	is.Equal(len(e.timers), 2)
+	is.Equal(e.timers[1].d, DefaultStateTTL) // parked now
+
+	sample := `{"role":"assistant","content":{"type":"text","text":"x"},"model":"m"}`
+	e.must(parkRetry("2", `{}`, `{"input-1":`+parkAccept+`,"input-2":`+sample+`,"input-3":{"roots":[]}}`, e.lastState()))
+	is.Equal(e.child.sent.lines()[1:], []string{
+		`{"jsonrpc":"2.0","id":7,"result":` + parkAccept + `}`,
+		`{"jsonrpc":"2.0","id":8,"result":` + sample + `}`,
+		`{"jsonrpc":"2.0","id":9,"result":{"roots":[]}}`,
+	})
+	e.fromChild(parkOutcome)
+	is.Equal(e.client.all()[1].String(), `{"jsonrpc":"2.0","id":"mcp-stdio/serve/2","result":{"content":[{"type":"text","text":"hi Ada"}]}}`)
+}
+
+// TestParkGatherEndsWithTheCall: the call's outcome, its cancel or the
+// child's end during a Gather stop the timer; the requests gathered for a
+// call that is over get errors and the client no round.
+func TestParkGatherEndsWithTheCall(t *testing.T) {
+	gather := func(o *ParkOptions) { o.Gather = time.Second }
+	t.Run("outcome", func(t *testing.T) {
+		is := is.New(t)
+		e := newParkEnv(t, gather)
+		e.must(parkCall("1", `{}`, parkAllCaps, ""))
+		e.fromChild(parkElicit)
+		e.fromChild(parkOutcome)
+		is.True(e.timers[0].stopped)
+		is.Equal(e.client.lines(), []string{parkOutcome})
+		got := e.child.sent.all()[1]
+		is.Equal(got.ID(), frame.ID("7"))
+		is.Equal(got.Get("error.code").Int(), int64(-32603))
+	})
+	t.Run("cancel", func(t *testing.T) {
+		is := is.New(t)
+		e := newParkEnv(t, gather)
+		e.must(parkCall("1", `{}`, parkAllCaps, ""))
+		e.fromChild(parkElicit)
+		e.must(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"mcp-stdio/serve/1"}}`)
+		is.True(e.timers[0].stopped)
+		is.Equal(len(e.client.all()), 0)
+		got := e.child.sent.lines()[1:]
+		is.Equal(len(got), 2)
+		is.Equal(frame.MustParse(got[0]).Method(), "notifications/cancelled")    // the cancel first
+		is.Equal(frame.MustParse(got[1]).Get("error.code").Int(), int64(-32603)) // then the gathered elicitation
+	})
+	t.Run("child ends", func(t *testing.T) {
+		is := is.New(t)
+		e := newParkEnv(t, gather)
+		e.must(parkCall("1", `{}`, parkAllCaps, ""))
+		e.fromChild(parkElicit)
+		e.conn.Close(errors.New("child exited"))
+		is.True(e.timers[0].stopped)
+		e.timers[0].f() // a timer that fired anyway does nothing
+		is.Equal(len(e.client.all()), 0)
+	})
+}
+
 func TestParkAnswersUndeclaredCapabilities(t *testing.T) {
 	is := is.New(t)
 	e := newParkEnv(t)
@@ -409,6 +520,13 @@ func TestParkAnswersUndeclaredCapabilities(t *testing.T) {
 	is.Equal(frame.MustParse(got[0]).Get("error.code").Int(), int64(-32600))    // sampling: an error
 	is.Equal(got[1], `{"jsonrpc":"2.0","id":10,"result":{"action":"decline"}}`) // elicitation: declined
 	is.Equal(len(e.client.all()), 0)
+
+	// Roots with none that declared them: none are shared.
+	e2 := newParkEnv(t)
+	e2.must(parkCall("1", `{}`, `{"sampling":{}}`, ""))
+	e2.fromChild(parkRoots)
+	is.Equal(e2.child.sent.lines()[1:], []string{`{"jsonrpc":"2.0","id":9,"result":{"roots":[]}}`})
+	is.Equal(len(e2.client.all()), 0)
 }
 
 func TestParkAnswersPingAndRefusesOtherRequests(t *testing.T) {

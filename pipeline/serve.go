@@ -49,6 +49,11 @@ const (
 	// seals requestState (see ServeConfig.StateKey). It is never passed on
 	// to children.
 	StateKeyEnv = "MCP_STDIO_STATE_KEY"
+	// ParkGather is how long the first request a session-era child asks
+	// for a call waits for the others it sends with it, so that they
+	// reach the 2026-07-28 client in one input_required result (see
+	// mw.ParkOptions.Gather).
+	ParkGather = 25 * time.Millisecond
 )
 
 // ServeConfig configures [NewServer]: which stdio server to run, once per
@@ -305,7 +310,7 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	}
 	s.cfg = cfg
 	s.listen, s.listens = mw.ServeListen(mw.ServeListenOptions{Logger: cfg.Logger})
-	s.park = mw.ParkChildRequests(mw.ParkOptions{StateKey: cfg.StateKey, ReplicaID: cfg.ReplicaID, StateTTL: cfg.InputTimeout, Logger: cfg.Logger})
+	s.park = mw.ParkChildRequests(mw.ParkOptions{StateKey: cfg.StateKey, ReplicaID: cfg.ReplicaID, StateTTL: cfg.InputTimeout, Gather: ParkGather, Logger: cfg.Logger})
 	s.pool = mw.NewPool(mw.PoolOptions{
 		Start:       s.startPooledChild,
 		MaxChildren: cfg.MaxModernChildren,

@@ -26,8 +26,6 @@ import (
 // benchmarks. The 2026-07-28 client is the go-sdk v1.8.0 client with
 // ClientSessionOptions.ProtocolVersion empty: it sends server/discover once,
 // then every request with _meta and the routing headers, no session.
-//
-// Skipped until serve has its 2026-07-28 face (modern_gate_test.go).
 
 // modernPath names a 2026-07-28 client's path in the metrics.
 func modernPath(gateway string) string { return gateway + "-2026" }
@@ -76,7 +74,6 @@ func BenchmarkServeModern(b *testing.B) {
 	defer cancel()
 	bin := relayBinary(b)
 	serve := startBenchGateway(b, gwServe, bin, "", "")
-	requireModernServe(b, ctx, serve.url)
 	paths := []*benchPath{
 		connectGatewayAt(b, ctx, serve, modernPath(gwServe), ""),
 		connectGatewayAt(b, ctx, serve, gwServe, clientVersion),
@@ -142,9 +139,6 @@ func BenchmarkServeModernConcurrent(b *testing.B) {
 			defer cancel()
 			bin := relayBinary(b)
 			serve := startBenchGateway(b, gwServe, bin, "", "")
-			if tc.version == "" {
-				requireModernServe(b, ctx, serve.url)
-			}
 			clients := make([]*benchPath, modernClients)
 			for i := range clients {
 				clients[i] = connectGatewayAt(b, ctx, serve, gwServe+"-"+strconv.Itoa(i), tc.version)
@@ -228,9 +222,6 @@ func BenchmarkServeModernIdleRSS(b *testing.B) {
 		var paths []*benchPath
 		for _, f := range faces {
 			g := startBenchGateway(b, gwServe, bin, "", "")
-			if f.version == "" {
-				requireModernServe(b, ctx, g.url)
-			}
 			p := connectGatewayAt(b, ctx, g, f.name, f.version)
 			if _, err := p.cs.ListTools(ctx, nil); err != nil {
 				b.Fatalf("%s: tools/list: %v", p.name, err)

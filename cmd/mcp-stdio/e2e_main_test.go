@@ -24,15 +24,18 @@ import (
 // The test binary doubles as the programs these tests start or hand to
 // others (see transporttest.RunProgram): the fixture server in a process
 // of its own (serverProcess, see e2e_serverproc_test.go), a legacy-only
-// stdio server (sessionEraServer, see e2e_modernserve_test.go), and the
+// stdio server (sessionEraServer, see e2e_modernserve_test.go), the
 // conformance suite's client and browser (confClientArg and
-// confBrowserArg, see conformance_client_test.go).
+// confBrowserArg, see conformance_client_test.go), and the filter that
+// makes a dual-era conformance server a session-era one (confFilterArg,
+// see conformance_filter_test.go).
 func init() {
 	transporttest.RunProgram(map[string]func(args []string) int{
 		serverProcess:    runServerProcess,
 		sessionEraServer: runSessionEraServer,
 		confClientArg:    func(args []string) int { return confClientMain(args, os.Getenv, os.Stderr) },
 		confBrowserArg:   authtest.Browser,
+		confFilterArg:    func(args []string) int { return confFilterMain(args, os.Stdin, os.Stdout, os.Stderr) },
 	})
 }
 

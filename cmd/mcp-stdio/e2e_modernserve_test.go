@@ -125,7 +125,7 @@ const interviewAnswer = "accept:Ada|test-model:hello Ada"
 // TestSessionEraFixtureIsLegacyOnly checks the fixture itself, without
 // serve: a go-sdk client in its 2026-07-28 mode probes it, is refused, and
 // falls back to the session era; the interview then reaches the client's
-// handlers as server→client requests. Not gated: it needs no serve.
+// handlers as server→client requests.
 func TestSessionEraFixtureIsLegacyOnly(t *testing.T) {
 	is := is.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -148,15 +148,13 @@ func TestSessionEraFixtureIsLegacyOnly(t *testing.T) {
 // and sampling/createMessage come to the client as input_required results
 // (it has no other way to receive them), its handlers answer, its retries
 // carry the answers back, and the tool's result carries what they
-// answered. Skipped until serve has its 2026-07-28 face
-// (modern_gate_test.go).
+// answered.
 func TestServeModernClientLegacyChildMRTR(t *testing.T) {
 	is := is.New(t)
 	bin := relayBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	serve := startServeOf(t, bin, transporttest.ArgCommand(sessionEraServer).Args...)
-	requireModernServe(t, ctx, serve.url)
 
 	ic := newInterviewClient()
 	cs, err := ic.client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: serve.url}, nil)
