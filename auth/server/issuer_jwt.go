@@ -35,9 +35,17 @@ type keyring struct {
 	gen     uint64    // fetches finished, successful or not
 }
 
-// load fetches the key set at start; an error is returned as is.
+// load fetches the key set at start; an error is returned as is. It does
+// not count against the rate limit: a key rotated right after the start
+// is picked up at once.
 func (k *keyring) load(ctx context.Context) error {
-	return k.refresh(ctx, k.generation(), true)
+	if err := k.refresh(ctx, k.generation(), true); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	k.tried = time.Time{}
+	k.mu.Unlock()
+	return nil
 }
 
 // generation returns how many fetches have finished.
@@ -77,9 +85,9 @@ func (k *keyring) lookup(ctx context.Context, kid string, alg string) ([]jose.JS
 	k.mu.Unlock()
 	if len(found) == 0 {
 		if kid == "" {
-			return nil, invalid("no kid, and no key of issuer %s fits %s", k.v.issuer, alg)
+			return nil, invalid("no kid, and no signing key of issuer %s fits %s", k.v.issuer, alg)
 		}
-		return nil, invalid("key %q is not in the key set of issuer %s", kid, k.v.issuer)
+		return nil, invalid("unknown signing key %q: not in the key set of issuer %s", kid, k.v.issuer)
 	}
 	return found, nil
 }
