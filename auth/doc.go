@@ -1,7 +1,9 @@
 // Package auth is the OAuth 2.1 client of the relay: it finds a remote MCP
 // server's authorization server, gets the user signed in, keeps the token
 // fresh, and shares tokens between relay processes through a file store.
-// (The static-bearer gate of serve lives here too, in bearer.go.)
+// (The static-bearer gate of serve lives here too, in bearer.go.) This is
+// the client half of MCP authorization; the server half, serve as an OAuth
+// protected resource, is package auth/server.
 //
 // # The seam with the relay
 //

@@ -85,7 +85,9 @@
 // serve, from the network in:
 //
 //	HTTP guards (Guard, on headers alone, before any body is read):
-//	  CheckOrigin, CheckHost, the served paths, CORS, RequireBearer, LimitBody
+//	  CheckOrigin, CheckHost, the served paths, CORS,
+//	  with OAuth: its metadata and authorization server (no token needed),
+//	  RequireBearer or RequireOAuth (the principal: PrincipalOf), LimitBody
 //	HTTP transports, by path:
 //	  the endpoint: Streamable HTTP (transport.HTTPServer: a Message and its
 //	    Exchange per request)

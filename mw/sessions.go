@@ -70,7 +70,10 @@ type SessionsOptions struct {
 //     initialize that fails, or whose answer never reaches its client,
 //     ends the session again.
 //   - Any other POST, a GET and a DELETE must name a live session: 400
-//     without the header, 404 for an unknown (ended, expired) one.
+//     without the header, 404 for an unknown (ended, expired) one — and
+//     for one another principal opened: a session belongs to the
+//     [PrincipalOf] its initialize (recorded in its Conn too), and to
+//     anyone else it answers exactly as an unknown id does.
 //   - DELETE ends the session: its Conn is closed (its stages answer what
 //     still waits with an error) and its backend closed.
 //   - A batch is taken on sessions of 2025-03-26 (and 2024-11-05), whose
@@ -143,14 +146,14 @@ func (s *Sessions) Handle(ctx context.Context, m frame.Message) error {
 	case http.MethodPost:
 		return s.post(ctx, m, x)
 	case http.MethodDelete:
-		ss, err := s.require(m)
+		ss, err := s.require(ctx, m)
 		if err != nil {
 			return err
 		}
 		ss.close(context.WithoutCancel(ctx), "the client ended it")
 		return nil
 	}
-	ss, err := s.require(m)
+	ss, err := s.require(ctx, m)
 	if err != nil {
 		return err
 	}
@@ -158,12 +161,12 @@ func (s *Sessions) Handle(ctx context.Context, m frame.Message) error {
 }
 
 // require returns the session a GET or DELETE names, or the refusal.
-func (s *Sessions) require(m frame.Message) (*session, error) {
+func (s *Sessions) require(ctx context.Context, m frame.Message) (*session, error) {
 	sid := m.Header().Get(frame.HeaderSessionID)
 	if sid == "" {
 		return nil, Refuse(http.StatusBadRequest, "", frame.CodeInvalidRequest, "Bad Request: missing Mcp-Session-Id")
 	}
-	ss := s.lookup(sid, false)
+	ss := s.lookup(ctx, sid, false)
 	if ss == nil {
 		return nil, Refuse(http.StatusNotFound, "", frame.CodeInvalidRequest, "session not found")
 	}
@@ -182,7 +185,7 @@ func (s *Sessions) post(ctx context.Context, m frame.Message, x Exchange) error 
 	case isInit && m.Kind() != frame.Request:
 		return Refuse(http.StatusBadRequest, "", frame.CodeInvalidRequest, "initialize must be a request")
 	case isInit && sid != "":
-		if s.lookup(sid, false) == nil {
+		if s.lookup(ctx, sid, false) == nil {
 			return Refuse(http.StatusNotFound, m.ID(), frame.CodeInvalidRequest, "session not found")
 		}
 		return Refuse(http.StatusBadRequest, m.ID(), frame.CodeInvalidRequest, "the session is already initialized")
@@ -195,7 +198,7 @@ func (s *Sessions) post(ctx context.Context, m frame.Message, x Exchange) error 
 	case sid == "":
 		return Refuse(http.StatusBadRequest, m.ID(), frame.CodeInvalidRequest, "Bad Request: missing Mcp-Session-Id (initialize first)")
 	}
-	if ss = s.lookup(sid, false); ss == nil {
+	if ss = s.lookup(ctx, sid, false); ss == nil {
 		return Refuse(http.StatusNotFound, m.ID(), frame.CodeInvalidRequest, "session not found")
 	}
 	if v := ss.conn.ProtocolVersion(); m.Kind() == frame.Batch && !batchesAllowed(v) {
@@ -251,7 +254,8 @@ func (s *Sessions) open(ctx context.Context, id string, reqID frame.ID, sse bool
 	s.starting++
 	s.mu.Unlock()
 
-	ss := &session{s: s, id: id, sse: sse, conn: NewConn(EraSession), done: make(chan struct{})}
+	ss := &session{s: s, id: id, sse: sse, principal: PrincipalOf(ctx), conn: NewConn(EraSession), done: make(chan struct{})}
+	ss.conn.SetPrincipal(ss.principal)
 	ss.log = s.log.With("session", ShortSessionID(ss.id))
 	backend, err := s.o.Open(ctx, ss.id, ss.conn)
 	s.mu.Lock()
@@ -284,12 +288,15 @@ func (s *Sessions) open(ctx context.Context, id string, reqID frame.ID, sse bool
 }
 
 // lookup returns the live session sid names, of the HTTP+SSE transport
-// when sse is set, else of Streamable HTTP; or nil. A session is reached
-// through the transport that opened it only.
-func (s *Sessions) lookup(sid string, sse bool) *session {
+// when sse is set, else of Streamable HTTP, and opened by the principal of
+// ctx; or nil. A session is reached through the transport that opened it
+// only, and by the principal that opened it only: to anyone else it does
+// not exist.
+func (s *Sessions) lookup(ctx context.Context, sid string, sse bool) *session {
+	principal := PrincipalOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ss := s.sessions[sid]; ss != nil && ss.sse == sse {
+	if ss := s.sessions[sid]; ss != nil && ss.sse == sse && ss.principal == principal {
 		return ss
 	}
 	return nil
@@ -318,12 +325,15 @@ func ShortSessionID(id string) string {
 
 // session is one session of a [Sessions].
 type session struct {
-	s       *Sessions
-	id      string
-	sse     bool // of the HTTP+SSE transport
-	log     *slog.Logger
-	conn    *Conn
-	backend Backend
+	s   *Sessions
+	id  string
+	sse bool // of the HTTP+SSE transport
+	// principal opened the session (PrincipalOf its first request): the
+	// only one it answers.
+	principal string
+	log       *slog.Logger
+	conn      *Conn
+	backend   Backend
 
 	mu       sync.Mutex
 	closed   bool

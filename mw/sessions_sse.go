@@ -23,7 +23,8 @@ import (
 //     backend closed. When the session ends first (its backend ended, or
 //     Close), the stream is ended by the session's stages.
 //   - A POST carries a message of the session's client: 404 when the id
-//     names no session of this transport. The first initialize is
+//     names no session of this transport, or one of another principal
+//     (the stream's [PrincipalOf] owns the session). The first initialize is
 //     recorded in the session's Conn as its handshake (a later one gets
 //     400: the server is initialized already); batches are taken as
 //     [Sessions.Handle] takes them, by the session's protocol version.
@@ -48,10 +49,11 @@ func (s *Sessions) sse(ctx context.Context, m frame.Message) error {
 	default:
 		return Refuse(http.StatusMethodNotAllowed, "", frame.CodeInvalidRequest, "method not allowed")
 	}
-	ss := s.lookup(sid, true)
+	ss := s.lookup(ctx, sid, true)
 	if ss == nil {
-		id, _ := m.FirstRequestID()
-		return Refuse(http.StatusNotFound, id, frame.CodeInvalidRequest, "session not found")
+		// As the transport answers an id it has no stream for: id null,
+		// so that another principal's session looks the same.
+		return Refuse(http.StatusNotFound, "", frame.CodeInvalidRequest, "session not found")
 	}
 	if err := checkBatch(m); err != nil {
 		return Refuse(http.StatusBadRequest, "", frame.CodeInvalidRequest, err.Error())

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -84,8 +85,13 @@ type ServeConfig struct {
 	HealthPath string
 
 	// AuthToken, when set, is a static bearer token every request must
-	// present (else 401, and no child is started).
+	// present (else 401, and no child is started). It excludes OAuth.
 	AuthToken string
+	// OAuth, when set, makes serve an OAuth 2.1 protected resource: every
+	// request presents an access token, whose principal owns its
+	// sessions and keys the 2026-07-28 pool; see [OAuthConfig]. It
+	// excludes AuthToken.
+	OAuth *OAuthConfig
 	// AllowOrigins are extra Origin values allowed past the origin check,
 	// compared exactly (any scheme). Loopback origins and the origin of
 	// PublicURL are always allowed; requests without Origin pass.
@@ -328,7 +334,11 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 			Endpoint:    endpoint,
 		})
 	}
-	s.handler = mw.Guards(s.guards()...)(http.HandlerFunc(s.serveHTTP))
+	routes, err := oauthRoutes(cfg, s.paths())
+	if err != nil {
+		return nil, err
+	}
+	s.handler = mw.Guards(s.guards(routes)...)(http.HandlerFunc(s.serveHTTP))
 	return s, nil
 }
 
@@ -366,8 +376,10 @@ func sseEndpoint(publicURL, messagePath string) (string, error) {
 }
 
 // guards lists the HTTP guards, the first to see a request first. They
-// decide on headers alone, before anything reads the body.
-func (s *Server) guards() []mw.Guard {
+// decide on headers alone, before anything reads the body. routes are the
+// handlers served without a token (OAuth's metadata and authorization
+// server), by path.
+func (s *Server) guards(routes map[string]http.Handler) []mw.Guard {
 	cfg := s.cfg
 	var health, checkHost, bearer mw.Guard
 	if cfg.HealthPath != "" {
@@ -383,9 +395,11 @@ func (s *Server) guards() []mw.Guard {
 		health, // before everything: a probe sends no Origin, a token or the public Host
 		mw.CheckOrigin(mw.OriginPolicy{Allow: cfg.AllowOrigins, PublicURL: cfg.PublicURL}),
 		checkHost,
-		onPaths(s.paths()...),
-		mw.CORS, // behind the origin check, before authentication
+		onPaths(slices.Concat(s.paths(), slices.Collect(maps.Keys(routes)))...),
+		mw.CORS,             // behind the origin check, before authentication
+		mountRoutes(routes), // the metadata a client reads to get a token needs none
 		bearer,
+		oauthGuard(cfg), // before the era fork: both eras, POST, GET and DELETE
 		mw.LimitBody(cfg.MaxBodySize),
 	}
 }

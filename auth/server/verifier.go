@@ -1,12 +1,9 @@
 package server
 
-// Placeholder for part A's verifier.go (issue 13): the declarations of the
-// contract, byte-identical, so that part D builds before A lands. A's file
-// replaces this one on merge.
-
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -18,7 +15,10 @@ type Principal struct {
 	Expiry          time.Time
 }
 
-// Key returns Issuer + " " + Subject.
+// Key returns Issuer + " " + Subject: the principal as the gate hands it
+// on (mw.WithPrincipal), which keys the 2026-07-28 pool and the ownership
+// of session-era sessions. Two issuers naming the same subject are two
+// principals.
 func (p Principal) Key() string { return p.Issuer + " " + p.Subject }
 
 // Verifier checks an access token presented to this resource. It returns
@@ -30,27 +30,41 @@ type Verifier interface {
 	Verify(ctx context.Context, token string) (Principal, error)
 }
 
-// ErrInvalidToken is wrapped by every refusal of a token.
+// ErrInvalidToken is the error, wrapped, of a [Verifier] refusing a token.
 var ErrInvalidToken = errors.New("invalid token")
 
 // Verifiers tries each in turn (several issuers): the first that accepts wins.
-func Verifiers(vs ...Verifier) Verifier { return verifiers(vs) }
+func Verifiers(vs ...Verifier) Verifier {
+	return verifiers(append([]Verifier(nil), vs...))
+}
 
 type verifiers []Verifier
 
+// Verify returns the first acceptance. When none accepts, it returns an
+// error that cannot decide if any verifier could not decide (so a token
+// another issuer might have accepted is not refused while that issuer is
+// unreachable), else the first refusal. With no verifiers every token is
+// refused.
 func (vs verifiers) Verify(ctx context.Context, token string) (Principal, error) {
-	var undecided error
+	var refusal, undecided error
 	for _, v := range vs {
 		p, err := v.Verify(ctx, token)
 		if err == nil {
 			return p, nil
 		}
-		if !errors.Is(err, ErrInvalidToken) && undecided == nil {
+		if errors.Is(err, ErrInvalidToken) {
+			if refusal == nil {
+				refusal = err
+			}
+		} else if undecided == nil {
 			undecided = err
 		}
 	}
-	if undecided != nil {
+	switch {
+	case undecided != nil:
 		return Principal{}, undecided
+	case refusal != nil:
+		return Principal{}, refusal
 	}
-	return Principal{}, ErrInvalidToken
+	return Principal{}, fmt.Errorf("%w: no verifier configured", ErrInvalidToken)
 }

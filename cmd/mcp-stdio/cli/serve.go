@@ -51,7 +51,7 @@ Also accepted:
 // serveHelp is how serve's help lists its flags.
 func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
-		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "public-url", "allow-origin", "allow-host",
+		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
 			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "input-timeout",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
@@ -84,36 +84,38 @@ const (
 
 // serveFlags are the serve command's settings.
 type serveFlags struct {
-	listen       string
-	path         string
-	ssePath      string
-	messagePath  string
-	noSSE        bool
-	authToken    string
-	allowOrigins stringList
-	allowHosts   stringList
-	publicURL    string
-	healthPath   string
-	dropCaps     stringList
-	idleTimeout  duration
-	maxSessions  int
-	modernIdle   duration
-	maxModern    int
-	modernOnly   bool
-	claimless    bool
-	stateKey     string
-	inputTimeout duration
-	cacheTTLMs   int64
-	maxBody      byteSize
-	maxMessage   byteSize
-	maxBuffered  byteSize
-	maxConns     int
-	readTimeout  duration
-	connIdle     duration
-	stdinGrace   duration
-	termGrace    duration
-	drainTimeout duration
-	logLevel     logLevel
+	listen      string
+	path        string
+	ssePath     string
+	messagePath string
+	noSSE       bool
+	authToken   string
+	// requireScopes are the scopes every OAuth access token must grant.
+	requireScopes stringList
+	allowOrigins  stringList
+	allowHosts    stringList
+	publicURL     string
+	healthPath    string
+	dropCaps      stringList
+	idleTimeout   duration
+	maxSessions   int
+	modernIdle    duration
+	maxModern     int
+	modernOnly    bool
+	claimless     bool
+	stateKey      string
+	inputTimeout  duration
+	cacheTTLMs    int64
+	maxBody       byteSize
+	maxMessage    byteSize
+	maxBuffered   byteSize
+	maxConns      int
+	readTimeout   duration
+	connIdle      duration
+	stdinGrace    duration
+	termGrace     duration
+	drainTimeout  duration
+	logLevel      logLevel
 }
 
 // newServeFlagSet defines serve's flags on a new flag set, and returns it
@@ -139,6 +141,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.StringVar(&f.messagePath, "messagePath", pipeline.DefaultMessagePath, "supergateway's name for --message-path")
 	fs.BoolVar(&f.noSSE, "no-sse", false, "serve Streamable HTTP only: no HTTP+SSE stream and message paths")
 	fs.StringVar(&f.authToken, "auth-token", "", "require `TOKEN` as the bearer token of every request (prefer the "+pipeline.ServeTokenEnv+" env var: flags show in ps)")
+	fs.Var(&f.requireScopes, "require-scope", "with OAuth, require `SCOPE` of every access token: 403 insufficient_scope without it (repeatable)")
 	fs.Var(&f.allowOrigins, "allow-origin", "also allow browser pages from `ORIGIN`, exact match, any scheme (repeatable)")
 	fs.Var(&f.allowHosts, "allow-host", "also allow `NAME` in the Host header when listening on loopback (repeatable)")
 	fs.StringVar(&f.healthPath, "health-path", "", "answer GET `PATH` with 200 \"ok\", before any check, for load balancers and probes (off by default)")
@@ -198,6 +201,9 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	}
 	cfg, desc, err := f.config(fs.Args(), stderr, logger)
 	cfg.Version = opt.Version
+	if err == nil {
+		cfg.OAuth, err = f.oauthConfig(ctx, logger)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v (run 'mcp-stdio serve --help' for the flags)\n", err)
 		return &ExitError{Code: ExitUsage}
@@ -224,7 +230,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	ln = transport.LimitConnections(ln, f.maxConns, logger)
 	logger.Debug("limits", "max_connections", f.maxConns, "max_buffered", int64(f.maxBuffered), "read_timeout", f.readTimeout.std(), "conn_idle_timeout", f.connIdle.std())
 	reach := reachability(ln.Addr())
-	if reach != reachLoopback && cfg.AuthToken == "" {
+	if reach != reachLoopback && cfg.AuthToken == "" && cfg.OAuth == nil {
 		logger.Warn("listening beyond loopback without authentication: anyone who can reach this address can run the server; set " + pipeline.ServeTokenEnv + " (or listen on 127.0.0.1)")
 	}
 	httpSrv := &http.Server{
