@@ -23,9 +23,13 @@ import (
 //   - --oauth-issuer URL (repeatable): a verifier per external issuer.
 //
 // Without a mode, --require-scope is refused.
-func (f *serveFlags) oauthConfig(_ context.Context, _ *slog.Logger) (*pipeline.OAuthConfig, error) {
+func (f *serveFlags) oauthConfig(ctx context.Context, logger *slog.Logger) (*pipeline.OAuthConfig, error) {
+	if err := f.issuer.check(); err != nil {
+		return nil, err
+	}
 	var issuers []string // the authorization servers, in order of preference
 	// The modes name theirs here.
+	issuers = append(issuers, f.issuer.issuers...)
 	if len(issuers) == 0 {
 		if len(f.requireScopes) > 0 {
 			return nil, errors.New("--require-scope needs OAuth: add --enable-oauth, or --oauth-issuer URL")
@@ -57,6 +61,13 @@ func (f *serveFlags) oauthConfig(_ context.Context, _ *slog.Logger) (*pipeline.O
 	var verifiers []server.Verifier
 	routes := map[string]http.Handler{}
 	// The modes add their verifiers and routes here, for res.Resource().
+	if len(f.issuer.issuers) > 0 {
+		vs, err := f.issuer.verifiers(ctx, res.Resource(), logger)
+		if err != nil {
+			return nil, err
+		}
+		verifiers = append(verifiers, vs...)
+	}
 	return &pipeline.OAuthConfig{
 		Verifier:       server.Verifiers(verifiers...),
 		Resource:       res,
