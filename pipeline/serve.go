@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/auth"
+	"github.com/mcp-stdio/mcp-stdio/auth/server"
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/mw"
 	"github.com/mcp-stdio/mcp-stdio/transport"
@@ -62,7 +63,8 @@ type ServeConfig struct {
 	// Command is the stdio server's program and arguments; required.
 	Command []string
 	// Env is the children's environment; nil means the gateway's own. The
-	// variables ServeTokenEnv and StateKeyEnv are always removed.
+	// variables ServeTokenEnv, StateKeyEnv and
+	// server.IntrospectionSecretEnv are always removed.
 	Env []string
 	// Dir is the children's working directory; "" means the gateway's.
 	Dir string
@@ -647,14 +649,15 @@ func healthCheck(path string) mw.Guard {
 }
 
 // childEnv returns the children's environment: env (or the gateway's
-// own) without the serve token and the state key.
+// own) without serve's secrets: the token, the state key, the
+// introspection secret.
 func childEnv(env []string) []string {
 	if env == nil {
 		env = os.Environ()
 	}
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, ServeTokenEnv+"=") && !strings.HasPrefix(kv, StateKeyEnv+"=") {
+		if !strings.HasPrefix(kv, ServeTokenEnv+"=") && !strings.HasPrefix(kv, StateKeyEnv+"=") && !strings.HasPrefix(kv, server.IntrospectionSecretEnv+"=") {
 			out = append(out, kv)
 		}
 	}

@@ -52,8 +52,8 @@ Also accepted:
 // serveHelp is how serve's help lists its flags.
 func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
-		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host", "allow-client-id-url",
-			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store",
+		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
+			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id",
 			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "input-timeout",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
@@ -94,6 +94,7 @@ type serveFlags struct {
 	authToken   string
 	// requireScopes are the scopes every OAuth access token must grant.
 	requireScopes stringList
+	issuer        issuerFlags // resource-server mode
 	allowOrigins  stringList
 	allowHosts    stringList
 	clientIDURLs  stringList
@@ -145,6 +146,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.StringVar(&f.messagePath, "messagePath", pipeline.DefaultMessagePath, "supergateway's name for --message-path")
 	fs.BoolVar(&f.noSSE, "no-sse", false, "serve Streamable HTTP only: no HTTP+SSE stream and message paths")
 	fs.StringVar(&f.authToken, "auth-token", "", "require `TOKEN` as the bearer token of every request (prefer the "+pipeline.ServeTokenEnv+" env var: flags show in ps)")
+	f.issuer.define(fs)
 	fs.Var(&f.requireScopes, "require-scope", "with OAuth, require `SCOPE` of every access token: 403 insufficient_scope without it (repeatable)")
 	fs.Var(&f.allowOrigins, "allow-origin", "also allow browser pages from `ORIGIN`, exact match, any scheme (repeatable)")
 	fs.Var(&f.allowHosts, "allow-host", "also allow `NAME` in the Host header when listening on loopback (repeatable)")
@@ -197,6 +199,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	if !flagSet(fs, "auth-token") {
 		f.authToken = getenv(pipeline.ServeTokenEnv)
 	}
+	f.issuer.readEnv(getenv)
 	if !flagSet(fs, "state-key") {
 		f.stateKey = getenv(pipeline.StateKeyEnv)
 	}

@@ -66,14 +66,19 @@ func (o *serveOAuthFlags) check(f *serveFlags) error {
 //     the public URL's origin; it is a verifier of its own tokens, and its
 //     Handler is mounted on its paths. It returns its issuer, for serve's
 //     startup line, and prints the one-time sign-in codes on stderr.
+//   - --oauth-issuer URL (repeatable): resource-server mode, a verifier per
+//     external issuer (serve_issuer.go).
 //
 // Without a mode, --require-scope is refused.
-func (f *serveFlags) oauthConfig(_ context.Context, bound net.Addr, stderr io.Writer, logger *slog.Logger) (_ *pipeline.OAuthConfig, issuer string, _ error) {
+func (f *serveFlags) oauthConfig(ctx context.Context, bound net.Addr, stderr io.Writer, logger *slog.Logger) (_ *pipeline.OAuthConfig, issuer string, _ error) {
+	if err := f.issuer.check(); err != nil {
+		return nil, "", err
+	}
 	var issuers []string // the authorization servers, in order of preference
 	enable := f.oauth.enable
-	if !enable {
+	if !enable && len(f.issuer.issuers) == 0 {
 		if len(f.requireScopes) > 0 {
-			return nil, "", errors.New("--require-scope needs OAuth: add --enable-oauth")
+			return nil, "", errors.New("--require-scope needs OAuth: add --enable-oauth, or --oauth-issuer URL")
 		}
 		return nil, "", nil
 	}
@@ -96,6 +101,7 @@ func (f *serveFlags) oauthConfig(_ context.Context, bound net.Addr, stderr io.Wr
 	if enable {
 		issuers = append(issuers, origin)
 	}
+	issuers = append(issuers, f.issuer.issuers...)
 	scopes := append([]string(nil), f.requireScopes...) // and those the modes offer
 	if enable && !slices.Contains(scopes, server.DefaultScope) {
 		scopes = append(scopes, server.DefaultScope)
@@ -130,6 +136,13 @@ func (f *serveFlags) oauthConfig(_ context.Context, bound net.Addr, stderr io.Wr
 			routes[p] = as.Handler()
 		}
 		issuer = as.Issuer()
+	}
+	if len(f.issuer.issuers) > 0 {
+		vs, err := f.issuer.verifiers(ctx, res.Resource(), logger)
+		if err != nil {
+			return nil, "", err
+		}
+		verifiers = append(verifiers, vs...)
 	}
 	return &pipeline.OAuthConfig{
 		Verifier:       server.Verifiers(verifiers...),
