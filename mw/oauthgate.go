@@ -45,6 +45,9 @@ type OAuthOptions struct {
 	// insufficient_scope without them); they are named in every
 	// challenge.
 	RequiredScopes []string
+	// ChallengeScopes are the scopes a 401 or 400 challenge names, for a
+	// client to ask for when it signs in; nil means RequiredScopes.
+	ChallengeScopes []string
 	// Logger receives diagnostics (the principal at debug, never a
 	// token); nil discards them.
 	Logger *slog.Logger
@@ -79,11 +82,19 @@ const OAuthRetryAfter = "5"
 func RequireOAuth(o OAuthOptions) Guard {
 	log := loggerOrDiscard(o.Logger)
 	required := slices.Clone(o.RequiredScopes)
+	asked := slices.Clone(o.ChallengeScopes)
+	if asked == nil {
+		asked = required
+	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			refuse := func(status int, code, msg string) {
+				scopes := asked
+				if code == "insufficient_scope" {
+					scopes = required
+				}
 				h := w.Header()
-				h.Set("WWW-Authenticate", o.Challenges.Challenge(code, required))
+				h.Set("WWW-Authenticate", o.Challenges.Challenge(code, scopes))
 				h.Set("Connection", "close")
 				writeRefusal(w, status, frame.CodeGateway, msg)
 			}

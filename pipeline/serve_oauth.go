@@ -90,7 +90,10 @@ func oauthGuard(cfg ServeConfig) mw.Guard {
 		Verifier:       tokenVerifier{cfg.OAuth.Verifier},
 		Challenges:     cfg.OAuth.Resource,
 		RequiredScopes: cfg.OAuth.RequiredScopes,
-		Logger:         cfg.Logger,
+		// A client signing in asks for what it needs, else for what the
+		// resource offers.
+		ChallengeScopes: challengeScopes(cfg.OAuth),
+		Logger:          cfg.Logger,
 	})
 }
 
@@ -132,3 +135,12 @@ type refusedToken struct{ err error }
 func (e refusedToken) Error() string        { return e.err.Error() }
 func (e refusedToken) Unwrap() error        { return e.err }
 func (e refusedToken) Is(target error) bool { return target == mw.ErrInvalidToken }
+
+// challengeScopes returns the scopes serve's 401 challenges name: the
+// required ones, else those the protected resource lists.
+func challengeScopes(o *OAuthConfig) []string {
+	if len(o.RequiredScopes) > 0 {
+		return o.RequiredScopes
+	}
+	return o.Resource.ScopesSupported()
+}
