@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 )
 
 // The consent page: plain HTML, no script, no frame may hold it. It names
@@ -19,7 +20,10 @@ import (
 // followed by the start of its id (several pages may be open at once).
 const consentCookiePrefix = "mcp_stdio_consent_"
 
-var consentPage = template.Must(template.New("consent").Parse(`<!doctype html>
+// consentPage and errorPageTmpl are parsed on first use: a serve without
+// --enable-oauth never pays for them.
+var consentPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("consent").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <title>Allow access? — mcp-stdio</title>
 <style>body{font-family:sans-serif;max-width:34em;margin:2em auto;padding:0 1em}code{word-break:break-all}.err{color:#a00}</style>
@@ -42,11 +46,14 @@ Allow it only if you started this sign-in yourself.</p>
 </form>
 </body></html>
 `))
+})
 
-var errorPageTmpl = template.Must(template.New("error").Parse(`<!doctype html>
+var errorPageTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("error").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Sign-in failed — mcp-stdio</title></head>
 <body><h1>Sign-in failed</h1><p>{{.}}</p></body></html>
 `))
+})
 
 // pageHeaders sets what every page of the endpoint carries: no framing,
 // no script, no caching, no referrer. formAction is the origin the form
@@ -69,7 +76,7 @@ func pageHeaders(w http.ResponseWriter, formAction string) {
 func (a *AuthorizationServer) errorPage(w http.ResponseWriter, status int, msg string) {
 	pageHeaders(w, "")
 	w.WriteHeader(status)
-	_ = errorPageTmpl.Execute(w, msg)
+	_ = errorPageTmpl().Execute(w, msg)
 }
 
 // showConsent renders p's consent page, with a message after a wrong
@@ -100,7 +107,7 @@ func (a *AuthorizationServer) showConsent(w http.ResponseWriter, r *http.Request
 	if r.Method == http.MethodHead {
 		return
 	}
-	_ = consentPage.Execute(w, map[string]any{
+	_ = consentPage().Execute(w, map[string]any{
 		"ClientName":   name,
 		"Resource":     a.resource,
 		"RedirectHost": host,
