@@ -12,6 +12,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -42,6 +43,14 @@ const (
 // `-- $MCP_STDIO example-server --session-era-only` publishes the example
 // server with flags of its own.
 const selfPlaceholder = "$MCP_STDIO"
+
+// dirPlaceholder, in args, stands for the directory a case's file/NAME
+// sections are written to (a fresh one per run), and filePrefix starts
+// the names of those sections.
+const (
+	dirPlaceholder = "$DIR"
+	filePrefix     = "file/"
+)
 
 // serveWait bounds every wait of a serve transcript; reaching it fails the
 // case (it is a deadline, never a way to let things happen).
@@ -97,7 +106,7 @@ type serveOutcome struct {
 func runServeTranscript(t *testing.T, file string) {
 	is := is.New(t)
 	ar := readTranscript(t, file)
-	c, err := parseServeCase(ar)
+	c, err := parseServeCase(ar, t.TempDir())
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
@@ -124,13 +133,24 @@ func runServeTranscript(t *testing.T, file string) {
 	is.Equal(got.exit, wantExit) // want/exit
 }
 
-func parseServeCase(ar *txtar.Archive) (serveCase, error) {
+// parseServeCase reads a serve transcript. Its file/NAME sections are
+// written into dir as NAME (0600), and $DIR in args stands for dir.
+func parseServeCase(ar *txtar.Archive, dir string) (serveCase, error) {
 	var c serveCase
 	known := []string{secArgs, secEnv, secRequests, secWantResponses, secWantExit, secWantStderr}
 	seen := map[string]bool{}
 	for _, f := range ar.Files {
+		if name, ok := strings.CutPrefix(f.Name, filePrefix); ok {
+			if name == "" || strings.ContainsAny(name, `/\`) {
+				return c, fmt.Errorf("section %q: a file's name is one plain name", f.Name)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), f.Data, 0o600); err != nil {
+				return c, err
+			}
+			continue
+		}
 		if !slices.Contains(known, f.Name) {
-			return c, fmt.Errorf("unknown section %q (a serve transcript has %v)", f.Name, known)
+			return c, fmt.Errorf("unknown section %q (a serve transcript has %v, and file/NAME)", f.Name, known)
 		}
 		if seen[f.Name] {
 			return c, fmt.Errorf("section %q appears twice", f.Name)
@@ -143,6 +163,7 @@ func parseServeCase(ar *txtar.Archive) (serveCase, error) {
 			return c, fmt.Errorf("args: %v", err)
 		}
 		for i, w := range words {
+			words[i] = strings.ReplaceAll(w, dirPlaceholder, dir)
 			if w == selfPlaceholder {
 				exe, err := os.Executable()
 				if err != nil {
