@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+	"github.com/mcp-stdio/mcp-stdio/auth/server"
 )
 
 // OAuth names its URLs from --public-url, or from the address a loopback
@@ -105,4 +107,18 @@ func TestOriginOf(t *testing.T) {
 			t.Errorf("originOf(%q) = %q, %v", in, got, err)
 		}
 	}
+}
+
+// The authorization server reaches --allow-client-id-url clients through
+// the CIMD fetcher: only the allowlisted URLs are clients, and any other
+// client_id is refused without a fetch.
+func TestCIMDClientsFollowTheAllowlist(t *testing.T) {
+	is := is.New(t)
+	fetcher, err := server.NewClientMetadataFetcher(server.ClientMetadataConfig{AllowURLs: []string{"https://app.example/client.json"}})
+	is.NoErr(err)
+	c := cimdClients{fetcher}
+	is.True(c.Allowed("https://app.example/client.json"))
+	is.True(!c.Allowed("https://app.example/other.json"))
+	_, _, err = c.Client(t.Context(), "https://app.example/other.json")
+	is.True(errors.Is(err, server.ErrClientIDNotAllowed))
 }
