@@ -170,7 +170,7 @@ func NewAuthorizationServer(cfg AuthorizationServerConfig) (*AuthorizationServer
 		cfg.Scopes = []string{DefaultScope}
 	}
 	for _, s := range cfg.Scopes {
-		if !validScopeToken(s) {
+		if !ValidScope(s) {
 			return nil, fmt.Errorf("oauth: scope %q is not a valid scope token", s)
 		}
 	}
@@ -351,20 +351,6 @@ func canonicalResource(s string) (string, bool) {
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
 	return u.String(), true
-}
-
-// validScopeToken reports whether s is a scope-token of RFC 6749 §3.3.
-func validScopeToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 // writeJSON answers v as JSON, never cached.

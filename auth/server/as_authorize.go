@@ -88,7 +88,7 @@ func ParseAuthorizeQuery(rawQuery string) (req AuthorizeRequest, err *OAuthError
 			if tok == "" {
 				continue
 			}
-			if !validScopeToken(tok) {
+			if !ValidScope(tok) {
 				return req, &OAuthError{http.StatusBadRequest, "invalid_scope", "scope is malformed"}, true
 			}
 			if !slices.Contains(req.Scopes, tok) {

@@ -24,7 +24,7 @@ func FuzzAuthorizeQuery(f *testing.F) {
 				t.Fatalf("accepted resource %q", req.Resource)
 			}
 			for _, s := range req.Scopes {
-				if !validScopeToken(s) {
+				if !ValidScope(s) {
 					t.Fatalf("accepted scope %q", s)
 				}
 			}

@@ -55,7 +55,7 @@ func ParseTokenForm(body string) (TokenRequest, *OAuthError) {
 		if s == "" {
 			continue
 		}
-		if !validScopeToken(s) {
+		if !ValidScope(s) {
 			return req, &OAuthError{http.StatusBadRequest, "invalid_scope", "scope is malformed"}
 		}
 		req.Scopes = append(req.Scopes, s)
