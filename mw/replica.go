@@ -9,17 +9,19 @@ import (
 const MaxReplicaIDLen = 63
 
 // CheckReplicaID reports whether id can name a replica in session ids
-// ([ReplicaSessionIDs]): 1 to MaxReplicaIDLen characters, each a visible
-// ASCII character (0x21–0x7E) other than '.', which separates the replica
-// id from the random part of a session id. The error is one line and
-// names the rule.
+// ([ReplicaSessionIDs]): 1 to MaxReplicaIDLen ASCII letters, digits, '-'
+// or '_' — visible ASCII that a session id can carry unescaped both in the
+// Mcp-Session-Id header and in the URL of an HTTP+SSE session, without
+// '.', which separates the replica id from the random part of a session
+// id. A Kubernetes pod name qualifies. The error is one line and names
+// the rule.
 func CheckReplicaID(id string) error {
 	if id == "" || len(id) > MaxReplicaIDLen {
 		return fmt.Errorf("a replica id is 1 to %d characters, got %d", MaxReplicaIDLen, len(id))
 	}
 	for i := 0; i < len(id); i++ {
-		if c := id[i]; c < 0x21 || c > 0x7e || c == '.' {
-			return fmt.Errorf("a replica id is visible ASCII without '.' (letters, digits, '-' ...), got %q", id)
+		if c := id[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("a replica id is ASCII letters, digits, '-' and '_' (no '.'), got %q", id)
 		}
 	}
 	return nil

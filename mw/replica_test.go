@@ -10,10 +10,10 @@ import (
 
 func TestCheckReplicaID(t *testing.T) {
 	is := is.New(t)
-	for _, ok := range []string{"a", "pod-0", "mcp-stdio-2", "A_b~!", strings.Repeat("x", MaxReplicaIDLen)} {
+	for _, ok := range []string{"a", "pod-0", "mcp-stdio-2", "A_b-9", strings.Repeat("x", MaxReplicaIDLen)} {
 		is.NoErr(CheckReplicaID(ok))
 	}
-	for _, bad := range []string{"", "a.b", "host.example.com", "sp ace", "tab\t", "é", "nl\n", strings.Repeat("x", MaxReplicaIDLen+1)} {
+	for _, bad := range []string{"", "a.b", "host.example.com", "sp ace", "tab\t", "é", "nl\n", "a&b", "a%20", "a/b", strings.Repeat("x", MaxReplicaIDLen+1)} {
 		err := CheckReplicaID(bad)
 		is.True(err != nil)                                  // refused
 		is.True(!strings.Contains(err.Error(), "\n"))        // one line
