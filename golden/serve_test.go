@@ -28,6 +28,7 @@ import (
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/mw"
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
@@ -338,7 +339,7 @@ type serveRun struct {
 	mu        sync.Mutex
 	exchanges []*exchange
 	ids       map[string]string // session id → placeholder
-	byName    map[string]string // placeholder → session id
+	byName    map[string]string // placeholder → session id (its random part when it names a replica)
 	states    map[string]string // requestState → placeholder
 	byState   map[string]string // placeholder → requestState
 	answered  map[frame.ID]bool // server requests the client has answered
@@ -881,18 +882,25 @@ func (r *serveRun) renderHead(resp *http.Response) string {
 }
 
 // placeholder returns the placeholder standing for session id, minting
-// $SESSION, $SESSION2, ... in order of first appearance. The caller holds
+// $SESSION, $SESSION2, ... in order of first appearance. An id that names
+// its replica (serve --replica-id) shows the replica: pod-0.$SESSION, and
+// $SESSION then stands for its random part only, so that a request can
+// name the same session under another replica's name. The caller holds
 // r.mu.
 func (r *serveRun) placeholder(id string) string {
-	if name, ok := r.ids[id]; ok {
-		return name
+	if shown, ok := r.ids[id]; ok {
+		return shown
 	}
 	name := "$SESSION"
 	if n := len(r.ids) + 1; n > 1 {
 		name += strconv.Itoa(n)
 	}
-	r.ids[id], r.byName[name] = name, id
-	return name
+	shown, random := name, id
+	if replica := mw.SessionReplica(id); replica != "" {
+		shown, random = replica+"."+name, id[len(replica)+1:]
+	}
+	r.ids[id], r.byName[name] = shown, random
+	return shown
 }
 
 // render writes every exchange in request order:

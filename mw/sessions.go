@@ -315,8 +315,13 @@ func (s *Sessions) forget(ss *session) {
 const shortIDLen = 8
 
 // ShortSessionID returns the abbreviation of a session id used in logs
-// (and by serve in the prefix of a child's stderr lines).
+// (and by serve in the prefix of a child's stderr lines): the start of
+// its random part, after the replica id a routable id begins with (see
+// [ReplicaSessionIDs]), which is the same for every session of a replica.
 func ShortSessionID(id string) string {
+	if r := SessionReplica(id); r != "" {
+		id = id[len(r)+1:]
+	}
 	if len(id) > shortIDLen {
 		return id[:shortIDLen]
 	}

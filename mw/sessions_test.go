@@ -97,8 +97,10 @@ type sessionsHarness struct {
 
 func newSessionsHarness(t *testing.T, o SessionsOptions) *sessionsHarness {
 	h := &sessionsHarness{version: "2025-11-25"}
-	n := 0
-	o.NewID = func() string { n++; return fmt.Sprintf("session-%d", n) }
+	if o.NewID == nil {
+		n := 0
+		o.NewID = func() string { n++; return fmt.Sprintf("session-%d", n) }
+	}
 	o.Open = func(_ context.Context, id string, conn *Conn) (Backend, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()

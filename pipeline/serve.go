@@ -173,8 +173,12 @@ type ServeConfig struct {
 	// with it, and the call is then cancelled on the child. 0 means
 	// mw.DefaultStateTTL.
 	InputTimeout time.Duration
-	// ReplicaID names this process among replicas sharing StateKey; ""
-	// means one made at start.
+	// ReplicaID names this process among replicas sharing StateKey, and,
+	// when set, begins every session id it issues (Streamable HTTP and
+	// HTTP+SSE alike): "<ReplicaID>.<128 random bits>", so that a proxy
+	// can route a session to its replica (see mw.ReplicaSessionIDs); it
+	// must pass mw.CheckReplicaID. "" means session ids without a replica
+	// and a random id, made at start, for the requestState.
 	ReplicaID string
 	// Version is the gateway's version, named in the clientInfo of the
 	// handshakes it performs itself; "" means "0".
@@ -294,7 +298,15 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	if cfg.ChildStderr != nil {
 		s.stderr = &lineWriter{w: cfg.ChildStderr}
 	}
+	var newSessionID func() string // nil: the random ids of mw and transport
+	if cfg.ReplicaID != "" {
+		if err := mw.CheckReplicaID(cfg.ReplicaID); err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		newSessionID = mw.ReplicaSessionIDs(cfg.ReplicaID)
+	}
 	s.sessions = mw.NewSessions(mw.SessionsOptions{
+		NewID:       newSessionID,
 		Open:        s.startSession,
 		MaxSessions: cfg.MaxSessions,
 		IdleTimeout: cfg.SessionIdleTimeout,
@@ -336,9 +348,10 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 			Serve: func(ctx context.Context, m frame.Message, x *transport.Exchange) error {
 				return sse.Handle(mw.WithExchange(ctx, x), m)
 			},
-			StreamPath:  cfg.SSEPath,
-			MessagePath: cfg.MessagePath,
-			Endpoint:    endpoint,
+			StreamPath:   cfg.SSEPath,
+			MessagePath:  cfg.MessagePath,
+			Endpoint:     endpoint,
+			NewSessionID: newSessionID,
 		})
 	}
 	routes, err := oauthRoutes(cfg, s.paths())

@@ -214,7 +214,8 @@ const maxSessionID = 128
 
 // SessionParam reads the session id from the raw query of a message's
 // URL: the value of its one "session" parameter, which must be 1 to 128
-// letters, digits, '-' or '_' (no escapes). Other parameters are
+// letters, digits, '-', '_' or '.' (no escapes; '.' separates a replica's
+// name from the random part of a routable id). Other parameters are
 // ignored; ok is false when there is no session parameter, more than one,
 // or a malformed one.
 func SessionParam(rawQuery string) (id string, ok bool) {
@@ -239,7 +240,7 @@ func validSessionID(id string) bool {
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
 			return false
 		}
 	}

@@ -395,7 +395,8 @@ func TestSessionParam(t *testing.T) {
 		{"session", "", false},
 		{"session=a&session=a", "", false},
 		{"session=a%20b", "", false},
-		{"session=a.b", "", false},
+		{"session=pod-0.ABC234", "pod-0.ABC234", true}, // a routable id (mw.ReplicaSessionIDs)
+		{"session=a/b", "", false},
 		{"session=" + strings.Repeat("a", 129), "", false},
 		{"session=" + strings.Repeat("a", 128), strings.Repeat("a", 128), true},
 	} {

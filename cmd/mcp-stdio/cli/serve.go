@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,11 +56,11 @@ func serveHelp(maxBufferedNote string) helpLayout {
 		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
 			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id",
 			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
-			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "input-timeout",
+			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level"},
 		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
-		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "state-key": "$" + pipeline.StateKeyEnv + ", else a new one at start", "max-buffered": maxBufferedNote},
+		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "state-key": "$" + pipeline.StateKeyEnv + ", else a new one at start", "replica-id": "$POD_NAME, else $HOSTNAME up to its first '.', else none", "max-buffered": maxBufferedNote},
 	}
 }
 
@@ -108,6 +109,8 @@ type serveFlags struct {
 	modernOnly    bool
 	claimless     bool
 	stateKey      string
+	stateKeyFile  string
+	replicaID     string
 	inputTimeout  duration
 	cacheTTLMs    int64
 	maxBody       byteSize
@@ -162,6 +165,8 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Var(&f.modernIdle, "modern-idle-ttl", "stop the process serving a user's 2026-07-28 clients once it has had no request for `DURATION` (0 = never)")
 	fs.IntVar(&f.maxModern, "max-modern-children", mw.DefaultMaxPooledChildren, "run at most `N` processes for 2026-07-28 clients (one per user) at once; more users get 503")
 	fs.StringVar(&f.stateKey, "state-key", "", "seal the requestState of 2026-07-28 multi round-trip requests with `KEY` (32 bytes, hex or base64; replicas that share clients share it; prefer the "+pipeline.StateKeyEnv+" env var)")
+	fs.StringVar(&f.stateKeyFile, "state-key-file", "", "read the --state-key from `PATH` once at start (hex or base64; the file must not be readable by group or others)")
+	fs.StringVar(&f.replicaID, "replica-id", "", "begin every session id with `ID` and a '.', so that a proxy can route a session to this replica (letters, digits, '-', '_'); requestStates given out here are honoured here only")
 	fs.Var(&f.inputTimeout, "input-timeout", "let a 2026-07-28 call whose server of the session era asked the client for input wait `DURATION` for the client's retry; then its requestState expires and the call is cancelled")
 	fs.Int64Var(&f.cacheTTLMs, "cache-ttl-ms", mw.DefaultCacheTTL.Milliseconds(), "let 2026-07-28 clients keep lists and reads of a server of the session era for `MS` milliseconds (its results' ttlMs)")
 	fs.Var(&f.maxBody, "max-body", "refuse request bodies larger than `BYTES` with 413")
@@ -200,8 +205,11 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		f.authToken = getenv(pipeline.ServeTokenEnv)
 	}
 	f.issuer.readEnv(getenv)
-	if !flagSet(fs, "state-key") {
+	if !flagSet(fs, "state-key") && !flagSet(fs, "state-key-file") {
 		f.stateKey = getenv(pipeline.StateKeyEnv)
+	}
+	if !flagSet(fs, "replica-id") {
+		f.replicaID = defaultReplicaID(getenv)
 	}
 	logger := newLogger(stderr, f.logLevel.level())
 	if !flagSet(fs, "max-buffered") {
@@ -228,6 +236,9 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	if cfg.CheckHost {
+		cfg.AllowHosts = append(cfg.AllowHosts, ownHosts(f.listen, ln.Addr())...)
 	}
 	var issuer string
 	cfg.OAuth, issuer, err = f.oauthConfig(ctx, ln.Addr(), stderr, logger)
@@ -340,12 +351,26 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		return cfg, "", errors.New("--max-sessions must be positive")
 	}
 	var stateKey []byte
-	if f.stateKey != "" {
+	if f.stateKeyFile != "" {
+		if f.stateKey != "" {
+			return cfg, "", errors.New("--state-key and --state-key-file are exclusive: give one")
+		}
+		k, err := readStateKeyFile(f.stateKeyFile)
+		if err != nil {
+			return cfg, "", err
+		}
+		stateKey = k
+	} else if f.stateKey != "" {
 		k, err := mw.ParseStateKey(f.stateKey)
 		if err != nil {
 			return cfg, "", fmt.Errorf("invalid --state-key (or %s): %v", pipeline.StateKeyEnv, err)
 		}
 		stateKey = k
+	}
+	if f.replicaID != "" {
+		if err := mw.CheckReplicaID(f.replicaID); err != nil {
+			return cfg, "", fmt.Errorf("invalid --replica-id (or $POD_NAME, $HOSTNAME): %v; set --replica-id", err)
+		}
 	}
 	if f.maxModern <= 0 {
 		return cfg, "", errors.New("--max-modern-children must be positive")
@@ -418,6 +443,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		AcceptClaimlessResourceRead: f.claimless,
 		ModernIdleTTL:               time.Duration(f.modernIdle),
 		StateKey:                    stateKey,
+		ReplicaID:                   f.replicaID,
 		InputTimeout:                f.inputTimeout.std(),
 		CacheTTL:                    cacheTTL(f.cacheTTLMs),
 		MaxBodySize:                 int64(f.maxBody),
@@ -431,6 +457,68 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		Logger:                      logger,
 	}
 	return cfg, desc, nil
+}
+
+// ownHosts returns the loopback addresses a serve listening on listen,
+// bound to bound, is addressed as, for the Host check: a replica on
+// 127.0.0.2 is reached as 127.0.0.2, which the check's fixed loopback
+// names (localhost, 127.0.0.1, [::1]) do not cover. They come from the
+// listener, never from a request; an address beyond loopback is never
+// added (--allow-host names those).
+func ownHosts(listen string, bound net.Addr) []string {
+	var hosts []string
+	for _, a := range []string{listen, bound.String()} {
+		h, _, err := net.SplitHostPort(a)
+		if ip := net.ParseIP(h); err == nil && ip != nil && ip.IsLoopback() && !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
+
+// defaultReplicaID is --replica-id when the flag is not given: $POD_NAME
+// (a Kubernetes pod's name, set through the downward API), else
+// $HOSTNAME up to its first '.' (a container's hostname is its pod's
+// name; a machine's may be a fully qualified name), else none.
+func defaultReplicaID(getenv func(string) string) string {
+	if id := getenv("POD_NAME"); id != "" {
+		return id
+	}
+	id, _, _ := strings.Cut(getenv("HOSTNAME"), ".")
+	return id
+}
+
+// maxStateKeyFile bounds what --state-key-file reads: a key in base64
+// with whitespace around it is far less.
+const maxStateKeyFile = 1 << 10
+
+// readStateKeyFile reads the state key from path, which must not be
+// readable by group or others.
+func readStateKeyFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--state-key-file: %v", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("--state-key-file: %v", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("--state-key-file %s is open to group or others (mode %v); chmod 600 it", path, fi.Mode().Perm())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxStateKeyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("--state-key-file: %v", err)
+	}
+	if len(b) > maxStateKeyFile {
+		return nil, fmt.Errorf("--state-key-file %s is larger than a key: want %d hex digits or base64 of %d bytes", path, 2*mw.StateKeySize, mw.StateKeySize)
+	}
+	k, err := mw.ParseStateKey(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("invalid --state-key-file %s: %v", path, err)
+	}
+	return k, nil
 }
 
 // isLoopbackListener reports whether a listen address binds loopback only.
