@@ -167,8 +167,8 @@ func TestOTLPExporterRetriesOnce(t *testing.T) {
 	rcv.mu.Lock()
 	rcv.status = []int{http.StatusServiceUnavailable, http.StatusServiceUnavailable, http.StatusBadRequest}
 	rcv.mu.Unlock()
-	e.ExportSpan(testSpan(2))        // 503, 503: dropped
-	e.ExportSpan(testSpan(3))        // 400: not retried, dropped
+	e.ExportSpan(testSpan(2))         // 503, 503: dropped
+	e.ExportSpan(testSpan(3))         // 400: not retried, dropped
 	is.NoErr(e.Shutdown(t.Context())) // waits for both
 	is.Equal(e.Sent(), uint64(1))
 	is.Equal(e.Dropped(), uint64(2))
