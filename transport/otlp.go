@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
@@ -60,7 +58,7 @@ type OTLPConfig struct {
 
 // OTLPExporter sends spans to an OpenTelemetry collector over OTLP/HTTP,
 // encoded as http/protobuf (the protocol's binary encoding, written field
-// by field). ExportSpan only queues: a goroutine of the exporter sends
+// by field: see otlpwire.go). ExportSpan only queues: a goroutine of the exporter sends
 // batches, each POST bounded by the timeout and retried once at most (on
 // a network error, 429, 502, 503 or 504); spans it cannot queue or send
 // are dropped and counted ([OTLPExporter.Dropped]). [OTLPExporter.Shutdown]
@@ -313,8 +311,8 @@ func encodeOTLPHead(cfg OTLPConfig) []byte {
 		res = appendKeyValue(res, fResourceAttributes, cfg.Resource[i], cfg.Resource[i+1])
 	}
 	var b []byte
-	b = protowire.AppendTag(b, fResourceSpansResource, protowire.BytesType)
-	b = protowire.AppendBytes(b, res)
+	b = appendTag(b, fResourceSpansResource, wireBytes)
+	b = appendBytes(b, res)
 	return b
 }
 
@@ -324,79 +322,79 @@ func (e *OTLPExporter) encode(spans []frame.Span) []byte {
 	scope = appendString(scope, fScopeName, e.cfg.ScopeName)
 	scope = appendString(scope, fScopeVersion, e.cfg.ScopeVersion)
 	var ss []byte
-	ss = protowire.AppendTag(ss, fScopeSpansScope, protowire.BytesType)
-	ss = protowire.AppendBytes(ss, scope)
+	ss = appendTag(ss, fScopeSpansScope, wireBytes)
+	ss = appendBytes(ss, scope)
 	var sp []byte
 	for i := range spans {
 		sp = appendSpan(sp[:0], &spans[i])
-		ss = protowire.AppendTag(ss, fScopeSpansSpans, protowire.BytesType)
-		ss = protowire.AppendBytes(ss, sp)
+		ss = appendTag(ss, fScopeSpansSpans, wireBytes)
+		ss = appendBytes(ss, sp)
 	}
 	rs := append([]byte(nil), e.head...)
-	rs = protowire.AppendTag(rs, fResourceSpansScope, protowire.BytesType)
-	rs = protowire.AppendBytes(rs, ss)
+	rs = appendTag(rs, fResourceSpansScope, wireBytes)
+	rs = appendBytes(rs, ss)
 	var b []byte
-	b = protowire.AppendTag(b, fExportResourceSpans, protowire.BytesType)
-	return protowire.AppendBytes(b, rs)
+	b = appendTag(b, fExportResourceSpans, wireBytes)
+	return appendBytes(b, rs)
 }
 
 // appendSpan appends the fields of one Span message.
 func appendSpan(b []byte, s *frame.Span) []byte {
-	b = protowire.AppendTag(b, fSpanTraceID, protowire.BytesType)
-	b = protowire.AppendBytes(b, s.TraceID[:])
-	b = protowire.AppendTag(b, fSpanSpanID, protowire.BytesType)
-	b = protowire.AppendBytes(b, s.SpanID[:])
+	b = appendTag(b, fSpanTraceID, wireBytes)
+	b = appendBytes(b, s.TraceID[:])
+	b = appendTag(b, fSpanSpanID, wireBytes)
+	b = appendBytes(b, s.SpanID[:])
 	b = appendString(b, fSpanTraceState, s.TraceState)
 	if s.Parent != ([8]byte{}) {
-		b = protowire.AppendTag(b, fSpanParentID, protowire.BytesType)
-		b = protowire.AppendBytes(b, s.Parent[:])
+		b = appendTag(b, fSpanParentID, wireBytes)
+		b = appendBytes(b, s.Parent[:])
 	}
 	b = appendString(b, fSpanName, s.Name)
-	b = protowire.AppendTag(b, fSpanKind, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(s.Kind))
-	b = protowire.AppendTag(b, fSpanStart, protowire.Fixed64Type)
-	b = protowire.AppendFixed64(b, uint64(s.Start.UnixNano()))
-	b = protowire.AppendTag(b, fSpanEnd, protowire.Fixed64Type)
-	b = protowire.AppendFixed64(b, uint64(s.End.UnixNano()))
+	b = appendTag(b, fSpanKind, wireVarint)
+	b = appendVarint(b, uint64(s.Kind))
+	b = appendTag(b, fSpanStart, wireFixed64)
+	b = appendFixed64(b, uint64(s.Start.UnixNano()))
+	b = appendTag(b, fSpanEnd, wireFixed64)
+	b = appendFixed64(b, uint64(s.End.UnixNano()))
 	for i := 0; i+1 < len(s.Attrs); i += 2 {
 		b = appendKeyValue(b, fSpanAttributes, s.Attrs[i], s.Attrs[i+1])
 	}
 	var st []byte
 	st = appendString(st, fStatusMessage, s.Message)
-	st = protowire.AppendTag(st, fStatusCode, protowire.VarintType)
+	st = appendTag(st, fStatusCode, wireVarint)
 	if s.Error {
-		st = protowire.AppendVarint(st, otlpStatusError)
+		st = appendVarint(st, otlpStatusError)
 	} else {
-		st = protowire.AppendVarint(st, otlpStatusOK)
+		st = appendVarint(st, otlpStatusOK)
 	}
-	b = protowire.AppendTag(b, fSpanStatus, protowire.BytesType)
-	b = protowire.AppendBytes(b, st)
+	b = appendTag(b, fSpanStatus, wireBytes)
+	b = appendBytes(b, st)
 	flags := uint32(s.Flags) | spanFlagsHasRemote
 	if s.Parent != ([8]byte{}) && s.Kind == frame.SpanServer {
 		flags |= spanFlagsIsRemote // serve's parent is the caller's span
 	}
-	b = protowire.AppendTag(b, fSpanFlags, protowire.Fixed32Type)
-	return protowire.AppendFixed32(b, flags)
+	b = appendTag(b, fSpanFlags, wireFixed32)
+	return appendFixed32(b, flags)
 }
 
 // appendKeyValue appends field num as a KeyValue of a string value.
-func appendKeyValue(b []byte, num protowire.Number, key, value string) []byte {
+func appendKeyValue(b []byte, num wireNumber, key, value string) []byte {
 	var any []byte
-	any = protowire.AppendTag(any, fAnyString, protowire.BytesType)
-	any = protowire.AppendString(any, value)
+	any = appendTag(any, fAnyString, wireBytes)
+	any = appendStr(any, value)
 	var kv []byte
 	kv = appendString(kv, fKeyValueKey, key)
-	kv = protowire.AppendTag(kv, fKeyValueValue, protowire.BytesType)
-	kv = protowire.AppendBytes(kv, any)
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, kv)
+	kv = appendTag(kv, fKeyValueValue, wireBytes)
+	kv = appendBytes(kv, any)
+	b = appendTag(b, num, wireBytes)
+	return appendBytes(b, kv)
 }
 
 // appendString appends field num unless s is empty (proto3's default).
-func appendString(b []byte, num protowire.Number, s string) []byte {
+func appendString(b []byte, num wireNumber, s string) []byte {
 	if s == "" {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
+	b = appendTag(b, num, wireBytes)
+	return appendStr(b, s)
 }
