@@ -58,7 +58,7 @@ func serveHelp(maxBufferedNote string) helpLayout {
 			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
-			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level"},
+			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level", "log-format"},
 		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
 		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "state-key": "$" + pipeline.StateKeyEnv + ", else a new one at start", "replica-id": "$POD_NAME, else $HOSTNAME up to its first '.', else none", "max-buffered": maxBufferedNote},
 	}
@@ -123,6 +123,7 @@ type serveFlags struct {
 	termGrace     duration
 	drainTimeout  duration
 	logLevel      logLevel
+	logFormat     logFormat
 	oauth         serveOAuthFlags
 }
 
@@ -179,6 +180,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Var(&f.termGrace, "term-grace", "after SIGTERM, wait this `DURATION` before SIGKILL")
 	fs.Var(&f.drainTimeout, "drain-timeout", "on shutdown, let requests in flight finish for this `DURATION`")
 	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
+	fs.Var(&f.logFormat, "log-format", "write logs on stderr as `FORMAT`: text (key=value lines) or json (one object per line, a record per request at info, the servers' stderr lines as records of their own)")
 	f.oauth.define(fs)
 
 	mem, known := machineMemory()
@@ -211,7 +213,10 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	if !flagSet(fs, "replica-id") {
 		f.replicaID = defaultReplicaID(getenv)
 	}
-	logger := newLogger(stderr, f.logLevel.level())
+	logger := newLogger(stderr, f.logLevel.level(), f.logFormat)
+	if f.replicaID != "" {
+		logger = logger.With("replica", f.replicaID)
+	}
 	if !flagSet(fs, "max-buffered") {
 		mem, known := machineMemory()
 		f.maxBuffered = byteSize(defaultMaxBuffered(mem, known, int64(max(f.maxBody, f.maxMessage))))
@@ -221,6 +226,14 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v (run 'mcp-stdio serve --help' for the flags)\n", err)
 		return &ExitError{Code: ExitUsage}
+	}
+	if f.logFormat == logJSON {
+		cfg.AccessLogInfo, cfg.ChildStderrRecords = true, true
+	}
+	spans, sampler := otelFromEnv(getenv, opt.Version, "mcp-stdio serve", logger)
+	if spans != nil {
+		cfg.Spans, cfg.Sampler = spans, sampler
+		defer shutdownSpans(ctx, spans, logger)
 	}
 	// A command that cannot run would fail every session with a 502:
 	// better to say so now, once.
