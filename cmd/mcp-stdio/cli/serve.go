@@ -281,16 +281,27 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	}
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
-	fmt.Fprintf(stderr, "mcp-stdio: serving %s on %s (%s) at %s\n", desc, ln.Addr(), reach, endpointURL(ln.Addr(), f.listen, cfg.Path))
+	// The startup lines: plain, or with --log-format json records like
+	// any other, the URL in a field of its own.
+	say := func(url, format string, args ...any) {
+		if f.logFormat == logJSON {
+			logger.Info(fmt.Sprintf(format, args...), "url", url)
+			return
+		}
+		fmt.Fprintf(stderr, "mcp-stdio: "+format+"\n", args...)
+	}
+	endpoint := endpointURL(ln.Addr(), f.listen, cfg.Path)
+	say(endpoint, "serving %s on %s (%s) at %s", desc, ln.Addr(), reach, endpoint)
 	if !cfg.NoSSE {
-		fmt.Fprintf(stderr, "mcp-stdio: HTTP+SSE clients (2024-11-05) connect to %s\n", endpointURL(ln.Addr(), f.listen, cfg.SSEPath))
+		sse := endpointURL(ln.Addr(), f.listen, cfg.SSEPath)
+		say(sse, "HTTP+SSE clients (2024-11-05) connect to %s", sse)
 	}
 	if issuer != "" {
 		store := "memory only: a restart signs everyone out"
 		if f.oauth.tokenStore != "" {
 			store = "kept in " + f.oauth.tokenStore
 		}
-		fmt.Fprintf(stderr, "mcp-stdio: OAuth authorization server %s (sign-ins %s)\n", issuer, store)
+		say(issuer, "OAuth authorization server %s (sign-ins %s)", issuer, store)
 	}
 
 	var runErr error
