@@ -343,11 +343,15 @@ var proxyRules = []proxyRule{
 	},
 	{
 		label: "HAProxy stick table learning `Mcp-Session-Id` (deploy/haproxy.cfg)", name: "haproxy",
-		config: func(t *testing.T, rs *replicaSet, listen string) string { return deployConfig(t, "haproxy.cfg", rs, listen) },
+		config: func(t *testing.T, rs *replicaSet, listen string) string {
+			return deployConfig(t, "haproxy.cfg", rs, listen)
+		},
 	},
 	{
 		label: "nginx `map` on the replica prefix (deploy/nginx.conf)", name: "nginx",
-		config: func(t *testing.T, rs *replicaSet, listen string) string { return deployConfig(t, "nginx.conf", rs, listen) },
+		config: func(t *testing.T, rs *replicaSet, listen string) string {
+			return deployConfig(t, "nginx.conf", rs, listen)
+		},
 	},
 }
 
@@ -360,9 +364,9 @@ func (r proxyRule) start(t *testing.T, rs *replicaSet) *runningProxy {
 
 // Measurement settings: sessions, follow-ups on each, and clients at once.
 const (
-	measureSessions  = 200
+	measureSessions = 200
 	measureCalls    = 5
-	measureClients   = 16
+	measureClients  = 16
 )
 
 // followUpCount is what a measurement saw of the follow-ups.
