@@ -1,0 +1,211 @@
+//go:build linux
+
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
+)
+
+// Chaos settings: clients at once (modern ones and session-era ones behind
+// the relay), and the calls answered between the steps.
+const (
+	chaosModernClients  = 48
+	chaosSessionClients = 16
+	chaosCallsPerStep   = 400
+	chaosDrainTimeout   = 5 * time.Second
+)
+
+// chaosTally counts what the clients of one kind saw.
+type chaosTally struct {
+	ok, failed atomic.Int64
+	mu         sync.Mutex
+	errs       []string // the first few failures
+}
+
+func (c *chaosTally) fail(format string, args ...any) {
+	c.failed.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.errs) < 10 {
+		c.errs = append(c.errs, fmt.Sprintf(format, args...))
+	}
+}
+
+// callCounter tells when the clients together have made n more calls.
+type callCounter struct {
+	n       atomic.Int64
+	mu      sync.Mutex
+	waiters map[int64]chan struct{}
+}
+
+func (c *callCounter) add() {
+	n := c.n.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for at, ch := range c.waiters {
+		if n >= at {
+			close(ch)
+			delete(c.waiters, at)
+		}
+	}
+}
+
+// await waits until more calls than now+n have been answered.
+func (c *callCounter) await(t *testing.T, n int64) {
+	t.Helper()
+	c.mu.Lock()
+	at := c.n.Load() + n
+	ch := make(chan struct{})
+	if c.waiters == nil {
+		c.waiters = map[int64]chan struct{}{}
+	}
+	if old, ok := c.waiters[at]; ok {
+		ch = old
+	} else {
+		c.waiters[at] = ch
+	}
+	c.mu.Unlock()
+	select {
+	case <-ch:
+	case <-time.After(3 * replicaWait):
+		t.Fatalf("the clients made fewer than %d calls in %v", n, 3*replicaWait)
+	}
+}
+
+// TestReplicasSurviveSIGTERMAndSIGKILL runs 64 clients through the shipped
+// HAProxy configuration in front of three replicas: 48 at 2026-07-28 (the
+// go-sdk client straight to the proxy) and 16 of the session era (the
+// go-sdk client at 2025-11-25 behind the relay, --era legacy), each
+// calling echo in a loop. One replica gets SIGTERM: it drains (its
+// /readyz turns 503, HAProxy stops sending it new work, its open sessions
+// and 2026-07-28 requests are still served) and exits 0. Later another
+// gets SIGKILL. No 2026-07-28 call fails (HAProxy retries elsewhere what a
+// dead replica never answered); no session-era call fails either (the
+// relay initializes a new session when its session's replica is gone and
+// sends the call again); and no process of either replica's servers
+// remains.
+func TestReplicasSurviveSIGTERMAndSIGKILL(t *testing.T) {
+	rs := startReplicas(t, nil, "--log-level", "debug", "--drain-timeout", chaosDrainTimeout.String())
+	var rule proxyRule
+	for _, r := range proxyRules {
+		if r.name == "haproxy" {
+			rule = r
+		}
+	}
+	p := rule.start(t, rs)
+	bin := relayBinary(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var modern, session chaosTally
+	var calls callCounter
+	var wg sync.WaitGroup
+	hc := newChaosHTTPClient()
+	defer hc.CloseIdleConnections()
+	client := mcp.NewClient(&mcp.Implementation{Name: "chaos", Version: "1"}, nil)
+	loop := func(kind string, tally *chaosTally, cs *mcp.ClientSession, i int) {
+		defer cs.Close()
+		for j := 0; ctx.Err() == nil; j++ {
+			text := fmt.Sprintf("%s %d call %d", kind, i, j)
+			cctx, ccancel := context.WithTimeout(ctx, replicaWait)
+			res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}})
+			ccancel()
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				tally.fail("%s: %v", text, err)
+			case resultText(res) != text:
+				tally.fail("%s: answered %s", text, resultText(res))
+			default:
+				tally.ok.Add(1)
+				calls.add()
+			}
+		}
+	}
+	for i := range chaosModernClients {
+		cctx, ccancel := context.WithTimeout(ctx, replicaWait)
+		cs, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: p.url + "/mcp", HTTPClient: hc}, nil)
+		ccancel()
+		if err != nil {
+			t.Fatalf("modern client %d: %v", i, err)
+		}
+		wg.Go(func() { loop("modern", &modern, cs, i) })
+	}
+	for i := range chaosSessionClients {
+		relay := exec.Command(bin, "--era", "legacy", p.url+"/mcp")
+		cctx, ccancel := context.WithTimeout(ctx, replicaWait)
+		cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: relay}, &mcp.ClientSessionOptions{ProtocolVersion: clientVersion})
+		ccancel()
+		if err != nil {
+			t.Fatalf("session-era client %d: %v", i, err)
+		}
+		wg.Go(func() { loop("session", &session, cs, i) })
+	}
+	defer func() { cancel(); wg.Wait() }()
+
+	calls.await(t, chaosCallsPerStep)
+	term, kill := rs.replicas[0], rs.replicas[1]
+	t.Logf("SIGTERM to replica %s after %d calls", term.id, calls.n.Load())
+	if err := term.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	calls.await(t, chaosCallsPerStep)
+	select {
+	case <-term.exited:
+		if term.exitErr != nil {
+			t.Errorf("replica %s on SIGTERM: %v, want exit status 0", term.id, term.exitErr)
+		}
+	case <-time.After(chaosDrainTimeout + 2*replicaWait):
+		t.Fatalf("replica %s still runs %v after SIGTERM", term.id, chaosDrainTimeout+2*replicaWait)
+	}
+	t.Logf("replica %s exited; SIGKILL to replica %s after %d calls", term.id, kill.id, calls.n.Load())
+	if err := kill.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-kill.exited
+	calls.await(t, chaosCallsPerStep)
+	cancel()
+	wg.Wait()
+
+	t.Logf("2026-07-28 calls: %d answered, %d failed; session-era calls behind the relay: %d answered, %d failed",
+		modern.ok.Load(), modern.failed.Load(), session.ok.Load(), session.failed.Load())
+	if modern.failed.Load() != 0 {
+		t.Errorf("%d 2026-07-28 calls failed, want none; first ones:\n%v", modern.failed.Load(), modern.errs)
+	}
+	if session.failed.Load() != 0 {
+		t.Errorf("%d session-era calls behind the relay failed, want none; first ones:\n%v", session.failed.Load(), session.errs)
+	}
+	if modern.ok.Load() == 0 || session.ok.Load() == 0 {
+		t.Errorf("a kind of client made no call")
+	}
+	// No process of the ended replicas' servers remains.
+	for _, r := range []*replica{term, kill} {
+		for _, m := range serverLine.FindAllStringSubmatch(r.log.String(), -1) {
+			for _, s := range m[1:] {
+				if pid, _ := strconv.Atoi(s); pid > 0 && !transporttest.ProcessGone(t, pid, serveProcWait) {
+					t.Errorf("process %d of replica %s's servers still runs after the replica ended", pid, r.id)
+				}
+			}
+		}
+	}
+}
+
+// newChaosHTTPClient is the modern clients' HTTP client: connections kept
+// for all of them.
+func newChaosHTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: chaosModernClients}}
+}
