@@ -75,8 +75,12 @@ const DefaultStreamWait = 2 * time.Second
 //     without a session id (its answer never reaches the client), the new
 //     session id and version are taken, the client's initialized is
 //     replayed under them, the GET stream restarts — and the message is
-//     sent again, once. Messages that failed under an older session id
-//     are just sent again. If re-establishing fails, Handle returns an
+//     sent again. A 404 means the server never took the message, so
+//     sending it again cannot run it twice; a message refused again under
+//     the new session (its server gone too, behind a proxy that sent it to
+//     another) goes through the same, up to MaxSessionRecoveries times in
+//     all. Messages that failed under an older session id are just sent
+//     again. If re-establishing fails, Handle returns an
 //     error wrapping [frame.ErrSessionLost] (the edge answers "session
 //     lost") and the session is marked lost: the next server-bound
 //     message tries again before it is sent, so a server that comes back
@@ -282,7 +286,7 @@ func (s *Session) toServer(ctx context.Context, m frame.Message) error {
 		s.initialized, s.hasInited = m, true
 		s.mu.Unlock()
 	}
-	resent := false
+	recoveries := 0
 	for {
 		out, sid, seen, err := s.prepare(ctx, m)
 		if err != nil {
@@ -301,7 +305,7 @@ func (s *Session) toServer(ctx context.Context, m frame.Message) error {
 			}
 			return nil
 		}
-		if resent || sid == "" || !isStatus(err, http.StatusNotFound) {
+		if recoveries == MaxSessionRecoveries || sid == "" || !isStatus(err, http.StatusNotFound) {
 			return err
 		}
 		s.log.Info("server forgot the session", "session", sid, "method", m.Method())
@@ -311,9 +315,14 @@ func (s *Session) toServer(ctx context.Context, m frame.Message) error {
 		if isInitialized {
 			return nil // re-establishing replayed it
 		}
-		resent = true
+		recoveries++
 	}
 }
+
+// MaxSessionRecoveries bounds how many times one message is sent again
+// after a 404 under a session the server forgot, each time under a newly
+// established session (see [Session]).
+const MaxSessionRecoveries = 3
 
 // sendInitialize forwards the client's initialize without session headers
 // and notes it, so that its answer sets up the session.

@@ -399,7 +399,10 @@ func TestSession404WithoutSession(t *testing.T) {
 	})
 }
 
-func TestSessionResendIsTriedOnce(t *testing.T) {
+// A message refused with 404 again under each new session (every server
+// it reaches forgets it) is sent again under MaxSessionRecoveries new
+// sessions, then fails: the loop is bounded.
+func TestSessionResendIsBounded(t *testing.T) {
 	is := is.New(t)
 	srv := newSessionServer()
 	s := NewSession(SessionOptions{})
@@ -421,6 +424,45 @@ func TestSessionResendIsTriedOnce(t *testing.T) {
 		"initialize minted",
 		"notifications/initialized sid=s2",
 		"tools/call 1 sid=s2",
+		"initialize minted",
+		"notifications/initialized sid=s3",
+		"tools/call 1 sid=s3",
+		"initialize minted",
+		"notifications/initialized sid=s4",
+		"tools/call 1 sid=s4",
+	})
+	is.Equal(MaxSessionRecoveries, 3)
+}
+
+// A message whose new session is lost too before it gets there (a proxy
+// sent it to a replica that died just after the session was established
+// on it) is sent again under a third session, and answered.
+func TestSessionResendSurvivesASecondLoss(t *testing.T) {
+	is := is.New(t)
+	srv := newSessionServer()
+	s := NewSession(SessionOptions{})
+	defer closeSession(t, s)
+	toServer, _ := pipeline(srv.fakeServer, s.Middleware())
+	clientHandshake(t, toServer)
+	lost := 0
+	srv.set(func(s *sessionServer) {
+		s.hold = func(_ context.Context, m frame.Message) {
+			if m.Method() == "tools/call" && lost < 2 {
+				lost++
+				srv.restart()
+			}
+		}
+	})
+	req := frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`)
+	is.NoErr(toServer.Handle(t.Context(), req)) // answered under the third session
+	is.Equal(srv.summary()[2:], []string{
+		"tools/call 1 sid=s1",
+		"initialize minted",
+		"notifications/initialized sid=s2",
+		"tools/call 1 sid=s2",
+		"initialize minted",
+		"notifications/initialized sid=s3",
+		"tools/call 1 sid=s3",
 	})
 }
 
