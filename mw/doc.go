@@ -97,6 +97,8 @@
 //	session era:
 //	  ModernOnly             with --modern-only: all of it refused (405, -32022)
 //	  CheckVersionHeader     MCP-Protocol-Version names a revision
+//	  RefuseNewSessions      while serve drains: a new session (an initialize
+//	                         without one, an HTTP+SSE stream) gets 503
 //	  Sessions               one session (Conn, chain, child) per initialize,
 //	                         or (Sessions.SSE) per HTTP+SSE stream
 //	  per session:
