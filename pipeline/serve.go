@@ -612,7 +612,7 @@ type childBackend struct {
 func (b *childBackend) Handle(ctx context.Context, m frame.Message) error {
 	return b.entry.Handle(ctx, m)
 }
-func (b *childBackend) Done() <-chan struct{}           { return b.child.Done() }
+func (b *childBackend) Done() <-chan struct{} { return b.child.Done() }
 func (b *childBackend) Close(ctx context.Context) error {
 	if b.closing.Load() {
 		return b.child.Terminate(ctx) // within the bound of a shutdown
