@@ -5,7 +5,9 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -199,4 +201,41 @@ func TestServeDrainInterrupted(t *testing.T) {
 	cancel()
 	is.Equal(drained(t, done), context.Canceled)
 	is.True(regexp.MustCompile(`msg="drain ended" .*outcome=interrupted`).MatchString(g.logs.String()))
+}
+
+// ExampleServer_Drain drains a gateway with nothing in flight, which ends
+// at once; a client that comes to open a session then is sent elsewhere.
+func ExampleServer_Drain() {
+	child := transporttest.Command("sdk-server")
+	srv, err := NewServer(ServeConfig{Command: child.Args, Env: child.Env})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	defer srv.Close(context.Background())
+
+	fmt.Println("draining:", srv.Draining())
+	fmt.Println("drained:", srv.Drain(context.Background()))
+	fmt.Println("draining:", srv.Draining())
+
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"example","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, "Retry-After:", resp.Header.Get("Retry-After"))
+	// Output:
+	// draining: false
+	// drained: <nil>
+	// draining: true
+	// 503 Retry-After: 1
 }
