@@ -86,6 +86,7 @@ func TestParseRequestsErrors(t *testing.T) {
 		{"ready on PUT", "PUT /message?session=$SESSION ready=1\n", "ready=N is for GET and POST streams"},
 		{"bad await-log", "# await-log (\nGET /mcp\n", "await-log"},
 		{"await-log last", "GET /mcp\n# await-log x\n", "must come before a request"},
+		{"drain last", "GET /mcp\n# drain\n", "a drain line must come before a request"},
 		{"bad ready", "GET /sse ready=x\n", "ready wants a count"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -89,12 +89,24 @@ type serveRequest struct {
 	// awaitLog are the lines serve's stderr must carry before the
 	// request is sent (# await-log REGEXP lines before it).
 	awaitLog []*regexp.Regexp
+	// drain: serve is told to shut down, as by SIGTERM, before the
+	// request is sent, once its drain has started (a # drain line before
+	// it).
+	drain bool
 }
 
 // awaitLogDirective starts a requests line that is no comment: the rest
 // of the line is a regular expression that a line of serve's stderr (its
 // logs and its children's) must match before the next request is sent.
 const awaitLogDirective = "# await-log "
+
+// drainDirective is a requests line that is no comment: serve is told to
+// shut down (its context ends, as on SIGTERM) before the next request is
+// sent, which waits until serve's drain has started.
+const drainDirective = "# drain"
+
+// drainStarted is serve's log line at the start of its drain.
+var drainStarted = regexp.MustCompile(`msg="drain started`)
 
 // serveOutcome is what one run of serve produced.
 type serveOutcome struct {
@@ -226,6 +238,7 @@ func parseRequests(src []byte) ([]*serveRequest, error) {
 	}
 	var reqs []*serveRequest
 	var await []*regexp.Regexp
+	drain := false
 	for i := 0; i < len(ls); {
 		line := ls[i]
 		errf := func(format string, args ...any) error {
@@ -240,6 +253,11 @@ func parseRequests(src []byte) ([]*serveRequest, error) {
 			i++
 			continue
 		}
+		if strings.TrimSpace(line) == drainDirective {
+			drain = true
+			i++
+			continue
+		}
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
 			i++
 			continue
@@ -250,8 +268,9 @@ func parseRequests(src []byte) ([]*serveRequest, error) {
 		}
 		req.line = i + 1
 		req.awaitLog, await = await, nil
+		req.drain, drain = drain, false
 		reqs = append(reqs, req)
-		for i++; i < len(ls) && ls[i] != "" && !isRequestLine(ls[i]) && !strings.HasPrefix(ls[i], awaitLogDirective); i++ {
+		for i++; i < len(ls) && ls[i] != "" && !isRequestLine(ls[i]) && !strings.HasPrefix(ls[i], awaitLogDirective) && strings.TrimSpace(ls[i]) != drainDirective; i++ {
 			if strings.HasPrefix(ls[i], "#") {
 				continue
 			}
@@ -282,6 +301,9 @@ func parseRequests(src []byte) ([]*serveRequest, error) {
 	}
 	if len(await) > 0 {
 		return nil, errors.New("requests: an await-log line must come before a request")
+	}
+	if drain {
+		return nil, errors.New("requests: a drain line must come before a request")
 	}
 	if len(reqs) == 0 && len(src) > 0 && strings.TrimSpace(text) != "" {
 		return nil, errors.New("requests: no request line")
@@ -451,6 +473,10 @@ func runServe(c serveCase) serveOutcome {
 	for _, req := range c.requests {
 		if settled = r.settle(deadline, served, false); !settled {
 			break
+		}
+		if req.drain {
+			stop() // as SIGTERM does
+			req.awaitLog = append(req.awaitLog, drainStarted)
 		}
 		if settled = r.awaitLog(stderr, req, deadline, served); !settled {
 			break
@@ -837,7 +863,7 @@ func (r *serveRun) answeredElsewhere(id frame.ID) {
 var renderHeaders = []string{
 	"Access-Control-Allow-Headers", "Access-Control-Allow-Methods", "Access-Control-Allow-Origin",
 	"Access-Control-Expose-Headers", "Access-Control-Max-Age",
-	"Allow", "Cache-Control", "Connection", "Content-Length", "Content-Type", "Vary", "Www-Authenticate",
+	"Allow", "Cache-Control", "Connection", "Content-Length", "Content-Type", "Retry-After", "Vary", "Www-Authenticate",
 }
 
 // headerSpelling spells the canonical keys whose usual spelling differs.

@@ -100,6 +100,8 @@
 //	  AccessLog              one record per request, once it has ended
 //	  ModernOnly             with --modern-only: all of it refused (405, -32022)
 //	  CheckVersionHeader     MCP-Protocol-Version names a revision
+//	  RefuseNewSessions      while serve drains: a new session (an initialize
+//	                         without one, an HTTP+SSE stream) gets 503
 //	  TraceContext           the traceparent header into _meta; a server span
 //	  Sessions               one session (Conn, chain, child) per initialize,
 //	                         or (Sessions.SSE) per HTTP+SSE stream

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/auth"
@@ -37,9 +38,10 @@ const (
 	DefaultMessagePath = "/message"
 	// DefaultSessionIdleTimeout ends sessions idle this long.
 	DefaultSessionIdleTimeout = 30 * time.Minute
-	// DefaultServeDrainTimeout bounds how long [Server.Close] lets requests
-	// in flight finish before it ends the sessions.
-	DefaultServeDrainTimeout = 5 * time.Second
+	// DefaultServeDrainTimeout bounds a drain (see [Server.Drain]): 25
+	// seconds, which with the children's TermGrace fits in Kubernetes'
+	// default grace period of 30 seconds between SIGTERM and SIGKILL.
+	DefaultServeDrainTimeout = 25 * time.Second
 	// DefaultModernIdleTTL is the idle time after which the `serve` command
 	// stops a child serving 2026-07-28 clients.
 	DefaultModernIdleTTL = 30 * time.Minute
@@ -148,13 +150,16 @@ type ServeConfig struct {
 	// request answered with an error. nil means no bound but the caps of
 	// one message.
 	Budget *frame.Budget
-	// StdinGrace and TermGrace time a child's shutdown: stdin closed, then
-	// SIGTERM after StdinGrace, then SIGKILL after TermGrace; 0 means the
-	// transport defaults (2s each).
+	// StdinGrace and TermGrace time a child's shutdown when its session
+	// ends (the client's DELETE, the idle timeout): stdin closed, then
+	// SIGTERM to its process group after StdinGrace, then SIGKILL after
+	// TermGrace; 0 means the transport defaults (2s each). When the
+	// gateway itself shuts down ([Server.Close]) a child's group gets
+	// SIGTERM at once, with its stdin closed, and SIGKILL after TermGrace.
 	StdinGrace time.Duration
 	TermGrace  time.Duration
-	// DrainTimeout bounds how long Close lets requests in flight finish; 0
-	// means DefaultServeDrainTimeout.
+	// DrainTimeout bounds a drain (see [Server.Drain]); 0 means
+	// DefaultServeDrainTimeout.
 	DrainTimeout time.Duration
 
 	// MaxModernChildren bounds the children serving 2026-07-28 clients
@@ -251,7 +256,10 @@ type Server struct {
 	sse     *transport.SSEServer // nil when NoSSE
 	handler http.Handler
 
+	draining  atomic.Bool // see Draining
 	drainOnce sync.Once
+	drainErr  error
+	closing   atomic.Bool // Close: children are stopped without the stdin grace
 }
 
 // NewServer checks cfg and assembles the pipeline. No child starts before
@@ -446,6 +454,7 @@ func (s *Server) sessionEra() mw.Handler {
 		s.accessLog(eraSession),
 		s.modernOnly(), // nil unless ModernOnly; see serveladder.go
 		mw.CheckVersionHeader(),
+		mw.RefuseNewSessions(mw.DrainOptions{Draining: s.Draining}),
 		s.traceContext(eraSession),
 	)(mw.Duplex{ToServer: s.sessions, ToClient: mw.Discard()}).ToServer
 }
@@ -468,6 +477,7 @@ func (s *Server) sseSessionEra() mw.Handler {
 	return mw.Chain(
 		s.accessLog(eraSSE),
 		mw.CheckVersionHeader(),
+		mw.RefuseNewSessions(mw.DrainOptions{Draining: s.Draining, SSE: true}),
 		s.traceContext(eraSSE),
 	)(mw.Duplex{ToServer: s.sessions.SSE(), ToClient: mw.Discard()}).ToServer
 }
@@ -518,32 +528,15 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Sessions returns the number of live sessions.
 func (s *Server) Sessions() int { return s.sessions.Len() }
 
-// Drain stops taking new sessions and requests (they get 503) and lets the
-// requests in flight finish, for at most DrainTimeout (within ctx).
-// Clients may still send notifications and responses meanwhile, so a
-// request waiting for its client can finish. Only the first call waits;
-// later ones return at once.
-func (s *Server) Drain(ctx context.Context) error {
-	s.drainOnce.Do(func() {
-		drainCtx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
-		defer cancel()
-		// A listen lasts until it is ended: end them first, gracefully.
-		if err := s.listens.Close(drainCtx); err != nil {
-			s.log.Warn("listen streams still open at shutdown are cut off", "after", s.cfg.DrainTimeout)
-		}
-		if err := s.http.Drain(drainCtx); err != nil {
-			s.log.Warn("requests still in flight at shutdown are cut off", "after", s.cfg.DrainTimeout)
-		}
-	})
-	return ctx.Err()
-}
-
-// Close shuts the pipeline down: it drains (see [Server.Drain]), then ends
-// every session and stops every child, the pooled ones included (stdin
-// closed, SIGTERM, SIGKILL; at once when ctx ends). It returns when all
-// children are gone.
+// Close shuts the pipeline down: it drains (see [Server.Drain]; at once
+// when the drain is over already), then ends every session (its streams
+// end, and a request still waiting is answered with an error) and stops
+// every child, the pooled ones included: its stdin is closed and its
+// process group sent SIGTERM, then SIGKILL after TermGrace (at once when
+// ctx ends). It returns when all children are gone.
 func (s *Server) Close(ctx context.Context) error {
 	s.Drain(ctx)
+	s.closing.Store(true)
 	return errors.Join(s.sessions.Close(ctx), s.pool.Close(ctx))
 }
 
@@ -558,7 +551,7 @@ func (s *Server) startSession(_ context.Context, id string, conn *mw.Conn) (mw.B
 		return nil, err
 	}
 	toChild.Bind(child)
-	return &childBackend{entry: d.ToServer, child: child}, nil
+	return &childBackend{entry: d.ToServer, child: child, closing: &s.closing}, nil
 }
 
 // startChild starts a child process whose lines go to sink, in a context
@@ -619,7 +612,7 @@ func (s *Server) startPooledChild(ctx context.Context, principal string) (mw.Bac
 		<-child.Done()
 		conn.Close(errors.New("the server process exited"))
 	}()
-	return &pooledBackend{childBackend: childBackend{entry: d.ToServer, child: child}, conn: conn}, nil
+	return &pooledBackend{childBackend: childBackend{entry: d.ToServer, child: child, closing: &s.closing}, conn: conn}, nil
 }
 
 // pooledStages lists the stages in front of a pooled child, nearest the
@@ -660,15 +653,21 @@ func (b *pooledBackend) Handle(ctx context.Context, m frame.Message) error {
 // childBackend is a session's backend: the session's stages in front of
 // its child.
 type childBackend struct {
-	entry mw.Handler
-	child *transport.Child
+	entry   mw.Handler
+	child   *transport.Child
+	closing *atomic.Bool // the gateway is shutting down
 }
 
 func (b *childBackend) Handle(ctx context.Context, m frame.Message) error {
 	return b.entry.Handle(ctx, m)
 }
-func (b *childBackend) Done() <-chan struct{}           { return b.child.Done() }
-func (b *childBackend) Close(ctx context.Context) error { return b.child.Close(ctx) }
+func (b *childBackend) Done() <-chan struct{} { return b.child.Done() }
+func (b *childBackend) Close(ctx context.Context) error {
+	if b.closing.Load() {
+		return b.child.Terminate(ctx) // within the bound of a shutdown
+	}
+	return b.child.Close(ctx)
+}
 
 // onPaths is the guard that serves the given paths only; other paths get
 // 404.

@@ -681,25 +681,29 @@ func TestSessionsMax(t *testing.T) {
 	g.initialize(t) // room again
 }
 
+// While draining, a new session is refused and the session open goes on:
+// its requests are served and its notifications let the waiting request
+// finish, which ends the drain; Close then ends the session and its child.
 func TestSessionsDrainAndClose(t *testing.T) {
 	is := is.New(t)
-	g := newSessionGateway(t, nil)
+	g := newSessionGateway(t, func(c *ServeConfig) { c.DrainTimeout = serveTestWait })
 	sid := g.initialize(t)
 	pid := g.childPID(t, sid)
 	waiting := g.post(t, sid, acceptBoth, `{"jsonrpc":"2.0","id":"w","method":"wait"}`)
 	defer waiting.Body.Close()
 
-	ended, cancel := context.WithCancel(context.Background())
-	cancel()
-	is.Equal(g.srv.http.Drain(ended), context.Canceled) // draining now: a request is in flight
+	started := g.logs.Watch(regexp.MustCompile(`msg="drain started`))
 	drained := make(chan error, 1)
 	go func() { drained <- g.srv.Drain(context.Background()) }()
-	is.Equal(g.status(t, "POST", sid, `{"jsonrpc":"2.0","id":9,"method":"echo"}`), http.StatusServiceUnavailable)
-	// New sessions and requests are refused while draining, but the client
-	// may still send notifications, which lets the waiting request finish.
+	started.Next(t, serveTestWait)
+	is.True(g.srv.Draining())
 	msgs, resp := g.call(t, "", acceptBoth, scriptedInit)
 	is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
+	is.Equal(resp.Header.Get("Retry-After"), "1")
 	is.Equal(len(msgs), 1)
+	is.Equal(msgs[0].ID(), frame.ID("0"))
+	msgs, _ = g.call(t, sid, acceptJSON, `{"jsonrpc":"2.0","id":9,"method":"echo"}`)
+	is.Equal(msgs[0].String(), `{"jsonrpc":"2.0","id":9,"result":{}}`) // the open session is served
 	is.Equal(g.status(t, "POST", sid, `{"jsonrpc":"2.0","method":"release"}`), http.StatusAccepted)
 	is.Equal(readAnswer(t, waiting)[0].String(), `{"jsonrpc":"2.0","id":"w","result":{}}`)
 	select {

@@ -142,6 +142,7 @@ type Child struct {
 	err      error         // the exit status; read after exited is closed
 
 	stopOnce  sync.Once
+	brisk     atomic.Bool   // the stop skips StdinGrace (see Terminate)
 	signalled atomic.Bool   // the gateway sent the child SIGTERM or SIGKILL
 	hurry     chan struct{} // closed to skip the polite steps of a stop
 	hurryOnce sync.Once
@@ -363,6 +364,18 @@ func (c *Child) Close(ctx context.Context) error {
 	return nil
 }
 
+// Terminate ends the child as Close does, without the stdin grace: its
+// stdin is closed and its process group sent SIGTERM at once (through the
+// supervisor, when there is one), then SIGKILL after TermGrace. It is how
+// a gateway that is shutting down stops its children, within a bound such
+// as a container's grace period. A stop already under way that is still
+// in its stdin grace sends SIGTERM at the end of it. Like Close, it
+// returns once the child has exited and its output is drained.
+func (c *Child) Terminate(ctx context.Context) error {
+	c.brisk.Store(true)
+	return c.Close(ctx)
+}
+
 // stop starts ending the child, once, on a goroutine of its own.
 func (c *Child) stop() {
 	c.stopOnce.Do(func() { go c.shutdown() })
@@ -376,11 +389,15 @@ func (c *Child) hurryUp() {
 // shutdown takes the steps of a stop; see Close.
 func (c *Child) shutdown() {
 	c.stdin.Close()
-	if c.await(c.cfg.StdinGrace) {
+	if !c.brisk.Load() && c.await(c.cfg.StdinGrace) {
 		return
 	}
 	if !c.hurried() {
-		c.log.Debug("server process still running after stdin closed; sending SIGTERM", "pid", c.PID())
+		if c.brisk.Load() {
+			c.log.Debug("stopping the server process: stdin closed; sending SIGTERM", "pid", c.PID())
+		} else {
+			c.log.Debug("server process still running after stdin closed; sending SIGTERM", "pid", c.PID())
+		}
 		c.terminate()
 		if c.await(c.cfg.TermGrace) {
 			return

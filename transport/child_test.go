@@ -179,6 +179,32 @@ func TestChildCloseWithEndedContextKillsAtOnce(t *testing.T) {
 	}
 }
 
+// Terminate skips the stdin grace: a child that reads no stdin (an hour's
+// grace) ends by the SIGTERM its process group gets at once.
+func TestChildTerminateSkipsTheStdinGrace(t *testing.T) {
+	for _, mode := range childModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			is := is.New(t)
+			q := make(messageQueue, 8)
+			cfg := mode.config(t, "parent", "deaf")
+			cfg.StdinGrace = time.Hour
+			cfg.TermGrace = time.Hour
+			c := startTestChild(t, cfg, q)
+			first := q.next(t)
+			is.Equal(first.Method(), "grandchild")
+			grandchild := int(first.Get("params.pid").Int())
+
+			is.NoErr(c.Terminate(context.Background())) // returns: an hour's grace was not waited for
+			if mode.name == "direct" {
+				var ee *exec.ExitError
+				is.True(errors.As(c.Err(), &ee))
+				is.Equal(ee.Sys().(syscall.WaitStatus).Signal(), syscall.SIGTERM)
+			}
+			is.True(transporttest.ProcessGone(t, grandchild, testWait)) // its group got it too
+		})
+	}
+}
+
 func TestChildGroupIsKilledWithIt(t *testing.T) {
 	for _, mode := range childModes() {
 		t.Run(mode.name, func(t *testing.T) {

@@ -105,9 +105,8 @@ type HTTPServer struct {
 	refusals rateLog // of bodies refused for the budget
 
 	mu       sync.Mutex
-	draining bool // no new requests
-	inflight int  // POSTs carrying requests, being answered
-	drained  chan struct{}
+	inflight int             // POSTs carrying requests, being answered
+	idle     []chan struct{} // closed when inflight next reaches 0
 }
 
 // NewHTTPServer returns a server for cfg.
@@ -128,7 +127,6 @@ func NewHTTPServer(cfg HTTPServerConfig) *HTTPServer {
 		cfg:      cfg,
 		log:      orDiscard(cfg.Logger),
 		refusals: rateLog{every: refusalLogEvery},
-		drained:  make(chan struct{}),
 	}
 }
 
@@ -151,25 +149,34 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Drain stops taking new requests (a POST carrying requests gets 503; a
-// POST of notifications and responses, a GET or a DELETE still passes, so
-// that a request waiting for its client can finish) and waits until the
-// requests in flight have been answered, or ctx ends.
-func (s *HTTPServer) Drain(ctx context.Context) error {
+// WaitIdle returns once no request is in flight — no POST carrying
+// requests (of this server or of its HTTP+SSE face) is being answered —
+// or with ctx's error when ctx ends first. It refuses nothing: whether a
+// request may still come in is for the stages behind the ServeFunc (a
+// gateway that drains refuses new sessions there, and serves the rest).
+func (s *HTTPServer) WaitIdle(ctx context.Context) error {
 	s.mu.Lock()
-	if !s.draining {
-		s.draining = true
-		if s.inflight == 0 {
-			close(s.drained)
-		}
+	if s.inflight == 0 {
+		s.mu.Unlock()
+		return nil
 	}
+	idle := make(chan struct{})
+	s.idle = append(s.idle, idle)
 	s.mu.Unlock()
 	select {
-	case <-s.drained:
+	case <-idle:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// InFlight returns the number of requests in flight: POSTs carrying
+// requests being answered.
+func (s *HTTPServer) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight
 }
 
 // servePOST handles a POST: one message or a batch.
@@ -192,10 +199,7 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 	defer func() { s.cfg.Budget.Release(held) }()
 	firstID, hasRequest := m.FirstRequestID()
 	if hasRequest {
-		if !s.beginRequest() {
-			writeRPCError(w, http.StatusServiceUnavailable, firstID, frame.CodeGateway, "the gateway is shutting down")
-			return
-		}
+		s.beginRequest()
 		defer s.endRequest()
 	}
 	x := newExchange(s, http.MethodPost, wantSSE)
@@ -288,30 +292,23 @@ func (s *HTTPServer) refuse(w http.ResponseWriter, id frame.ID, err error) {
 	writeRPCError(w, http.StatusBadGateway, id, frame.CodeGateway, "the server could not take the message: "+err.Error())
 }
 
-// beginRequest counts a POST carrying requests; it fails while draining.
-func (s *HTTPServer) beginRequest() bool {
+// beginRequest counts a POST carrying requests, until endRequest.
+func (s *HTTPServer) beginRequest() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.draining {
-		return false
-	}
 	s.inflight++
-	return true
+	s.mu.Unlock()
 }
 
-// isDraining reports whether Drain was called.
-func (s *HTTPServer) isDraining() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.draining
-}
-
-// endRequest ends what beginRequest began.
+// endRequest ends what beginRequest began; the last one out wakes the
+// WaitIdle callers.
 func (s *HTTPServer) endRequest() {
 	s.mu.Lock()
 	s.inflight--
-	if s.inflight == 0 && s.draining {
-		close(s.drained)
+	if s.inflight == 0 {
+		for _, c := range s.idle {
+			close(c)
+		}
+		s.idle = nil
 	}
 	s.mu.Unlock()
 }

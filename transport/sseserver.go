@@ -34,7 +34,7 @@ type SSEServerConfig struct {
 // 2024-11-05), for clients that speak nothing newer: an http.Handler for
 // two paths that moves bytes and nothing more. It shares the limits of the
 // [HTTPServer] it is built on (body cap, read timeout, memory budget,
-// keep-alive comments) and its Drain.
+// keep-alive comments) and its count of requests in flight (WaitIdle).
 //
 //   - GET StreamPath opens a stream: its first event, "endpoint", names
 //     where to POST messages, Endpoint?session=ID under a fresh id.
@@ -45,8 +45,7 @@ type SSEServerConfig struct {
 //     the endpoint event goes out with the header, then every message
 //     sent on the stream, as an "event: message" without an id, until
 //     the exchange ends or the client goes away; a silent stream gets a
-//     comment every KeepAlive. 406 unless Accept allows an event stream;
-//     503 while draining.
+//     comment every KeepAlive. 406 unless Accept allows an event stream.
 //   - POST MessagePath?session=ID carries one JSON-RPC message or a batch
 //     for the stream ID names (404 when no stream of this server open
 //     now has that id; 400 without one). It is checked as HTTPServer
@@ -55,8 +54,8 @@ type SSEServerConfig struct {
 //     own whose answer the stream carries: what is sent on it goes on the
 //     stream, and it is over once ended, or when the stream is. The POST
 //     itself gets 202 Accepted and an empty body as soon as the ServeFunc
-//     took it. A POST carrying requests gets 503 while draining, and
-//     counts for Drain until its exchange is over.
+//     took it. A POST carrying requests counts as in flight (see
+//     HTTPServer.WaitIdle) until its exchange is over.
 //   - Any other method on either path gets 405, any other path 404.
 //
 // A stream ends when its client goes away or its exchange ends; from
@@ -117,10 +116,6 @@ func (s *SSEServer) serveStream(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusNotAcceptable, "", frame.CodeInvalidRequest, "Accept must include text/event-stream")
 		return
 	}
-	if s.srv.isDraining() {
-		writeRPCError(w, http.StatusServiceUnavailable, "", frame.CodeGateway, "the gateway is shutting down")
-		return
-	}
 	id := s.cfg.NewSessionID()
 	x := newExchange(s.srv, http.MethodGet, true)
 	x.plain = true
@@ -178,10 +173,7 @@ func (s *SSEServer) serveMessage(w http.ResponseWriter, r *http.Request) {
 	x := newExchange(s.srv, http.MethodPost, true)
 	x.via = stream
 	if hasRequest {
-		if !s.srv.beginRequest() {
-			writeRPCError(w, http.StatusServiceUnavailable, firstID, frame.CodeGateway, "the gateway is shutting down")
-			return
-		}
+		s.srv.beginRequest()
 		x.OnDone(func([]frame.Message) { s.srv.endRequest() })
 	}
 	if !stream.carry(x) {

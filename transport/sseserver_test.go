@@ -325,12 +325,12 @@ func TestSSEServerStreamEndedByTheHandler(t *testing.T) {
 	is.Equal(post.StatusCode, http.StatusNotFound)
 }
 
-// While draining, no stream opens and no request is taken (503), a
-// notification still is, and Drain waits for the requests a stream
-// carries to be answered.
-func TestSSEServerDrain(t *testing.T) {
+// A request a stream carries counts as in flight until it is answered;
+// WaitIdle waits for it, and meanwhile streams still open and requests
+// are still taken.
+func TestSSEServerWaitIdle(t *testing.T) {
 	is := is.New(t)
-	carried := make(chan *Exchange, 1)
+	carried := make(chan *Exchange, 2)
 	h := newSSEHarness(t, HTTPServerConfig{}, func(ctx context.Context, m frame.Message, x *Exchange) error {
 		if x.Method() == http.MethodPost && m.IsRequest() {
 			carried <- x
@@ -342,26 +342,25 @@ func TestSSEServerDrain(t *testing.T) {
 	post := h.do(t, t.Context(), http.MethodPost, "/message?session=s1", `{"jsonrpc":"2.0","id":1,"method":"slow"}`)
 	body(t, post)
 	x := <-carried
+	is.Equal(h.srv.InFlight(), 1)
 
 	ended, cancel := context.WithCancel(t.Context())
 	cancel()
-	is.Equal(h.srv.Drain(ended), context.Canceled) // a request is in flight
-	drained := make(chan error, 1)
-	go func() { drained <- h.srv.Drain(context.Background()) }()
+	is.Equal(h.srv.WaitIdle(ended), context.Canceled) // a request is in flight
+	idle := make(chan error, 1)
+	go func() { idle <- h.srv.WaitIdle(context.Background()) }()
 
-	resp := h.do(t, t.Context(), http.MethodGet, "/sse", "", "Accept", "text/event-stream")
-	body(t, resp)
-	is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
-	resp = h.do(t, t.Context(), http.MethodPost, "/message?session=s1", `{"jsonrpc":"2.0","id":2,"method":"more"}`)
-	is.Equal(body(t, resp), `{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"the gateway is shutting down"}}`)
-	is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
-	resp = h.do(t, t.Context(), http.MethodPost, "/message?session=s1", `{"jsonrpc":"2.0","method":"n"}`)
+	resp := h.do(t, t.Context(), http.MethodPost, "/message?session=s1", `{"jsonrpc":"2.0","id":2,"method":"more"}`)
 	body(t, resp)
 	is.Equal(resp.StatusCode, http.StatusAccepted)
+	y := <-carried
+	is.Equal(h.srv.InFlight(), 2)
 
 	is.NoErr(x.SendLast(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","id":1,"result":{}}`), ""))
 	is.Equal(string(nextEvent(t, events).Data), `{"jsonrpc":"2.0","id":1,"result":{}}`)
-	within(t, drained, "drain")
+	is.NoErr(y.SendLast(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","id":2,"result":{}}`), ""))
+	is.Equal(string(nextEvent(t, events).Data), `{"jsonrpc":"2.0","id":2,"result":{}}`)
+	within(t, idle, "WaitIdle")
 }
 
 // A 16 MiB message each way: in a POST's body, and on the stream.

@@ -24,7 +24,8 @@ import (
 //   - "stubborn": ignores SIGTERM and stdin's end, and runs until killed;
 //   - "parent": starts a "sleeper" grandchild in its process group, writes
 //     {"jsonrpc":"2.0","method":"grandchild","params":{"pid":N}} and then
-//     serves like "server" ("parent stubborn": like "stubborn");
+//     serves like "server" ("parent stubborn": like "stubborn"; "parent
+//     deaf": reads no stdin and runs until a signal ends it);
 //   - "sleeper": sleeps until killed;
 //   - "stderr": writes lines to stderr (one of them long) and exits
 //     ("stderr fail": two lines, then exits with status 2);
@@ -107,7 +108,7 @@ func parentChild(args []string) int {
 		signal.Ignore(syscall.SIGTERM)
 	}
 	frame.NewWriter(os.Stdout).Write(frame.MustParse(fmt.Sprintf(`{"jsonrpc":"2.0","method":"grandchild","params":{"pid":%d}}`, cmd.Process.Pid)))
-	if len(args) > 0 && args[0] == "stubborn" {
+	if len(args) > 0 && (args[0] == "stubborn" || args[0] == "deaf") { // deaf: reads no stdin
 		for {
 			time.Sleep(time.Hour)
 		}

@@ -84,7 +84,7 @@ func TestServeHelp(t *testing.T) {
 		"--log-level LEVEL", "-h, --help"} {
 		is.True(strings.Contains(out, "\n  "+f))
 	}
-	for _, d := range []string{"(default 127.0.0.1:8080)", "(default /mcp)", "(default /sse)", "(default /message)", "(default 30m)", "(default 5s)",
+	for _, d := range []string{"(default 127.0.0.1:8080)", "(default /mcp)", "(default /sse)", "(default /message)", "(default 30m)", "(default 25s)",
 		"(default 64MiB)", "(default info)", "(default 100)", "(default $MCP_STDIO_SERVE_TOKEN)"} {
 		is.True(strings.Contains(out, d))
 	}

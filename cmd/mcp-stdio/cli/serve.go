@@ -76,7 +76,7 @@ func cacheTTL(ms int64) time.Duration {
 // Defaults of the serve command.
 const (
 	defaultServeListen = "127.0.0.1:8080"
-	serveShutdownSlack = 2 * time.Second // beyond the drain and child graces
+	serveShutdownSlack = 2 * time.Second // beyond the children's TermGrace
 	serveHeaderTimeout = 30 * time.Second
 	serveIdleConnTime  = 2 * time.Minute // keep-alive connections without a request
 	// serveMaxHeaderBytes bounds a request's header (431 beyond), and so
@@ -176,9 +176,9 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.IntVar(&f.maxConns, "max-connections", transport.DefaultMaxConnections, "keep at most `N` HTTP connections open; more get an immediate 503 and are closed")
 	fs.Var(&f.readTimeout, "read-timeout", "give up a request body that stops arriving for this `DURATION` (408, connection closed; 0 = never)")
 	fs.Var(&f.connIdle, "conn-idle-timeout", "close a keep-alive connection that carries no request for this `DURATION`")
-	fs.Var(&f.stdinGrace, "stdin-grace", "after closing a process's stdin, wait this `DURATION` before SIGTERM")
+	fs.Var(&f.stdinGrace, "stdin-grace", "when a session ends, wait this `DURATION` after closing its process's stdin before SIGTERM (at shutdown, SIGTERM comes at once)")
 	fs.Var(&f.termGrace, "term-grace", "after SIGTERM, wait this `DURATION` before SIGKILL")
-	fs.Var(&f.drainTimeout, "drain-timeout", "on shutdown, let requests in flight finish for this `DURATION`")
+	fs.Var(&f.drainTimeout, "drain-timeout", "on SIGTERM or SIGINT, drain for at most this `DURATION` before the children get SIGTERM: new sessions get 503, requests in flight finish; the default and --term-grace fit in Kubernetes' 30s grace period")
 	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
 	fs.Var(&f.logFormat, "log-format", "write logs on stderr as `FORMAT`: text (key=value lines) or json (one object per line, a record per request at info, the servers' stderr lines as records of their own)")
 	f.oauth.define(fs)
@@ -307,31 +307,53 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	var runErr error
 	select {
 	case <-ctx.Done():
-		logger.Info("shutting down")
 	case err := <-served:
 		runErr = fmt.Errorf("serve: %w", err)
 	}
-	bound := f.drainTimeout.std() + f.stdinGrace.std() + f.termGrace.std() + serveShutdownSlack
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
-	defer cancel()
-	// Drain with the listener still open, so that clients can still answer
-	// what a request in flight asks them; then stop accepting, and end the
-	// sessions, which ends their streams and lets the handlers return.
-	srv.Drain(sctx)
-	shutdown := make(chan error, 1)
-	go func() { shutdown <- httpSrv.Shutdown(sctx) }()
-	if err := srv.Close(sctx); err != nil {
-		logger.Warn("sessions still open at the shutdown deadline were killed", "err", err)
+	drainCtx, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopDrain()
+	if opt.OwnProcess {
+		// The first SIGTERM or SIGINT started the drain; another one ends it.
+		stopWatch := onSignal(func() {
+			logger.Info("a second signal: ending the drain now")
+			stopDrain()
+		})
+		defer stopWatch()
 	}
-	if err := <-shutdown; err != nil {
-		httpSrv.Close()
-	}
+	serveShutdown(srv, httpSrv, drainCtx, f.termGrace.std(), logger)
 	if runErr == nil {
 		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			runErr = fmt.Errorf("serve: %w", err)
 		}
 	}
 	return runErr
+}
+
+// serveShutdown shuts serve down: it drains with the listener still open
+// (new sessions are refused, everything else is served, until nothing is
+// in flight or the drain timeout; see pipeline.Server.Drain), which
+// drainCtx ending cuts short; then the listener closes; then every
+// session ends (its streams end, a request still waiting gets an error)
+// and each child's process group gets SIGTERM, then SIGKILL after
+// termGrace. It returns once every child is gone and the HTTP server has
+// stopped.
+func serveShutdown(srv *pipeline.Server, httpSrv *http.Server, drainCtx context.Context, termGrace time.Duration, logger *slog.Logger) {
+	srv.Drain(drainCtx)
+	// Once the drain is over: a bound for the children's stop, past which
+	// they are killed at once, and one for the handlers to return.
+	sctx, cancel := context.WithTimeout(context.Background(), max(termGrace, transport.DefaultTermGrace)+serveShutdownSlack)
+	defer cancel()
+	listenerClosed := make(chan struct{})
+	httpSrv.RegisterOnShutdown(func() { close(listenerClosed) }) // run once the listeners are closed
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- httpSrv.Shutdown(sctx) }()
+	<-listenerClosed
+	if err := srv.Close(sctx); err != nil {
+		logger.Warn("server processes still running at the shutdown deadline were killed", "err", err)
+	}
+	if err := <-shutdown; err != nil {
+		httpSrv.Close()
+	}
 }
 
 // config checks the flags and the child command and turns them into the

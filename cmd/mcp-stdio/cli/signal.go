@@ -1,0 +1,33 @@
+package cli
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// onSignal has f run, once, at the next SIGTERM or SIGINT the process
+// gets, until the returned stop is called. main turns the first such
+// signal into the end of the command's context; a command that takes its
+// time to stop after it (serve's drain) watches for the next one with
+// this. It is for a process of its own (Options.OwnProcess) only: it
+// changes how the whole process handles signals.
+func onSignal(f func()) (stop func()) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		select {
+		case <-c:
+			f()
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(c)
+		close(done)
+		<-ended
+	}
+}

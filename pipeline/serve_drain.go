@@ -1,0 +1,68 @@
+// The drain of the serve pipeline: what a gateway told to stop (SIGTERM)
+// does before its children are stopped.
+
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Draining reports whether the gateway is draining or has drained: it
+// turns true when [Server.Drain] (or [Server.Close]) is first called, and
+// stays true. A readiness probe reports it, so that a load balancer stops
+// sending new clients here.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+// Drain drains the gateway, as on SIGTERM, and returns when the drain is
+// over:
+//
+//   - [Server.Draining] turns true, and a new session is refused with 503,
+//     Retry-After and a JSON-RPC error naming the drain (see
+//     mw.RefuseNewSessions): a session-era initialize without
+//     Mcp-Session-Id, a new HTTP+SSE stream.
+//   - Everything else is still served: the requests, notifications and
+//     responses of the sessions already open (a request waiting for its
+//     client can finish), and 2026-07-28 requests, since a load balancer
+//     goes on sending for a while after the readiness probe fails.
+//   - The 2026-07-28 listen streams get their graceful end at once (their
+//     final result), so that their clients listen elsewhere.
+//   - The drain is over when no request is in flight (no POST carrying
+//     requests is being answered; it may be at once), and returns nil; or
+//     at DrainTimeout, returning an error matching
+//     context.DeadlineExceeded; or when ctx ends, returning ctx's error.
+//
+// It logs one line at the start and one at the end, with counts. Sessions
+// and their streams are left open: [Server.Close] ends them (a request
+// still waiting gets an error) and stops the children. Only the first call
+// drains; later ones wait for it to end and return what it returned.
+func (s *Server) Drain(ctx context.Context) error {
+	s.drainOnce.Do(func() { s.drainErr = s.drain(ctx) })
+	return s.drainErr
+}
+
+// drain is Drain's work, done once.
+func (s *Server) drain(ctx context.Context) error {
+	start := time.Now()
+	s.draining.Store(true)
+	s.log.Info("drain started: new sessions are refused, open sessions and 2026-07-28 requests are still served",
+		"sessions", s.sessions.Len(), "pooled_children", s.pool.Len(), "in_flight", s.http.InFlight(), "timeout", s.cfg.DrainTimeout)
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
+	defer cancel()
+	err := s.listens.Close(dctx) // a listen lasts until it is ended: end them first, gracefully
+	if err == nil {
+		err = s.http.WaitIdle(dctx)
+	}
+	outcome := "idle"
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		outcome, err = "interrupted", ctx.Err()
+	default:
+		outcome, err = "timeout", errors.Join(context.DeadlineExceeded, errors.New("requests still in flight at the drain timeout"))
+	}
+	s.log.Info("drain ended", "outcome", outcome, "in_flight", s.http.InFlight(), "sessions", s.sessions.Len(),
+		"pooled_children", s.pool.Len(), "took", time.Since(start).Round(time.Millisecond))
+	return err
+}
