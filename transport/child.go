@@ -88,8 +88,40 @@ type ChildConfig struct {
 	// to the Sink under (a connection's state, say); its cancellation is
 	// not looked at. nil means context.Background().
 	Context context.Context
+	// OnExit, when set, is called once for a child that started, when its
+	// process has exited and its output is drained, with how it ended and
+	// its exit status (nil for status 0, else an *exec.ExitError, as
+	// [Child.Err]). It runs on the child's own goroutine, possibly before
+	// StartChild returns, and must not block.
+	OnExit func(how ChildExit, status error)
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+}
+
+// ChildExit says how a child process ended (see ChildConfig.OnExit).
+type ChildExit uint8
+
+// The ways a child ends.
+const (
+	// ChildStopped: the gateway ended it ([Child.Close], or its stdout
+	// ended while it kept running), whatever its exit status.
+	ChildStopped ChildExit = iota
+	// ChildExited: it exited on its own with status 0.
+	ChildExited
+	// ChildFailed: it exited on its own with an error status, or a
+	// signal the gateway did not send ended it.
+	ChildFailed
+)
+
+// String returns "stopped", "exited" or "failed".
+func (e ChildExit) String() string {
+	switch e {
+	case ChildExited:
+		return "exited"
+	case ChildFailed:
+		return "failed"
+	}
+	return "stopped"
 }
 
 // Child is a stdio MCP server running as a child process: messages given to
@@ -142,6 +174,7 @@ type Child struct {
 	err      error         // the exit status; read after exited is closed
 
 	stopOnce  sync.Once
+	stopping  atomic.Bool   // the gateway began to end the child
 	signalled atomic.Bool   // the gateway sent the child SIGTERM or SIGKILL
 	hurry     chan struct{} // closed to skip the polite steps of a stop
 	hurryOnce sync.Once
@@ -365,7 +398,10 @@ func (c *Child) Close(ctx context.Context) error {
 
 // stop starts ending the child, once, on a goroutine of its own.
 func (c *Child) stop() {
-	c.stopOnce.Do(func() { go c.shutdown() })
+	c.stopOnce.Do(func() {
+		c.stopping.Store(true)
+		go c.shutdown()
+	})
 }
 
 // hurryUp makes a stop skip what is left of its polite steps.
@@ -473,6 +509,7 @@ func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct
 	c.err = c.cmd.Wait()
 	c.reaped = true
 	c.reapMu.Unlock()
+	how := c.exit() // judged now: a stop begun after the exit does not count
 	close(c.exited)
 	c.stdin.Close()
 	if c.ctl != nil {
@@ -499,7 +536,21 @@ func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct
 	}
 	c.cancel()
 	c.closeDone()
+	if c.cfg.OnExit != nil {
+		c.cfg.OnExit(how, c.err)
+	}
 	close(c.gone)
+}
+
+// exit says how the child ended; it is read once the process has exited.
+func (c *Child) exit() ChildExit {
+	switch {
+	case c.err != nil && !c.signalled.Load():
+		return ChildFailed
+	case c.stopping.Load() || c.signalled.Load():
+		return ChildStopped
+	}
+	return ChildExited
 }
 
 // closeDone closes done, once.

@@ -55,7 +55,7 @@ func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
 		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
 			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id",
-			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
+			"health-path", "admin-addr", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level"},
@@ -101,6 +101,7 @@ type serveFlags struct {
 	clientIDURLs  stringList
 	publicURL     string
 	healthPath    string
+	adminAddr     string
 	dropCaps      stringList
 	idleTimeout   duration
 	maxSessions   int
@@ -156,6 +157,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Var(&f.clientIDURLs, "allow-client-id-url", "let the OAuth client whose client_id is `URL` (exact, https) sign in with the Client ID Metadata Document it serves there (repeatable)")
 	fs.StringVar(&f.healthPath, "health-path", "", "answer GET `PATH` with 200 \"ok\", before any check, for load balancers and probes (off by default)")
 	fs.StringVar(&f.healthPath, "healthEndpoint", "", "supergateway's name for --health-path")
+	fs.StringVar(&f.adminAddr, "admin-addr", "", "serve /healthz, /readyz and /metrics (Prometheus) on a listener of their own at `HOST:PORT`, without authentication or Origin/Host checks (off by default)")
 	fs.StringVar(&f.publicURL, "public-url", "", "the server's external `URL` (behind a proxy or tunnel); its origin and host are allowed, and its path prefixes the HTTP+SSE endpoint event's")
 	fs.Var(&f.dropCaps, "drop-client-capability", "remove `CAPABILITY` (roots, sampling or elicitation) from the client's initialize before the server sees it (repeatable)")
 	fs.Var(&f.idleTimeout, "session-idle-timeout", "end a session (and its process) idle for `DURATION` (0 = never)")
@@ -247,11 +249,21 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
 		return &ExitError{Code: ExitUsage}
 	}
+	cfg.Metrics = f.adminAddr != ""
 	srv, err := pipeline.NewServer(cfg)
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
 		return &ExitError{Code: ExitUsage}
+	}
+	var adminLn net.Listener
+	if f.adminAddr != "" {
+		if adminLn, err = net.Listen("tcp", f.adminAddr); err != nil {
+			ln.Close()
+			srv.Close(context.WithoutCancel(ctx))
+			fmt.Fprintf(stderr, "mcp-stdio serve: cannot listen on --admin-addr: %v; choose another HOST:PORT\n", err)
+			return &ExitError{Code: ExitFailure}
+		}
 	}
 	ln = transport.LimitConnections(ln, f.maxConns, logger)
 	logger.Debug("limits", "max_connections", f.maxConns, "max_buffered", int64(f.maxBuffered), "read_timeout", f.readTimeout.std(), "conn_idle_timeout", f.connIdle.std())
@@ -268,9 +280,27 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	}
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
+	var adminSrv *http.Server
+	adminServed := make(chan error, 1)
+	if adminLn != nil {
+		adminSrv = &http.Server{
+			Handler:           srv.AdminHandler(),
+			ReadHeaderTimeout: serveHeaderTimeout,
+			IdleTimeout:       f.connIdle.std(),
+			MaxHeaderBytes:    serveMaxHeaderBytes,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+		}
+		go func() { adminServed <- adminSrv.Serve(adminLn) }()
+		if reachability(adminLn.Addr()) != reachLoopback {
+			logger.Info("the admin endpoints (/healthz, /readyz, /metrics) have no authentication: keep --admin-addr reachable only by probes and scrapers")
+		}
+	}
 	fmt.Fprintf(stderr, "mcp-stdio: serving %s on %s (%s) at %s\n", desc, ln.Addr(), reach, endpointURL(ln.Addr(), f.listen, cfg.Path))
 	if !cfg.NoSSE {
 		fmt.Fprintf(stderr, "mcp-stdio: HTTP+SSE clients (2024-11-05) connect to %s\n", endpointURL(ln.Addr(), f.listen, cfg.SSEPath))
+	}
+	if adminLn != nil {
+		fmt.Fprintf(stderr, "mcp-stdio: admin endpoints on %s (%s): /healthz, /readyz, /metrics\n", endpointURL(adminLn.Addr(), f.adminAddr, ""), reachability(adminLn.Addr()))
 	}
 	if issuer != "" {
 		store := "memory only: a restart signs everyone out"
@@ -286,6 +316,8 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		logger.Info("shutting down")
 	case err := <-served:
 		runErr = fmt.Errorf("serve: %w", err)
+	case err := <-adminServed:
+		runErr = fmt.Errorf("serve: admin listener: %w", err)
 	}
 	bound := f.drainTimeout.std() + f.stdinGrace.std() + f.termGrace.std() + serveShutdownSlack
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
@@ -301,6 +333,12 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	}
 	if err := <-shutdown; err != nil {
 		httpSrv.Close()
+	}
+	// The admin listener last: /readyz says 503 for the whole drain.
+	if adminSrv != nil {
+		if err := adminSrv.Shutdown(sctx); err != nil {
+			adminSrv.Close()
+		}
 	}
 	if runErr == nil {
 		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
