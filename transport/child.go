@@ -91,8 +91,10 @@ type ChildConfig struct {
 	// OnExit, when set, is called once for a child that started, when its
 	// process has exited and its output is drained, with how it ended and
 	// its exit status (nil for status 0, else an *exec.ExitError, as
-	// [Child.Err]). It runs on the child's own goroutine, possibly before
-	// StartChild returns, and must not block.
+	// [Child.Err]), before Done is closed (unless the child closed its
+	// stdout while running: then Done came first). It runs on the child's
+	// own goroutine, possibly before StartChild returns, and must not
+	// block.
 	OnExit func(how ChildExit, status error)
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
@@ -535,10 +537,10 @@ func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct
 		c.log.Debug("server process exited", "pid", c.PID())
 	}
 	c.cancel()
-	c.closeDone()
 	if c.cfg.OnExit != nil {
-		c.cfg.OnExit(how, c.err)
+		c.cfg.OnExit(how, c.err) // before Done: whoever waits for it sees the exit told
 	}
+	c.closeDone()
 	close(c.gone)
 }
 

@@ -150,6 +150,12 @@ func TestServeAdminEndpoints(t *testing.T) {
 	is.Equal(resp.StatusCode, http.StatusNotFound)
 	notFound := metricValue(scrape(t, admin), "mcp_stdio_session_not_found_total")
 	is.Equal(notFound, metricValue(after, "mcp_stdio_session_not_found_total")+1)
+	// So is an HTTP+SSE message for a stream this serve does not have.
+	resp, err = http.Post(strings.TrimSuffix(g.url, "/mcp")+"/message?session=pod-9.NOPE", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	is.NoErr(err)
+	resp.Body.Close()
+	is.Equal(resp.StatusCode, http.StatusNotFound)
+	is.Equal(metricValue(scrape(t, admin), "mcp_stdio_session_not_found_total"), notFound+1)
 }
 
 // TestServeAdminNotReadyWhenTheServerCannotStart runs `serve
