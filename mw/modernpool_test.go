@@ -163,7 +163,7 @@ func TestPoolIsBounded(t *testing.T) {
 	is.True(!h.pool.Full())
 	alice := newPOST(false)
 	is.NoErr(h.request("alice", alice))
-	is.True(h.pool.Full()) // one server, busy
+	is.True(h.pool.Full())                  // one server, busy
 	err := h.request("bob", newPOST(false)) // alice's server is busy
 	var st *frame.StatusError
 	is.True(errors.As(err, &st))

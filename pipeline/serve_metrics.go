@@ -47,10 +47,10 @@ func durationBuckets() []float64 {
 
 // Children's states (the state label of mcp_stdio_children).
 const (
-	childStarting int32 = iota // started, nothing written yet
-	childRunning               // it has written a message
-	childStopping              // the gateway is ending it
-	childGone                  // exited (not counted)
+	childStarting  int32 = iota // started, nothing written yet
+	childRunning                // it has written a message
+	childStopping               // the gateway is ending it
+	childGone                   // exited (not counted)
 	numChildStates = childGone
 )
 

@@ -169,7 +169,7 @@ func TestServeAdminNotReadyWhenTheServerCannotStart(t *testing.T) {
 	status, body := adminGet(t, admin, "/readyz")
 	is.Equal(status, http.StatusServiceUnavailable)
 	is.True(strings.HasPrefix(body, "the last start of the server command failed: ")) // the reason
-	is.Equal(strings.Count(body, "\n"), 1)                                      // one line
+	is.Equal(strings.Count(body, "\n"), 1)                                            // one line
 	status, _ = adminGet(t, admin, "/healthz")
 	is.Equal(status, http.StatusOK)
 	is.True(metricValue(scrape(t, admin), "mcp_stdio_child_exits_total", "reason", "failed") >= 1)
