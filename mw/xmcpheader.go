@@ -343,5 +343,20 @@ func isToken(s string) bool {
 
 // pointerEscape escapes a key for a JSON Pointer (RFC 6901).
 func pointerEscape(k string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
+	if !strings.ContainsAny(k, "~/") {
+		return k // most keys: no allocation
+	}
+	var b strings.Builder
+	b.Grow(len(k) + 4)
+	for i := 0; i < len(k); i++ {
+		switch k[i] {
+		case '~':
+			b.WriteString("~0")
+		case '/':
+			b.WriteString("~1")
+		default:
+			b.WriteByte(k[i])
+		}
+	}
+	return b.String()
 }

@@ -262,3 +262,21 @@ func ExampleToolParamHeaders() {
 	// [{Region [region] string}] <nil>
 	// x-mcp-header at #/properties/ids/items: the property is not reachable through properties keys alone
 }
+
+// Keys are escaped for a JSON Pointer as RFC 6901 says: "~" first, then
+// "/", so that "~1" in a key stays two characters.
+func TestPointerEscape(t *testing.T) {
+	is := is.New(t)
+	for in, want := range map[string]string{
+		"":         "",
+		"region":   "region",
+		"a/b":      "a~1b",
+		"m~n":      "m~0n",
+		"~1":       "~01",
+		"/~/":      "~1~0~1",
+		"ünï/cøde": "ünï~1cøde",
+	} {
+		is.Equal(pointerEscape(in), want) // escaped
+	}
+	is.Equal(testing.AllocsPerRun(100, func() { _ = pointerEscape("region") }), 0.0) // a plain key costs nothing
+}

@@ -3,8 +3,6 @@ package transport
 import (
 	"errors"
 	"strings"
-
-	"golang.org/x/net/http/httpguts"
 )
 
 // Errors returned by [ParseHeader].
@@ -35,7 +33,7 @@ func ParseHeader(s string) (name, value string, err error) {
 	}
 	name = strings.Trim(name, " \t")
 	value = strings.Trim(value, " \t")
-	if !httpguts.ValidHeaderFieldName(name) {
+	if !isToken(name) {
 		return "", "", ErrHeaderName
 	}
 	for i := 0; i < len(value); i++ {
@@ -44,4 +42,20 @@ func ParseHeader(s string) (name, value string, err error) {
 		}
 	}
 	return name, value, nil
+}
+
+// isToken reports whether s is an RFC 9110 token, what a header field's
+// name must be: one or more of the visible ASCII characters but the
+// delimiters "(),/:;<=>?@[\\]{}.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -11,13 +11,11 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
-	"golang.org/x/net/http/httpproxy"
 )
 
 // HTTPOptions configures the [http.Client] the HTTP transports share.
@@ -120,34 +118,6 @@ func newDialer(o HTTPOptions) *net.Dialer {
 		d.KeepAlive = -1
 	}
 	return d
-}
-
-// proxyFunc returns the proxy selection for the environment getenv reads,
-// or nil (no proxy) when getenv is nil. Unlike http.ProxyFromEnvironment it
-// reads the injected environment, not the process's cached one. Requests to
-// localhost and loopback addresses never use a proxy.
-func proxyFunc(getenv func(string) string) func(*http.Request) (*url.URL, error) {
-	if getenv == nil {
-		return nil
-	}
-	first := func(names ...string) string {
-		for _, n := range names {
-			if v := getenv(n); v != "" {
-				return v
-			}
-		}
-		return ""
-	}
-	cfg := httpproxy.Config{
-		HTTPProxy:  first("HTTP_PROXY", "http_proxy"),
-		HTTPSProxy: first("HTTPS_PROXY", "https_proxy"),
-		NoProxy:    first("NO_PROXY", "no_proxy"),
-	}
-	if cfg.HTTPProxy == "" && cfg.HTTPSProxy == "" {
-		return nil
-	}
-	pick := cfg.ProxyFunc()
-	return func(req *http.Request) (*url.URL, error) { return pick(req.URL) }
 }
 
 // outgoing is one HTTP request a client transport sends, with the

@@ -2,11 +2,11 @@ package server
 
 import (
 	"crypto/subtle"
-	"html/template"
+	"html"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 )
 
 // The consent page: plain HTML, no script, no frame may hold it. It names
@@ -20,40 +20,86 @@ import (
 // followed by the start of its id (several pages may be open at once).
 const consentCookiePrefix = "mcp_stdio_consent_"
 
-// consentPage and errorPageTmpl are parsed on first use: a serve without
-// --enable-oauth never pays for them.
-var consentPage = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("consent").Parse(`<!doctype html>
+// consentPage writes the consent page. It is a fixed page with a few
+// values, each escaped with html.EscapeString: every value lands in
+// element text or in a double-quoted attribute, where escaping <, >, &, '
+// and " is what makes it inert. (A template engine would link a few
+// hundred kilobytes into every mcp-stdio binary, whose size is most of
+// serve's idle memory.)
+func consentPage(w io.Writer, v consentValues) {
+	var b strings.Builder
+	b.WriteString(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <title>Allow access? — mcp-stdio</title>
 <style>body{font-family:sans-serif;max-width:34em;margin:2em auto;padding:0 1em}code{word-break:break-all}.err{color:#a00}</style>
 </head><body>
 <h1>Allow access to this MCP server?</h1>
-<p><strong>{{.ClientName}}</strong> wants to use <code>{{.Resource}}</code> on your behalf.</p>
-<p>After you allow it, your browser goes back to <strong>{{.RedirectHost}}</strong>{{if .Loopback}} (a program on this computer){{end}}.
+<p><strong>`)
+	b.WriteString(html.EscapeString(v.clientName))
+	b.WriteString(`</strong> wants to use <code>`)
+	b.WriteString(html.EscapeString(v.resource))
+	b.WriteString(`</code> on your behalf.</p>
+<p>After you allow it, your browser goes back to <strong>`)
+	b.WriteString(html.EscapeString(v.redirectHost))
+	b.WriteString(`</strong>`)
+	if v.loopback {
+		b.WriteString(` (a program on this computer)`)
+	}
+	b.WriteString(`.
 Allow it only if you started this sign-in yourself.</p>
-<p>Scopes: {{range .Scopes}}<code>{{.}}</code> {{end}}</p>
-{{if .Message}}<p class="err" role="alert">{{.Message}}</p>{{end}}
-<form method="post" action="/authorize">
-<input type="hidden" name="request" value="{{.Request}}">
-<input type="hidden" name="csrf" value="{{.CSRF}}">
-{{if .Passwords}}<p><label>User name <input name="username" autocomplete="username" required></label></p>
+<p>Scopes: `)
+	for _, s := range v.scopes {
+		b.WriteString(`<code>`)
+		b.WriteString(html.EscapeString(s))
+		b.WriteString(`</code> `)
+	}
+	b.WriteString("</p>\n")
+	if v.message != "" {
+		b.WriteString(`<p class="err" role="alert">`)
+		b.WriteString(html.EscapeString(v.message))
+		b.WriteString("</p>\n")
+	}
+	b.WriteString(`<form method="post" action="/authorize">
+<input type="hidden" name="request" value="`)
+	b.WriteString(html.EscapeString(v.request))
+	b.WriteString(`">
+<input type="hidden" name="csrf" value="`)
+	b.WriteString(html.EscapeString(v.csrf))
+	b.WriteString("\">\n")
+	if v.passwords {
+		b.WriteString(`<p><label>User name <input name="username" autocomplete="username" required></label></p>
 <p><label>Password <input name="password" type="password" autocomplete="current-password" required></label></p>
-{{else}}<p><label>Sign-in code (printed by <code>mcp-stdio serve</code> where it runs)<br>
+`)
+	} else {
+		b.WriteString(`<p><label>Sign-in code (printed by <code>mcp-stdio serve</code> where it runs)<br>
 <input name="code" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false" required></label></p>
-{{end}}<p><button type="submit" name="action" value="approve">Allow</button>
+`)
+	}
+	b.WriteString(`<p><button type="submit" name="action" value="approve">Allow</button>
 <button type="submit" name="action" value="deny" formnovalidate>Deny</button></p>
 </form>
 </body></html>
-`))
-})
+`)
+	_, _ = io.WriteString(w, b.String())
+}
 
-var errorPageTmpl = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("error").Parse(`<!doctype html>
+// consentValues are what the consent page shows.
+type consentValues struct {
+	clientName, resource, redirectHost string
+	loopback                           bool
+	scopes                             []string
+	message                            string
+	request, csrf                      string
+	passwords                          bool
+}
+
+// writeErrorPage writes the page that shows an error to the person.
+func writeErrorPage(w io.Writer, msg string) {
+	_, _ = io.WriteString(w, `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Sign-in failed — mcp-stdio</title></head>
-<body><h1>Sign-in failed</h1><p>{{.}}</p></body></html>
-`))
-})
+<body><h1>Sign-in failed</h1><p>`+html.EscapeString(msg)+`</p></body></html>
+`)
+}
 
 // pageHeaders sets what every page of the endpoint carries: no framing,
 // no script, no caching, no referrer. formAction is the origin the form
@@ -76,7 +122,7 @@ func pageHeaders(w http.ResponseWriter, formAction string) {
 func (a *AuthorizationServer) errorPage(w http.ResponseWriter, status int, msg string) {
 	pageHeaders(w, "")
 	w.WriteHeader(status)
-	_ = errorPageTmpl().Execute(w, msg)
+	writeErrorPage(w, msg)
 }
 
 // showConsent renders p's consent page, with a message after a wrong
@@ -107,16 +153,16 @@ func (a *AuthorizationServer) showConsent(w http.ResponseWriter, r *http.Request
 	if r.Method == http.MethodHead {
 		return
 	}
-	_ = consentPage().Execute(w, map[string]any{
-		"ClientName":   name,
-		"Resource":     a.resource,
-		"RedirectHost": host,
-		"Loopback":     ru.Scheme == "http" && isLoopbackHost(ru.Hostname()),
-		"Scopes":       p.scopes,
-		"Message":      msg,
-		"Request":      p.id,
-		"CSRF":         p.csrf,
-		"Passwords":    a.cfg.Passwords != nil,
+	consentPage(w, consentValues{
+		clientName:   name,
+		resource:     a.resource,
+		redirectHost: host,
+		loopback:     ru.Scheme == "http" && isLoopbackHost(ru.Hostname()),
+		scopes:       p.scopes,
+		message:      msg,
+		request:      p.id,
+		csrf:         p.csrf,
+		passwords:    a.cfg.Passwords != nil,
 	})
 }
 
