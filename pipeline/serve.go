@@ -641,7 +641,7 @@ func (s *Server) handshakeChild(ctx context.Context, conn *mw.Conn, stderrPrefix
 			return c, fromChild, nil
 		}
 		_ = c.Close(ctx)
-		if errors.Is(err, errChildDone) {
+		if errors.Is(err, errChildDone) || c.track.endedOnItsOwn() {
 			if skipDiscover {
 				err = errors.New("the server process exited during its handshake")
 				if status := c.Err(); status != nil {

@@ -179,7 +179,12 @@ type childTrack struct {
 	s     *Server
 	state atomic.Int32
 	sink  mw.Handler
+	own   atomic.Bool // it ended on its own (not stopped by the gateway)
 }
+
+// endedOnItsOwn reports whether the child has ended, and not because the
+// gateway stopped it.
+func (t *childTrack) endedOnItsOwn() bool { return t.own.Load() }
 
 // newChildTrack counts a child about to be started, whose messages go to
 // sink.
@@ -234,6 +239,7 @@ func (t *childTrack) exited(e transport.ChildExit, status error) {
 		t.s.metrics.children[st].Add(-1)
 	}
 	t.s.metrics.exits[e].Inc()
+	t.own.Store(e != transport.ChildStopped)
 	if st == childStarting && e != transport.ChildStopped {
 		why := "the server process exited before it answered"
 		if status != nil {
