@@ -37,6 +37,7 @@
 //	    ResponseCache        a list or read asked again while ttlMs lasts
 //	    ParamHeaders         Mcp-Param-* from x-mcp-header, with --mcp-param-headers always
 //	    Session              the session kept, recovered after a 404
+//	    TraceHeaders         _meta.traceparent as the traceparent header; client spans
 //	    Retry                another attempt when it cannot run twice
 //	    Reauth               401 and 403 handed to the OAuth client
 //	    SingleAnswers        a single request never gets a batch back
@@ -52,6 +53,7 @@
 //	    LocalAnswers         initialize, ping, setLevel answered here
 //	    InjectMeta           _meta of the handshake on every request
 //	    RoutingHeaders       MCP-Protocol-Version, Mcp-Method, Mcp-Name
+//	    TraceHeaders
 //	    Retry                a new id for each attempt (Reissue)
 //	    Reauth
 //	    SingleAnswers
@@ -96,8 +98,10 @@
 //	ByEra (Streamable HTTP)  the fork: 2026-07-28 or the session era
 //	session era:
 //	  CountRequests          with metrics on: requests and bytes counted
+//	  AccessLog              one record per request, once it has ended
 //	  ModernOnly             with --modern-only: all of it refused (405, -32022)
 //	  CheckVersionHeader     MCP-Protocol-Version names a revision
+//	  TraceContext           the traceparent header into _meta; a server span
 //	  Sessions               one session (Conn, chain, child) per initialize,
 //	                         or (Sessions.SSE) per HTTP+SSE stream
 //	  per session:
@@ -110,8 +114,10 @@
 //	  stdio transport (transport.Child: the session's child process)
 //	2026-07-28 (no session):
 //	  CountRequests
+//	  AccessLog
 //	  ValidateModern         the checks that need no child (_meta, routing
 //	                         headers, version, method): 400/404/406
+//	  TraceContext
 //	  Pool                   one child per principal (PrincipalOf), started
 //	                         on first use, handshaken by ChildHandshake
 //	  per pooled child, dual-era (it answered server/discover):

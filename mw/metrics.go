@@ -110,37 +110,44 @@ func (m MetricMethod) String() string {
 	return "other"
 }
 
-// Outcome is how a request ended, as [CountRequests] sees it.
-type Outcome uint8
+// MetricOutcome is how a request ended, as [CountRequests] sees it; its
+// String is the outcome spans and access records name (OutcomeOK, …).
+type MetricOutcome uint8
 
 // The outcomes of a request.
 const (
-	// OutcomeOK: a JSON-RPC result was sent to its client.
-	OutcomeOK Outcome = iota
-	// OutcomeError: a JSON-RPC error response was sent to its client.
-	OutcomeError
-	// OutcomeRefused: a stage refused its HTTP request (an error status,
-	// [Refuse]), or the message could not be handed on.
-	OutcomeRefused
-	// OutcomeUnanswered: its exchange ended with no answer written (the
-	// client went away, the request was cancelled, the stream was cut).
-	OutcomeUnanswered
-	// NumOutcomes is the number of Outcome values, for arrays indexed by
-	// them.
-	NumOutcomes
+	// MetricOK: a JSON-RPC result was sent to its client.
+	MetricOK MetricOutcome = iota
+	// MetricError: a JSON-RPC error response was sent to its client.
+	MetricError
+	// MetricRefused: a stage refused its HTTP request with an error
+	// status ([Refuse]).
+	MetricRefused
+	// MetricFailed: it could not be handed on (the transport answered
+	// 502).
+	MetricFailed
+	// MetricCancelled: its exchange ended with no answer written (the
+	// client cancelled it or went away, the stream was cut).
+	MetricCancelled
+	// NumMetricOutcomes is the number of MetricOutcome values, for arrays
+	// indexed by them.
+	NumMetricOutcomes
 )
 
-// String returns "ok", "error", "refused" or "unanswered".
-func (o Outcome) String() string {
+// String returns OutcomeOK, OutcomeError, OutcomeRefused, OutcomeFailed
+// or OutcomeCancelled.
+func (o MetricOutcome) String() string {
 	switch o {
-	case OutcomeOK:
-		return "ok"
-	case OutcomeError:
-		return "error"
-	case OutcomeRefused:
-		return "refused"
+	case MetricOK:
+		return OutcomeOK
+	case MetricError:
+		return OutcomeError
+	case MetricRefused:
+		return OutcomeRefused
+	case MetricFailed:
+		return OutcomeFailed
 	}
-	return "unanswered"
+	return OutcomeCancelled
 }
 
 // RequestMetrics receives what [CountRequests] measures. Its methods are
@@ -150,7 +157,7 @@ type RequestMetrics interface {
 	// Request is told of each request once its outcome is known, with
 	// the time from its arrival to its answer being sent (or to its
 	// refusal, or the end of its exchange).
-	Request(method MetricMethod, outcome Outcome, took time.Duration)
+	Request(method MetricMethod, outcome MetricOutcome, took time.Duration)
 	// Bytes is told of message bytes that came in (a request body) or
 	// went out (each message sent on an exchange, event framing and
 	// HTTP headers not counted).
@@ -168,7 +175,7 @@ type CountOptions struct {
 // CountRequests returns the stage that counts and times requests: every
 // message it is handed server-bound with an [Exchange] in its context
 // (serve's), each request in it (a batch's one by one) by method and
-// [Outcome], and the message bytes that come in and go out on the
+// [MetricOutcome], and the message bytes that come in and go out on the
 // exchange. It wraps the exchange to see the answers, so it goes first in
 // a chain whose answers are sent on the exchange (serve's eras); it
 // changes no message. Messages without an exchange pass uncounted.
@@ -186,7 +193,11 @@ func CountRequests(o CountOptions) Middleware {
 			cx := &countedExchange{Exchange: x, o: &o, start: o.Now()}
 			cx.track(m)
 			if err := next.ToServer.Handle(WithExchange(ctx, cx), m); err != nil {
-				cx.refused()
+				outcome := MetricFailed
+				if _, status := outcomeOf(err); status != 0 {
+					outcome = MetricRefused
+				}
+				cx.finish(nil, outcome)
 				return err
 			}
 			x.OnDone(cx.done)
@@ -201,7 +212,7 @@ type countedRequest struct {
 	id      frame.ID
 	method  MetricMethod
 	sent    bool // its answer was sent, with outcome, took
-	outcome Outcome
+	outcome MetricOutcome
 	took    time.Duration
 }
 
@@ -265,28 +276,23 @@ func (cx *countedExchange) sent(m frame.Message, err error) {
 		if r.sent || r.id != m.ID() {
 			continue
 		}
-		r.sent, r.outcome, r.took = true, OutcomeOK, cx.o.Now().Sub(cx.start)
+		r.sent, r.outcome, r.took = true, MetricOK, cx.o.Now().Sub(cx.start)
 		if k == frame.Error {
-			r.outcome = OutcomeError
+			r.outcome = MetricError
 		}
 		return
 	}
 }
 
-// refused counts every request as refused.
-func (cx *countedExchange) refused() {
-	cx.finish(nil, OutcomeRefused)
-}
-
 // done counts the outcomes once the exchange is over: a request whose
-// answer was queued and never written is unanswered.
+// answer was queued and never written is cancelled.
 func (cx *countedExchange) done(unsent []frame.Message) {
-	cx.finish(unsent, OutcomeUnanswered)
+	cx.finish(unsent, MetricCancelled)
 }
 
 // finish reports every request, once: those answered with their outcome
 // (unless their answer is among unsent), the others with rest.
-func (cx *countedExchange) finish(unsent []frame.Message, rest Outcome) {
+func (cx *countedExchange) finish(unsent []frame.Message, rest MetricOutcome) {
 	cx.mu.Lock()
 	if cx.over {
 		cx.mu.Unlock()

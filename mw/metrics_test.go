@@ -21,7 +21,7 @@ type recordedMetrics struct {
 	in, out  int
 }
 
-func (r *recordedMetrics) Request(method MetricMethod, outcome Outcome, took time.Duration) {
+func (r *recordedMetrics) Request(method MetricMethod, outcome MetricOutcome, took time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.requests = append(r.requests, fmt.Sprintf("%s %s %v", method, outcome, took))
@@ -40,8 +40,8 @@ func (r *recordedMetrics) got() ([]string, int, int) {
 	return slices.Clone(r.requests), r.in, r.out
 }
 
-// stepClock is a clock that moves by a second each time it is read.
-func stepClock() func() time.Time {
+// countClock is a clock that moves by a second each time it is read.
+func countClock() func() time.Time {
 	var mu sync.Mutex
 	t := time.Unix(0, 0)
 	return func() time.Time {
@@ -95,7 +95,7 @@ func TestCountRequests(t *testing.T) {
 				return nil
 			},
 			finish: true,
-			want:   []string{"other unanswered 1s"},
+			want:   []string{"other cancelled 1s"},
 		},
 		{
 			name: "a batch, one by one",
@@ -128,7 +128,7 @@ func TestCountRequests(t *testing.T) {
 				}
 				return err
 			})
-			h := CountRequests(CountOptions{Metrics: rec, Now: stepClock()})(Duplex{ToServer: next, ToClient: Discard()}).ToServer
+			h := CountRequests(CountOptions{Metrics: rec, Now: countClock()})(Duplex{ToServer: next, ToClient: Discard()}).ToServer
 			x := newPOST(false)
 			m := frame.MustParse(tt.in)
 			_ = h.Handle(WithExchange(context.Background(), x), m)
@@ -146,19 +146,19 @@ func TestCountRequests(t *testing.T) {
 }
 
 // An answer queued but never written (the client went away) is
-// unanswered.
+// cancelled.
 func TestCountRequestsUnsentAnswer(t *testing.T) {
 	is := is.New(t)
 	rec := &recordedMetrics{}
 	next := HandlerFunc(func(ctx context.Context, m frame.Message) error {
 		return ExchangeOf(ctx).Send(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":7,"result":{}}`), "")
 	})
-	h := CountRequests(CountOptions{Metrics: rec, Now: stepClock()})(Duplex{ToServer: next, ToClient: Discard()}).ToServer
+	h := CountRequests(CountOptions{Metrics: rec, Now: countClock()})(Duplex{ToServer: next, ToClient: Discard()}).ToServer
 	x := newPOST(true)
 	is.NoErr(h.Handle(WithExchange(context.Background(), x), frame.MustParse(`{"jsonrpc":"2.0","id":7,"method":"tools/call"}`)))
 	x.finish() // nothing taken: the answer is unsent
 	reqs, _, _ := rec.got()
-	is.Equal(reqs, []string{"tools/call unanswered 2s"})
+	is.Equal(reqs, []string{"tools/call cancelled 2s"})
 }
 
 // Without an exchange (the relay's chain) messages pass uncounted.
@@ -179,7 +179,7 @@ func TestMetricMethodNamesRoundTrip(t *testing.T) {
 		is.Equal(MetricMethodOf(m.String()), m) // each name maps back
 	}
 	is.Equal(MetricMethodOf("tools/destroy"), MethodOther)
-	for o := range NumOutcomes {
+	for o := range NumMetricOutcomes {
 		is.True(o.String() != "")
 	}
 }
@@ -203,5 +203,5 @@ func BenchmarkCountRequests(b *testing.B) {
 
 type nopMetrics struct{}
 
-func (nopMetrics) Request(MetricMethod, Outcome, time.Duration) {}
-func (nopMetrics) Bytes(int, int)                               {}
+func (nopMetrics) Request(MetricMethod, MetricOutcome, time.Duration) {}
+func (nopMetrics) Bytes(int, int)                                     {}

@@ -337,22 +337,11 @@ func (s *Sessions) forget(ss *session) {
 	s.mu.Unlock()
 }
 
-// shortIDLen is how much of a session id names it in logs.
-const shortIDLen = 8
-
-// ShortSessionID returns the abbreviation of a session id used in logs
-// (and by serve in the prefix of a child's stderr lines): the start of
-// its random part, after the replica id a routable id begins with (see
-// [ReplicaSessionIDs]), which is the same for every session of a replica.
-func ShortSessionID(id string) string {
-	if r := SessionReplica(id); r != "" {
-		id = id[len(r)+1:]
-	}
-	if len(id) > shortIDLen {
-		return id[:shortIDLen]
-	}
-	return id
-}
+// ShortSessionID returns what logs (and serve, in the prefix of a
+// child's stderr lines) show of a session id: its [SessionHash], never
+// the id or a part of it, since the id lets whoever holds it use the
+// session.
+func ShortSessionID(id string) string { return SessionHash(id) }
 
 // session is one session of a [Sessions].
 type session struct {

@@ -99,6 +99,14 @@ type RelayConfig struct {
 	Version string
 	// Logger receives diagnostics; nil discards them. Never stdout.
 	Logger *slog.Logger
+	// Spans receives a client span for each request sent to the server
+	// (mw.TraceHeaders), whose context the traceparent header carries;
+	// nil records none, and a host's own _meta.traceparent is still sent
+	// as the header. Streamable HTTP only: HTTP+SSE POSTs carry no
+	// per-message headers.
+	Spans mw.SpanExporter
+	// Sampler picks the spans recorded; nil means parent-based, always on.
+	Sampler mw.Sampler
 }
 
 func (c *RelayConfig) defaults() {
@@ -295,6 +303,7 @@ func (r *relay) sessionEraStages() []mw.Middleware {
 		r.responseCache(),
 		r.paramHeaders(),
 		r.session.Middleware(),
+		r.traceHeaders(),
 		mw.Retry(r.retryOptions()),
 		r.reauth(),
 		mw.SingleAnswers(cfg.Logger),
@@ -365,10 +374,21 @@ func (r *relay) modernEraStages() []mw.Middleware {
 		mw.LocalAnswers(mw.LocalAnswersOptions{Logger: cfg.Logger}),
 		mw.InjectMeta(mw.MetaOptions{Logger: cfg.Logger}),
 		mw.RoutingHeaders(),
+		r.traceHeaders(),
 		mw.Retry(retry),
 		r.reauth(),
 		mw.SingleAnswers(cfg.Logger),
 	}
+}
+
+// traceHeaders returns the stage that sends a host's trace context as the
+// traceparent and tracestate headers, with a client span per request
+// when cfg.Spans is set. In both chains it sits just outside retry, so
+// every attempt carries the same headers, and inside the stages that
+// make requests of their own (pages, the handshake), which get spans
+// too.
+func (r *relay) traceHeaders() mw.Middleware {
+	return mw.TraceHeaders(mw.TraceOptions{Exporter: r.cfg.Spans, Sampler: r.cfg.Sampler})
 }
 
 // paramHeaders returns the Mcp-Param-* stage, acting as

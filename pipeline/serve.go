@@ -201,10 +201,25 @@ type ServeConfig struct {
 	Metrics bool
 
 	// ChildStderr receives the children's stderr, each line prefixed with
-	// its session's short id; nil discards it.
+	// its session's short id (mw.ShortSessionID, a hash); nil discards
+	// it. With ChildStderrRecords it is not used.
 	ChildStderr io.Writer
+	// ChildStderrRecords makes each line of a child's stderr a record of
+	// Logger's own, at Info: msg the line, source=child, and the session's
+	// hash (session) or pool=2026-07-28 — for --log-format json.
+	ChildStderrRecords bool
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// AccessLogInfo logs the record Logger gets for each request
+	// (mw.AccessLog) at Info, as serve's --log-format json asks; else at
+	// Debug.
+	AccessLogInfo bool
+	// Spans receives a server span for each request (mw.TraceContext),
+	// and the child's traceparent names it; nil records none, the
+	// request's own trace context is still carried to the child.
+	Spans mw.SpanExporter
+	// Sampler picks the spans recorded; nil means parent-based, always on.
+	Sampler mw.Sampler
 	// AfterFunc times idle sessions; nil means time.AfterFunc. For tests.
 	AfterFunc func(d time.Duration, f func()) (stop func() bool)
 
@@ -314,7 +329,7 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, env: childEnv(cfg.Env), dropCaps: dropCaps}
 	s.ready.now = time.Now
 	s.metrics = newServeMetrics(s)
-	if cfg.ChildStderr != nil {
+	if cfg.ChildStderr != nil && !cfg.ChildStderrRecords {
 		s.stderr = &lineWriter{w: cfg.ChildStderr}
 	}
 	var newSessionID func() string // nil: the random ids of mw and transport
@@ -451,8 +466,10 @@ func (s *Server) guards(routes map[string]http.Handler) []mw.Guard {
 func (s *Server) sessionEra() mw.Handler {
 	return mw.Chain(
 		s.countRequests(eraSession), // nil unless Metrics
-		s.modernOnly(),              // nil unless ModernOnly; see serveladder.go
+		s.accessLog(eraSession),
+		s.modernOnly(), // nil unless ModernOnly; see serveladder.go
 		mw.CheckVersionHeader(),
+		s.traceContext(eraSession),
 	)(mw.Duplex{ToServer: s.sessions, ToClient: mw.Discard()}).ToServer
 }
 
@@ -462,7 +479,9 @@ func (s *Server) sessionEra() mw.Handler {
 func (s *Server) modernEra() mw.Handler {
 	return mw.Chain(
 		s.countRequests(eraModern),
+		s.accessLog(eraModern),
 		mw.ValidateModern(mw.ModernLadderOptions{AcceptClaimlessResourceRead: s.cfg.AcceptClaimlessResourceRead, Logger: s.log}),
+		s.traceContext(eraModern),
 	)(mw.Duplex{ToServer: s.pool, ToClient: mw.Discard()}).ToServer
 }
 
@@ -472,8 +491,34 @@ func (s *Server) modernEra() mw.Handler {
 func (s *Server) sseSessionEra() mw.Handler {
 	return mw.Chain(
 		s.countRequests(eraSSE),
+		s.accessLog(eraSSE),
 		mw.CheckVersionHeader(),
+		s.traceContext(eraSSE),
 	)(mw.Duplex{ToServer: s.sessions.SSE(), ToClient: mw.Discard()}).ToServer
+}
+
+// The eras as spans and access records name them.
+const (
+	eraSession = "session"
+	eraModern  = "2026-07-28"
+	eraSSE     = "http+sse"
+)
+
+// accessLog is the stage that logs each request of era once it has
+// ended, first in the era's chain so that the era's refusals are logged.
+func (s *Server) accessLog(era string) mw.Middleware {
+	level := slog.LevelDebug
+	if s.cfg.AccessLogInfo {
+		level = slog.LevelInfo
+	}
+	return mw.AccessLog(mw.AccessLogOptions{Logger: s.log, Level: level, Era: era})
+}
+
+// traceContext is the stage that carries a request's trace context to
+// the child, and records its span: last before the sessions or the pool,
+// behind the era's checks.
+func (s *Server) traceContext(era string) mw.Middleware {
+	return mw.TraceContext(mw.TraceOptions{Exporter: s.cfg.Spans, Sampler: s.cfg.Sampler, Era: era})
 }
 
 // sessionStages lists the stages of one session, nearest the client
@@ -533,11 +578,11 @@ func (s *Server) Close(ctx context.Context) error {
 
 // countRequests returns the stage that counts the requests of era, when
 // Metrics is on; else nil.
-func (s *Server) countRequests(era int) mw.Middleware {
+func (s *Server) countRequests(era string) mw.Middleware {
 	if !s.cfg.Metrics {
 		return nil
 	}
-	return mw.CountRequests(mw.CountOptions{Metrics: s.metrics.era(era)})
+	return mw.CountRequests(mw.CountOptions{Metrics: s.metrics.era(eraIndex(era))})
 }
 
 // parked counts the calls ParkChildRequests parks, for the metrics.
@@ -574,13 +619,17 @@ func (c *child) Close(ctx context.Context) error {
 // a failure when it cannot run, or exits on its own before it wrote
 // anything; a success once it wrote a message.
 func (s *Server) startChild(conn *mw.Conn, stderrPrefix string, log *slog.Logger, sink mw.Handler) (*child, error) {
+	stderr := s.stderr
+	if s.cfg.ChildStderrRecords {
+		stderr, stderrPrefix = &recordWriter{log: log}, ""
+	}
 	t := s.newChildTrack(sink)
 	c, err := transport.StartChild(transport.ChildConfig{
 		Command:        s.cfg.Command,
 		Env:            s.env,
 		Dir:            s.cfg.Dir,
 		Supervisor:     s.cfg.Supervisor,
-		Stderr:         s.stderr,
+		Stderr:         stderr,
 		StderrPrefix:   stderrPrefix,
 		MaxMessageSize: s.cfg.MaxMessageSize,
 		Budget:         s.cfg.Budget,
@@ -798,4 +847,15 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// recordWriter makes each line of a child's stderr (one per Write, see
+// transport.ChildConfig.Stderr) a record of log: msg the line, without
+// its end, and source=child.
+type recordWriter struct{ log *slog.Logger }
+
+func (r *recordWriter) Write(p []byte) (int, error) {
+	line := strings.TrimRight(string(p), "\r\n")
+	r.log.LogAttrs(context.Background(), slog.LevelInfo, line, slog.String("source", "child"))
+	return len(p), nil
 }

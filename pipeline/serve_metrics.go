@@ -20,23 +20,35 @@ import (
 	"github.com/mcp-stdio/mcp-stdio/transport"
 )
 
-// The eras a request is counted under (the era label).
+// The eras a request is counted under, as indexes (the era label's value
+// is eraSession, eraModern or eraSSE).
 const (
-	eraSession = iota // Streamable HTTP, session era
-	eraModern         // 2026-07-28
-	eraSSE            // HTTP+SSE
+	eraIdxSession = iota // Streamable HTTP, session era
+	eraIdxModern         // 2026-07-28
+	eraIdxSSE            // HTTP+SSE
 	numEras
 )
 
-// eraLabel returns the era label's value for era.
-func eraLabel(era int) string {
+// eraLabel returns the era label's value for the era of index i.
+func eraLabel(i int) string {
+	switch i {
+	case eraIdxModern:
+		return eraModern
+	case eraIdxSSE:
+		return eraSSE
+	}
+	return eraSession
+}
+
+// eraIndex returns the index of era.
+func eraIndex(era string) int {
 	switch era {
 	case eraModern:
-		return "2026-07-28"
+		return eraIdxModern
 	case eraSSE:
-		return "http+sse"
+		return eraIdxSSE
 	}
-	return "session"
+	return eraIdxSession
 }
 
 // durationBuckets are the upper bounds (seconds) of the request duration
@@ -75,7 +87,7 @@ type serveMetrics struct {
 	families []family
 
 	requests *metrics.Set
-	reqs     [numEras][mw.NumMetricMethods][mw.NumOutcomes]atomic.Pointer[metrics.Counter]
+	reqs     [numEras][mw.NumMetricMethods][mw.NumMetricOutcomes]atomic.Pointer[metrics.Counter]
 	duration [numEras]*metrics.PrometheusHistogram
 	bytesIn  *metrics.Counter
 	bytesOut *metrics.Counter
@@ -100,7 +112,7 @@ func newServeMetrics(s *Server) *serveMetrics {
 		m.families = append(m.families, family{name: name, help: help, typ: typ, set: set})
 		return set
 	}
-	m.requests = add("mcp_stdio_requests_total", "counter", "JSON-RPC requests that reached the pipeline, by era, method (other for methods outside a fixed list) and outcome (ok, error, refused, unanswered).")
+	m.requests = add("mcp_stdio_requests_total", "counter", "JSON-RPC requests that reached the pipeline, by era, method (other for methods outside a fixed list) and outcome (ok, error, refused, failed, cancelled).")
 	set := add("mcp_stdio_request_duration_seconds", "histogram", "Time from a request's arrival to its answer being sent, by era.")
 	for era := range numEras {
 		m.duration[era] = set.NewPrometheusHistogramExt(`mcp_stdio_request_duration_seconds{era="`+eraLabel(era)+`"}`, durationBuckets())
@@ -150,7 +162,7 @@ type eraMetrics struct {
 	era int
 }
 
-func (e eraMetrics) Request(method mw.MetricMethod, outcome mw.Outcome, took time.Duration) {
+func (e eraMetrics) Request(method mw.MetricMethod, outcome mw.MetricOutcome, took time.Duration) {
 	m := e.m
 	slot := &m.reqs[e.era][method][outcome]
 	c := slot.Load()

@@ -71,9 +71,39 @@ func ExitCode(err error) int {
 	return ExitFailure
 }
 
-// newLogger returns the stderr logger every command uses.
-func newLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})).With("app", "mcp-stdio")
+// newLogger returns the stderr logger every command uses: key=value
+// lines, or with --log-format json one JSON object per line (log/slog's
+// handlers: time, level, msg, then the record's fields).
+func newLogger(w io.Writer, level slog.Level, format logFormat) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == logJSON {
+		return slog.New(slog.NewJSONHandler(w, opts)).With("app", "mcp-stdio")
+	}
+	return slog.New(slog.NewTextHandler(w, opts)).With("app", "mcp-stdio")
+}
+
+// logFormat is the --log-format flag: text (the default) or json.
+type logFormat string
+
+const (
+	logText logFormat = "text"
+	logJSON logFormat = "json"
+)
+
+func (f *logFormat) String() string {
+	if *f == "" {
+		return string(logText)
+	}
+	return string(*f)
+}
+
+func (f *logFormat) Set(v string) error {
+	switch logFormat(v) {
+	case logText, logJSON:
+		*f = logFormat(v)
+		return nil
+	}
+	return errors.New("want text or json")
 }
 
 // Help is the help command: mcp-stdio help [relay|serve] prints the help

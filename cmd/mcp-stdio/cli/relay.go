@@ -53,7 +53,7 @@ Also accepted, for users of other gateways (see the README):
 // relayHelp is how the relay's help lists its flags.
 var relayHelp = helpLayout{
 	order: []string{"bearer-token", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
-		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "allow-http", "log-level",
+		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "allow-http", "log-level", "log-format",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
 		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "version"},
 	short:  map[string]string{"header": "H", "version": "V"},
@@ -85,6 +85,7 @@ type relayFlags struct {
 	version        bool
 	maxMessage     byteSize
 	logLevel       logLevel
+	logFormat      logFormat
 	allowHTTP      bool
 
 	// Other gateways' names (see relayHelpFooter).
@@ -135,6 +136,7 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.BoolVar(&f.version, "V", false, "shorthand for --version")
 	fs.Var(&f.maxMessage, "max-message-size", "refuse messages larger than `BYTES`, in either direction")
 	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
+	fs.Var(&f.logFormat, "log-format", "write logs on stderr as `FORMAT`: text (key=value lines) or json (one object per line)")
 	fs.BoolVar(&f.allowHTTP, "allow-http", false, "send credentials over plain http to a host beyond loopback without a warning")
 	fs.BoolVar(&f.debug, "debug", false, "mcp-remote's name for --log-level debug")
 	fs.BoolVar(&f.silent, "silent", false, "mcp-remote's name for --log-level error")
@@ -193,7 +195,7 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 	case f.silent:
 		f.logLevel = logLevel(slog.LevelError)
 	}
-	logger := newLogger(stderr, f.logLevel.level())
+	logger := newLogger(stderr, f.logLevel.level(), f.logFormat)
 	if f.test {
 		logger.Warn("--test is deprecated; use --check instead")
 		f.check = true
@@ -204,6 +206,11 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio: %v (run 'mcp-stdio --help' for the flags)\n", err)
 		return &ExitError{Code: ExitUsage}
+	}
+	spans, sampler := otelFromEnv(getenv, opt.Version, "mcp-stdio relay", logger)
+	if spans != nil {
+		cfg.Spans, cfg.Sampler = spans, sampler
+		defer shutdownSpans(ctx, spans, logger)
 	}
 	f.warnPlainHTTP(cfg.URL, logger)
 	if f.oauth {

@@ -58,7 +58,7 @@ func serveHelp(maxBufferedNote string) helpLayout {
 			"health-path", "admin-addr", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
-			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level"},
+			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level", "log-format"},
 		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
 		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "state-key": "$" + pipeline.StateKeyEnv + ", else a new one at start", "replica-id": "$POD_NAME, else $HOSTNAME up to its first '.', else none", "max-buffered": maxBufferedNote},
 	}
@@ -124,6 +124,7 @@ type serveFlags struct {
 	termGrace     duration
 	drainTimeout  duration
 	logLevel      logLevel
+	logFormat     logFormat
 	oauth         serveOAuthFlags
 }
 
@@ -181,6 +182,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Var(&f.termGrace, "term-grace", "after SIGTERM, wait this `DURATION` before SIGKILL")
 	fs.Var(&f.drainTimeout, "drain-timeout", "on shutdown, let requests in flight finish for this `DURATION`")
 	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
+	fs.Var(&f.logFormat, "log-format", "write logs on stderr as `FORMAT`: text (key=value lines) or json (one object per line, a record per request at info, the servers' stderr lines as records of their own)")
 	f.oauth.define(fs)
 
 	mem, known := machineMemory()
@@ -213,7 +215,10 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	if !flagSet(fs, "replica-id") {
 		f.replicaID = defaultReplicaID(getenv)
 	}
-	logger := newLogger(stderr, f.logLevel.level())
+	logger := newLogger(stderr, f.logLevel.level(), f.logFormat)
+	if f.replicaID != "" {
+		logger = logger.With("replica", f.replicaID)
+	}
 	if !flagSet(fs, "max-buffered") {
 		mem, known := machineMemory()
 		f.maxBuffered = byteSize(defaultMaxBuffered(mem, known, int64(max(f.maxBody, f.maxMessage))))
@@ -223,6 +228,14 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v (run 'mcp-stdio serve --help' for the flags)\n", err)
 		return &ExitError{Code: ExitUsage}
+	}
+	if f.logFormat == logJSON {
+		cfg.AccessLogInfo, cfg.ChildStderrRecords = true, true
+	}
+	spans, sampler := otelFromEnv(getenv, opt.Version, "mcp-stdio serve", logger)
+	if spans != nil {
+		cfg.Spans, cfg.Sampler = spans, sampler
+		defer shutdownSpans(ctx, spans, logger)
 	}
 	// A command that cannot run would fail every session with a 502:
 	// better to say so now, once.
@@ -295,9 +308,20 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 			logger.Info("the admin endpoints (/healthz, /readyz, /metrics) have no authentication: keep --admin-addr reachable only by probes and scrapers")
 		}
 	}
-	fmt.Fprintf(stderr, "mcp-stdio: serving %s on %s (%s) at %s\n", desc, ln.Addr(), reach, endpointURL(ln.Addr(), f.listen, cfg.Path))
+	// The startup lines: plain, or with --log-format json records like
+	// any other, the URL in a field of its own.
+	say := func(url, format string, args ...any) {
+		if f.logFormat == logJSON {
+			logger.Info(fmt.Sprintf(format, args...), "url", url)
+			return
+		}
+		fmt.Fprintf(stderr, "mcp-stdio: "+format+"\n", args...)
+	}
+	endpoint := endpointURL(ln.Addr(), f.listen, cfg.Path)
+	say(endpoint, "serving %s on %s (%s) at %s", desc, ln.Addr(), reach, endpoint)
 	if !cfg.NoSSE {
-		fmt.Fprintf(stderr, "mcp-stdio: HTTP+SSE clients (2024-11-05) connect to %s\n", endpointURL(ln.Addr(), f.listen, cfg.SSEPath))
+		sse := endpointURL(ln.Addr(), f.listen, cfg.SSEPath)
+		say(sse, "HTTP+SSE clients (2024-11-05) connect to %s", sse)
 	}
 	if adminLn != nil {
 		fmt.Fprintf(stderr, "mcp-stdio: admin endpoints on %s (%s): /healthz, /readyz, /metrics\n", endpointURL(adminLn.Addr(), f.adminAddr, ""), reachability(adminLn.Addr()))
@@ -307,7 +331,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		if f.oauth.tokenStore != "" {
 			store = "kept in " + f.oauth.tokenStore
 		}
-		fmt.Fprintf(stderr, "mcp-stdio: OAuth authorization server %s (sign-ins %s)\n", issuer, store)
+		say(issuer, "OAuth authorization server %s (sign-ins %s)", issuer, store)
 	}
 
 	var runErr error

@@ -1,0 +1,208 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/tidwall/gjson"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/mw"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
+)
+
+// traceEchoServer is the program of this test binary that runs
+// runTraceEchoServer.
+const traceEchoServer = "trace-echo-server"
+
+func init() {
+	transporttest.RunProgram(map[string]func(args []string) int{traceEchoServer: runTraceEchoServer})
+}
+
+// runTraceEchoServer is a stdio MCP server of the session era that
+// writes every line it reads to stderr, after "saw ", and answers every
+// request: initialize with its protocol version, anything else with an
+// empty result.
+func runTraceEchoServer([]string) int {
+	in := bufio.NewReader(os.Stdin)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			fmt.Fprintf(os.Stderr, "saw %s", line)
+			id := gjson.GetBytes(line, "id")
+			if id.Exists() && gjson.GetBytes(line, "method").Exists() {
+				result := `{}`
+				if gjson.GetBytes(line, "method").Str == "initialize" {
+					result = `{"protocolVersion":` + gjson.GetBytes(line, "params.protocolVersion").Raw + `,"capabilities":{"tools":{}},"serverInfo":{"name":"trace-echo","version":"1"}}`
+				}
+				fmt.Fprintf(os.Stdout, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", id.Raw, result)
+			}
+		}
+		if err != nil {
+			return 0
+		}
+	}
+}
+
+// TestServeTraceContextAndJSONLogs runs serve with
+// OTEL_EXPORTER_OTLP_ENDPOINT pointing at a loopback collector and
+// --log-format json. A client request with a traceparent reaches the
+// child with _meta.traceparent in the same trace, naming serve's span;
+// the collector gets that span, the client's span as its parent; every
+// stderr line is a JSON object, none carries the session id.
+func TestServeTraceContextAndJSONLogs(t *testing.T) {
+	is := is.New(t)
+	bin := relayBinary(t)
+
+	var (
+		mu    sync.Mutex
+		spans []*tracepb.Span
+		attrs = map[string]string{}
+	)
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var td tracepb.TracesData // the wire form of ExportTraceServiceRequest
+		if r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &td) != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rs := range td.ResourceSpans {
+			for _, kv := range rs.Resource.Attributes {
+				attrs[kv.Key] = kv.Value.GetStringValue()
+			}
+			for _, ss := range rs.ScopeSpans {
+				spans = append(spans, ss.Spans...)
+			}
+		}
+	}))
+	defer collector.Close()
+
+	log := &transporttest.SyncBuffer{}
+	urls := log.Watch(regexp.MustCompile(`"url":"(http://[^"]+/mcp)"`))
+	child := transporttest.ArgCommand(traceEchoServer)
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--log-format", "json", "--replica-id", "pod-0", "--"}, child.Args...)...)
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0",
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_SERVICE_NAME=e2e-serve", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf")
+	cmd.Stderr = log
+	cmd.WaitDelay = gatewayStopWait
+	is.NoErr(cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("serve's stderr:\n%s", log.String())
+		}
+	}()
+	url := urls.Next(t, gatewayStartWait)[1]
+
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	const clientTP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	post := func(body, sid string) (string, *http.Response) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Traceparent", clientTP)
+		req.Header.Set("Tracestate", "rojo=00f067aa0ba902b7")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		is.NoErr(err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b), resp
+	}
+	saw := log.Watch(regexp.MustCompile(`^.*"msg":"saw .*tools/call.*$`))
+	_, resp := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "")
+	sid := resp.Header.Get("Mcp-Session-Id")
+	is.True(strings.HasPrefix(sid, "pod-0."))
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid)
+	body, resp := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":{}}}`, sid)
+	is.Equal(resp.StatusCode, http.StatusOK)
+	is.True(strings.Contains(body, `"id":2`))
+
+	// What the child saw, as a record of serve's log of its own.
+	var rec map[string]any
+	is.NoErr(json.Unmarshal([]byte(saw.Next(t, testTimeout)[0]), &rec))
+	is.Equal(rec["source"], "child")
+	is.Equal(rec["session"], mw.SessionHash(sid))
+	seen := strings.TrimPrefix(rec["msg"].(string), "saw ")
+	childTP, ok := frame.ParseTraceParent(gjson.Get(seen, "params._meta.traceparent").Str)
+	is.True(ok)
+	caller, _ := frame.ParseTraceParent(clientTP)
+	is.Equal(childTP.TraceID, caller.TraceID) // the client's trace
+	is.True(childTP.SpanID != caller.SpanID)  // serve's span
+	is.Equal(gjson.Get(seen, "params._meta.tracestate").Str, "rojo=00f067aa0ba902b7")
+
+	// SIGTERM: serve exits, its spans flushed to the collector.
+	is.NoErr(cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		is.NoErr(err)
+		exited <- err
+	case <-time.After(testTimeout):
+		t.Fatal("serve did not exit on SIGTERM")
+	}
+	mu.Lock()
+	var call *tracepb.Span
+	for _, s := range spans {
+		if s.Name == "tools/call" {
+			call = s
+		}
+	}
+	is.Equal(attrs["service.name"], "e2e-serve")
+	mu.Unlock()
+	is.True(call != nil) // the collector got serve's span
+	is.Equal(call.TraceId, caller.TraceID[:])
+	is.Equal(call.SpanId, childTP.SpanID[:]) // the one the child was told of
+	is.Equal(call.ParentSpanId, caller.SpanID[:])
+	is.Equal(call.Kind, tracepb.Span_SPAN_KIND_SERVER)
+
+	// Every line is JSON; none names the session id; one access record
+	// per request, at info, with the trace id.
+	records := 0
+	for line := range strings.Lines(log.String()) {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		is.True(!strings.Contains(line, sid)) // the session id is never logged
+		is.True(!strings.Contains(line, strings.TrimPrefix(sid, "pod-0.")))
+		is.Equal(r["replica"], "pod-0")
+		if r["msg"] == "request" && r["method"] == "tools/call" {
+			records++
+			is.Equal(r["level"], "INFO")
+			is.Equal(r["outcome"], "ok")
+			is.Equal(r["era"], "session")
+			is.Equal(r["session"], mw.SessionHash(sid))
+			is.Equal(r["trace_id"], caller.TraceIDString())
+			_, ok := r["duration"].(float64)
+			is.True(ok)
+		}
+	}
+	is.Equal(records, 1)
+}
