@@ -324,7 +324,8 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		say(sse, "HTTP+SSE clients (2024-11-05) connect to %s", sse)
 	}
 	if adminLn != nil {
-		fmt.Fprintf(stderr, "mcp-stdio: admin endpoints on %s (%s): /healthz, /readyz, /metrics\n", endpointURL(adminLn.Addr(), f.adminAddr, ""), reachability(adminLn.Addr()))
+		admin := endpointURL(adminLn.Addr(), f.adminAddr, "")
+		say(admin, "admin endpoints on %s (%s): /healthz, /readyz, /metrics", admin, reachability(adminLn.Addr()))
 	}
 	if issuer != "" {
 		store := "memory only: a restart signs everyone out"
