@@ -97,6 +97,7 @@
 //	    session; each POST's Exchange is carried by its session's stream)
 //	ByEra (Streamable HTTP)  the fork: 2026-07-28 or the session era
 //	session era:
+//	  CountRequests          with metrics on: requests and bytes counted
 //	  AccessLog              one record per request, once it has ended
 //	  ModernOnly             with --modern-only: all of it refused (405, -32022)
 //	  CheckVersionHeader     MCP-Protocol-Version names a revision
@@ -114,6 +115,7 @@
 //	    DropClientCapabilities
 //	  stdio transport (transport.Child: the session's child process)
 //	2026-07-28 (no session):
+//	  CountRequests
 //	  AccessLog
 //	  ValidateModern         the checks that need no child (_meta, routing
 //	                         headers, version, method): 400/404/406

@@ -83,6 +83,33 @@ func (p *Pool) Len() int {
 	return len(p.entries)
 }
 
+// Full reports whether a principal without a server now would be refused
+// (503): MaxChildren servers live, every one of them busy or starting, or
+// the pool closed.
+func (p *Pool) Full() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return true
+	}
+	if len(p.entries) < p.o.MaxChildren {
+		return false
+	}
+	for _, e := range p.entries {
+		select {
+		case <-e.ready:
+			if e.inUse == 0 && e.b != nil {
+				return false // it would be evicted to make room
+			}
+		default:
+		}
+	}
+	return true
+}
+
+// Max returns MaxChildren, defaults applied.
+func (p *Pool) Max() int { return p.o.MaxChildren }
+
 // Handle hands m to the server of its principal, starting it first when
 // there is none and m is a request (a notification for no server is
 // dropped: there is nothing it could concern). A request holds the server

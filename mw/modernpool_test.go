@@ -160,13 +160,16 @@ func TestPoolReapsIdleServers(t *testing.T) {
 func TestPoolIsBounded(t *testing.T) {
 	is := is.New(t)
 	h := newPoolHarness(t, 1, 0)
+	is.True(!h.pool.Full())
 	alice := newPOST(false)
 	is.NoErr(h.request("alice", alice))
+	is.True(h.pool.Full())                  // one server, busy
 	err := h.request("bob", newPOST(false)) // alice's server is busy
 	var st *frame.StatusError
 	is.True(errors.As(err, &st))
 	is.Equal(st.Code, http.StatusServiceUnavailable)
 	alice.finish()
+	is.True(!h.pool.Full())                    // idle: it would make room
 	is.NoErr(h.request("bob", newPOST(false))) // alice's idle server makes room
 	is.Equal(len(h.backends()), 2)
 	is.NoErr(h.pool.Close(context.Background()))

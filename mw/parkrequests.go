@@ -73,6 +73,11 @@ type ParkOptions struct {
 	// decided was sent, and the call's outcome follows when the child
 	// answers.
 	AwaitRetryAnswers bool
+	// Parked, when set, is told of every call that begins (+1) or ends
+	// (-1) waiting for its client's retry, so that the caller can count
+	// the calls parked across all children. It is called under the
+	// stage's lock and must not block.
+	Parked func(delta int)
 	// Logger receives a warning when the child asks for input that could
 	// belong to several calls, and debug lines; nil discards.
 	Logger *slog.Logger
@@ -327,6 +332,14 @@ func (p *parker) watch(ctx context.Context) {
 	c.OnClose(func(error) { p.close() })
 }
 
+// parked reports a change of the calls parked to o.Parked; called with
+// p.mu held.
+func (p *parker) parked(delta int) {
+	if p.o.Parked != nil && delta != 0 {
+		p.o.Parked(delta)
+	}
+}
+
 // close drops everything: the child is gone.
 func (p *parker) close() {
 	p.mu.Lock()
@@ -349,6 +362,7 @@ func (p *parker) close() {
 	}
 	clear(p.byChild)
 	clear(p.byID)
+	p.parked(-len(p.byHandle))
 	clear(p.byHandle)
 	clear(p.byToken)
 }
@@ -436,6 +450,7 @@ func (p *parker) dropLocked(c *parkedCall) {
 	}
 	if c.handle != 0 {
 		delete(p.byHandle, c.handle)
+		p.parked(-1)
 		c.handle = 0
 	}
 	if c.stop != nil {
@@ -497,6 +512,7 @@ func (p *parker) retry(ctx context.Context, m frame.Message) error {
 		return refuseRetry(id, "params.requestState was used already, or its call was abandoned"+again)
 	}
 	delete(p.byHandle, c.handle)
+	p.parked(-1)
 	c.handle = 0
 	if c.stop != nil {
 		c.stop()
@@ -587,6 +603,7 @@ func (p *parker) roundLocked(c *parkedCall, s parkSends) parkSends {
 	h := p.handles
 	c.handle = h
 	p.byHandle[h] = c
+	p.parked(1)
 	state := p.seal.seal(requestState{
 		expiry:    p.o.Now().Add(p.o.StateTTL),
 		hash:      c.hash,

@@ -53,6 +53,12 @@ type SessionsOptions struct {
 	// NewID mints session ids; nil means 128 random bits as 26 characters
 	// of base32. Ids must be visible ASCII.
 	NewID func() string
+	// NotFound, when set, is called for each message refused with 404
+	// because its Mcp-Session-Id names no live session of its transport
+	// and principal (unknown, ended, another replica's, another
+	// principal's) when it arrives; not for a session that ends while it
+	// is handled. It must not block.
+	NotFound func()
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
@@ -168,7 +174,7 @@ func (s *Sessions) require(ctx context.Context, m frame.Message) (*session, erro
 	}
 	ss := s.lookup(ctx, sid, false)
 	if ss == nil {
-		return nil, Refuse(http.StatusNotFound, "", frame.CodeInvalidRequest, "session not found")
+		return nil, s.notFound("")
 	}
 	return ss, nil
 }
@@ -186,7 +192,7 @@ func (s *Sessions) post(ctx context.Context, m frame.Message, x Exchange) error 
 		return Refuse(http.StatusBadRequest, "", frame.CodeInvalidRequest, "initialize must be a request")
 	case isInit && sid != "":
 		if s.lookup(ctx, sid, false) == nil {
-			return Refuse(http.StatusNotFound, m.ID(), frame.CodeInvalidRequest, "session not found")
+			return s.notFound(m.ID())
 		}
 		return Refuse(http.StatusBadRequest, m.ID(), frame.CodeInvalidRequest, "the session is already initialized")
 	case isInit:
@@ -199,7 +205,7 @@ func (s *Sessions) post(ctx context.Context, m frame.Message, x Exchange) error 
 		return Refuse(http.StatusBadRequest, m.ID(), frame.CodeInvalidRequest, "Bad Request: missing Mcp-Session-Id (initialize first)")
 	}
 	if ss = s.lookup(ctx, sid, false); ss == nil {
-		return Refuse(http.StatusNotFound, m.ID(), frame.CodeInvalidRequest, "session not found")
+		return s.notFound(m.ID())
 	}
 	if v := ss.conn.ProtocolVersion(); m.Kind() == frame.Batch && !batchesAllowed(v) {
 		return Refuse(http.StatusBadRequest, "", frame.CodeInvalidRequest, "invalid request: batches are not part of MCP "+v)
@@ -301,6 +307,26 @@ func (s *Sessions) lookup(ctx context.Context, sid string, sse bool) *session {
 	}
 	return nil
 }
+
+// notFound returns the 404 for a message under id whose session id names
+// no session, and reports it to NotFound.
+func (s *Sessions) notFound(id frame.ID) error {
+	if s.o.NotFound != nil {
+		s.o.NotFound()
+	}
+	return Refuse(http.StatusNotFound, id, frame.CodeInvalidRequest, "session not found")
+}
+
+// Full reports whether the sessions alive or starting are at
+// MaxSessions, when an initialize gets 503; or the stage is closed.
+func (s *Sessions) Full() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed || len(s.sessions)+s.starting >= s.o.MaxSessions
+}
+
+// Max returns MaxSessions, defaults applied.
+func (s *Sessions) Max() int { return s.o.MaxSessions }
 
 // forget removes a session, so that its id gets 404.
 func (s *Sessions) forget(ss *session) {

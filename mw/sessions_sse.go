@@ -53,7 +53,7 @@ func (s *Sessions) sse(ctx context.Context, m frame.Message) error {
 	if ss == nil {
 		// As the transport answers an id it has no stream for: id null,
 		// so that another principal's session looks the same.
-		return Refuse(http.StatusNotFound, "", frame.CodeInvalidRequest, "session not found")
+		return s.notFound("")
 	}
 	if err := checkBatch(m); err != nil {
 		return Refuse(http.StatusBadRequest, "", frame.CodeInvalidRequest, err.Error())

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,9 +185,12 @@ func TestSessionsInitializeAnsweredAtOnce(t *testing.T) {
 
 func TestSessionsRefusals(t *testing.T) {
 	is := is.New(t)
-	h := newSessionsHarness(t, SessionsOptions{MaxSessions: 1})
+	var notFound atomic.Int32
+	h := newSessionsHarness(t, SessionsOptions{MaxSessions: 1, NotFound: func() { notFound.Add(1) }})
+	is.True(!h.s.Full())
 	_, err := h.do(t, http.MethodPost, "", initBody)
 	is.NoErr(err)
+	is.True(h.s.Full()) // MaxSessions live
 	for _, tt := range []struct {
 		method, sid, body string
 		status            int
@@ -211,6 +215,7 @@ func TestSessionsRefusals(t *testing.T) {
 		is.True(strings.Contains(body, tt.msg)) // tt.msg
 	}
 	is.Equal(h.s.Len(), 1)
+	is.Equal(notFound.Load(), int32(3)) // each 404 told
 }
 
 func TestSessionsBatchesOn20250326(t *testing.T) {

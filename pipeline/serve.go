@@ -197,6 +197,13 @@ type ServeConfig struct {
 	// stops.
 	ModernIdleTTL time.Duration
 
+	// Metrics turns on the counting of requests (by era, method and
+	// outcome, with their durations) and of message bytes, which
+	// AdminHandler's /metrics shows; it adds a stage in front of each
+	// era's chain. The other metrics (sessions, children, exits, sessions
+	// not found, parked calls, draining) are kept regardless.
+	Metrics bool
+
 	// ChildStderr receives the children's stderr, each line prefixed with
 	// its session's short id (mw.ShortSessionID, a hash); nil discards
 	// it. With ChildStderrRecords it is not used.
@@ -256,7 +263,15 @@ type Server struct {
 	sse     *transport.SSEServer // nil when NoSSE
 	handler http.Handler
 
-	draining  atomic.Bool // see Draining
+	metrics *serveMetrics
+	ready   readiness
+	// life ends at Close: the probes of the server command (see Ready)
+	// run within it, counted by probes.
+	life     context.Context
+	endLife  context.CancelFunc
+	probes   sync.WaitGroup
+	draining atomic.Bool
+
 	drainOnce sync.Once
 	drainErr  error
 	closing   atomic.Bool // Close: children are stopped without the stdin grace
@@ -318,6 +333,8 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, env: childEnv(cfg.Env), dropCaps: dropCaps}
+	s.ready.now = time.Now
+	s.metrics = newServeMetrics(s)
 	if cfg.ChildStderr != nil && !cfg.ChildStderrRecords {
 		s.stderr = &lineWriter{w: cfg.ChildStderr}
 	}
@@ -334,6 +351,7 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 		MaxSessions: cfg.MaxSessions,
 		IdleTimeout: cfg.SessionIdleTimeout,
 		AfterFunc:   cfg.AfterFunc,
+		NotFound:    s.metrics.notFound.Inc,
 		Logger:      cfg.Logger,
 	})
 	if cfg.StateKey == nil {
@@ -347,7 +365,7 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	}
 	s.cfg = cfg
 	s.listen, s.listens = mw.ServeListen(mw.ServeListenOptions{Logger: cfg.Logger})
-	s.park = mw.ParkChildRequests(mw.ParkOptions{StateKey: cfg.StateKey, ReplicaID: cfg.ReplicaID, StateTTL: cfg.InputTimeout, Gather: ParkGather, Logger: cfg.Logger})
+	s.park = mw.ParkChildRequests(mw.ParkOptions{StateKey: cfg.StateKey, ReplicaID: cfg.ReplicaID, StateTTL: cfg.InputTimeout, Gather: ParkGather, Parked: s.parked, Logger: cfg.Logger})
 	s.pool = mw.NewPool(mw.PoolOptions{
 		Start:       s.startPooledChild,
 		MaxChildren: cfg.MaxModernChildren,
@@ -375,6 +393,7 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 			MessagePath:  cfg.MessagePath,
 			Endpoint:     endpoint,
 			NewSessionID: newSessionID,
+			NotFound:     s.metrics.notFound.Inc,
 		})
 	}
 	routes, err := oauthRoutes(cfg, s.paths())
@@ -382,6 +401,7 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 		return nil, err
 	}
 	s.handler = mw.Guards(s.guards(routes)...)(http.HandlerFunc(s.serveHTTP))
+	s.life, s.endLife = context.WithCancel(context.Background())
 	return s, nil
 }
 
@@ -451,6 +471,7 @@ func (s *Server) guards(routes map[string]http.Handler) []mw.Guard {
 // the protocol version is judged before the session.
 func (s *Server) sessionEra() mw.Handler {
 	return mw.Chain(
+		s.countRequests(eraSession), // nil unless Metrics
 		s.accessLog(eraSession),
 		s.modernOnly(), // nil unless ModernOnly; see serveladder.go
 		mw.CheckVersionHeader(),
@@ -464,6 +485,7 @@ func (s *Server) sessionEra() mw.Handler {
 // started.
 func (s *Server) modernEra() mw.Handler {
 	return mw.Chain(
+		s.countRequests(eraModern),
 		s.accessLog(eraModern),
 		mw.ValidateModern(mw.ModernLadderOptions{AcceptClaimlessResourceRead: s.cfg.AcceptClaimlessResourceRead, Logger: s.log}),
 		s.traceContext(eraModern),
@@ -475,6 +497,7 @@ func (s *Server) modernEra() mw.Handler {
 // whatever their initialize negotiates).
 func (s *Server) sseSessionEra() mw.Handler {
 	return mw.Chain(
+		s.countRequests(eraSSE),
 		s.accessLog(eraSSE),
 		mw.CheckVersionHeader(),
 		mw.RefuseNewSessions(mw.DrainOptions{Draining: s.Draining, SSE: true}),
@@ -533,12 +556,28 @@ func (s *Server) Sessions() int { return s.sessions.Len() }
 // end, and a request still waiting is answered with an error) and stops
 // every child, the pooled ones included: its stdin is closed and its
 // process group sent SIGTERM, then SIGKILL after TermGrace (at once when
-// ctx ends). It returns when all children are gone.
+// ctx ends). It returns when all children are gone, the readiness probes'
+// included.
 func (s *Server) Close(ctx context.Context) error {
 	s.Drain(ctx)
 	s.closing.Store(true)
-	return errors.Join(s.sessions.Close(ctx), s.pool.Close(ctx))
+	s.endLife()
+	err := errors.Join(s.sessions.Close(ctx), s.pool.Close(ctx))
+	s.probes.Wait() // each ends soon after life: its child is killed
+	return err
 }
+
+// countRequests returns the stage that counts the requests of era, when
+// Metrics is on; else nil.
+func (s *Server) countRequests(era string) mw.Middleware {
+	if !s.cfg.Metrics {
+		return nil
+	}
+	return mw.CountRequests(mw.CountOptions{Metrics: s.metrics.era(eraIndex(era))})
+}
+
+// parked counts the calls ParkChildRequests parks, for the metrics.
+func (s *Server) parked(delta int) { s.metrics.parked.Add(int64(delta)) }
 
 // startSession starts a session's child behind the session's stages.
 func (s *Server) startSession(_ context.Context, id string, conn *mw.Conn) (mw.Backend, error) {
@@ -554,14 +593,36 @@ func (s *Server) startSession(_ context.Context, id string, conn *mw.Conn) (mw.B
 	return &childBackend{entry: d.ToServer, child: child, closing: &s.closing}, nil
 }
 
+// child is a child process whose states are counted (see childTrack).
+type child struct {
+	*transport.Child
+	track *childTrack
+}
+
+// Close ends the child; see transport.Child.Close.
+func (c *child) Close(ctx context.Context) error {
+	c.track.stopping()
+	return c.Child.Close(ctx)
+}
+
+// Terminate ends the child without the stdin grace; see
+// transport.Child.Terminate.
+func (c *child) Terminate(ctx context.Context) error {
+	c.track.stopping()
+	return c.Child.Terminate(ctx)
+}
+
 // startChild starts a child process whose lines go to sink, in a context
-// carrying conn.
-func (s *Server) startChild(conn *mw.Conn, stderrPrefix string, log *slog.Logger, sink mw.Handler) (*transport.Child, error) {
+// carrying conn. Its start's outcome goes to the readiness (see Ready):
+// a failure when it cannot run, or exits on its own before it wrote
+// anything; a success once it wrote a message.
+func (s *Server) startChild(conn *mw.Conn, stderrPrefix string, log *slog.Logger, sink mw.Handler) (*child, error) {
 	stderr := s.stderr
 	if s.cfg.ChildStderrRecords {
 		stderr, stderrPrefix = &recordWriter{log: log}, ""
 	}
-	return transport.StartChild(transport.ChildConfig{
+	t := s.newChildTrack(sink)
+	c, err := transport.StartChild(transport.ChildConfig{
 		Command:        s.cfg.Command,
 		Env:            s.env,
 		Dir:            s.cfg.Dir,
@@ -573,8 +634,14 @@ func (s *Server) startChild(conn *mw.Conn, stderrPrefix string, log *slog.Logger
 		StdinGrace:     s.cfg.StdinGrace,
 		TermGrace:      s.cfg.TermGrace,
 		Context:        mw.WithConn(context.Background(), conn),
+		OnExit:         t.exited,
 		Logger:         log,
-	}, sink)
+	}, t)
+	if err != nil {
+		t.failedStart(err)
+		return nil, err
+	}
+	return &child{Child: c, track: t}, nil
 }
 
 // startPooledChild starts the child that serves principal's 2026-07-28
@@ -585,26 +652,9 @@ func (s *Server) startPooledChild(ctx context.Context, principal string) (mw.Bac
 	conn := mw.NewConn(mw.EraUnknown)
 	conn.SetPrincipal(principal)
 	log := s.log.With("pool", "2026-07-28")
-	fromChild := &mw.Late{}
-	var child *transport.Child
-	skipDiscover := false
-	for {
-		var err error
-		if child, err = s.startChild(conn, "[2026-07-28] ", log, fromChild); err != nil {
-			return nil, err
-		}
-		hs := mw.NewChildHandshake(conn, child)
-		fromChild.Bind(hs.FromChild())
-		err = hs.Run(ctx, mw.ChildHandshakeOptions{SkipDiscover: skipDiscover, ClientVersion: s.cfg.Version, Logger: log})
-		if err == nil {
-			break
-		}
-		_ = child.Close(ctx)
-		if !errors.Is(err, mw.ErrChildDied) || skipDiscover {
-			return nil, err
-		}
-		log.Info("the server process exited on server/discover; starting it again as a server of the session era")
-		skipDiscover = true
+	child, fromChild, err := s.handshakeChild(ctx, conn, "[2026-07-28] ", log)
+	if err != nil {
+		return nil, err
 	}
 	d := mw.Chain(s.pooledStages(conn, log)...)(mw.Duplex{ToServer: child, ToClient: mw.Discard()})
 	fromChild.Bind(d.ToClient)
@@ -613,6 +663,71 @@ func (s *Server) startPooledChild(ctx context.Context, principal string) (mw.Bac
 		conn.Close(errors.New("the server process exited"))
 	}()
 	return &pooledBackend{childBackend: childBackend{entry: d.ToServer, child: child, closing: &s.closing}, conn: conn}, nil
+}
+
+// handshakeChild starts a child for conn and performs the gateway's own
+// handshake with it (a child that exits on the server/discover is started
+// again and taken for one of the session era). Its messages go to the
+// returned Late, bound to the handshake until it is bound anew. A failed
+// handshake counts as a failed start (see Ready).
+func (s *Server) handshakeChild(ctx context.Context, conn *mw.Conn, stderrPrefix string, log *slog.Logger) (*child, *mw.Late, error) {
+	fromChild := &mw.Late{}
+	skipDiscover := false
+	for {
+		c, err := s.startChild(conn, stderrPrefix, log, fromChild)
+		if err != nil {
+			return nil, nil, err
+		}
+		hs := mw.NewChildHandshake(conn, c)
+		fromChild.Bind(hs.FromChild())
+		err = runUntilDone(ctx, c.Done(), func(ctx context.Context) error {
+			return hs.Run(ctx, mw.ChildHandshakeOptions{SkipDiscover: skipDiscover, ClientVersion: s.cfg.Version, Logger: log})
+		})
+		if err == nil {
+			s.ready.record(nil)
+			return c, fromChild, nil
+		}
+		_ = c.Close(ctx)
+		if errors.Is(err, errChildDone) || c.track.endedOnItsOwn() {
+			if skipDiscover {
+				err = errors.New("the server process exited during its handshake")
+				if status := c.Err(); status != nil {
+					err = fmt.Errorf("the server process exited during its handshake (%v)", status)
+				}
+			} else {
+				err = mw.ErrChildDied
+			}
+		}
+		if !errors.Is(err, mw.ErrChildDied) || skipDiscover {
+			s.ready.record(err)
+			return nil, nil, err
+		}
+		log.Info("the server process exited on server/discover; starting it again as a server of the session era")
+		skipDiscover = true
+	}
+}
+
+// errChildDone is the cause runUntilDone gives f's context when the child
+// ends.
+var errChildDone = errors.New("the server process ended")
+
+// runUntilDone runs f in a context that also ends when done is closed
+// (a child ended); it returns errChildDone when f failed after that.
+func runUntilDone(ctx context.Context, done <-chan struct{}, f func(context.Context) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-done:
+			cancel(errChildDone)
+		case <-ctx.Done():
+		}
+	}()
+	err := f(ctx)
+	if err != nil && context.Cause(ctx) == errChildDone {
+		return errChildDone
+	}
+	return err
 }
 
 // pooledStages lists the stages in front of a pooled child, nearest the
@@ -654,7 +769,7 @@ func (b *pooledBackend) Handle(ctx context.Context, m frame.Message) error {
 // its child.
 type childBackend struct {
 	entry   mw.Handler
-	child   *transport.Child
+	child   *child
 	closing *atomic.Bool // the gateway is shutting down
 }
 

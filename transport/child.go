@@ -88,8 +88,42 @@ type ChildConfig struct {
 	// to the Sink under (a connection's state, say); its cancellation is
 	// not looked at. nil means context.Background().
 	Context context.Context
+	// OnExit, when set, is called once for a child that started, when its
+	// process has exited and its output is drained, with how it ended and
+	// its exit status (nil for status 0, else an *exec.ExitError, as
+	// [Child.Err]), before Done is closed (unless the child closed its
+	// stdout while running: then Done came first). It runs on the child's
+	// own goroutine, possibly before StartChild returns, and must not
+	// block.
+	OnExit func(how ChildExit, status error)
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+}
+
+// ChildExit says how a child process ended (see ChildConfig.OnExit).
+type ChildExit uint8
+
+// The ways a child ends.
+const (
+	// ChildStopped: the gateway ended it ([Child.Close], or its stdout
+	// ended while it kept running), whatever its exit status.
+	ChildStopped ChildExit = iota
+	// ChildExited: it exited on its own with status 0.
+	ChildExited
+	// ChildFailed: it exited on its own with an error status, or a
+	// signal the gateway did not send ended it.
+	ChildFailed
+)
+
+// String returns "stopped", "exited" or "failed".
+func (e ChildExit) String() string {
+	switch e {
+	case ChildExited:
+		return "exited"
+	case ChildFailed:
+		return "failed"
+	}
+	return "stopped"
 }
 
 // Child is a stdio MCP server running as a child process: messages given to
@@ -143,6 +177,7 @@ type Child struct {
 
 	stopOnce  sync.Once
 	brisk     atomic.Bool   // the stop skips StdinGrace (see Terminate)
+	stopping  atomic.Bool   // the gateway began to end the child
 	signalled atomic.Bool   // the gateway sent the child SIGTERM or SIGKILL
 	hurry     chan struct{} // closed to skip the polite steps of a stop
 	hurryOnce sync.Once
@@ -378,7 +413,10 @@ func (c *Child) Terminate(ctx context.Context) error {
 
 // stop starts ending the child, once, on a goroutine of its own.
 func (c *Child) stop() {
-	c.stopOnce.Do(func() { go c.shutdown() })
+	c.stopOnce.Do(func() {
+		c.stopping.Store(true)
+		go c.shutdown()
+	})
 }
 
 // hurryUp makes a stop skip what is left of its polite steps.
@@ -490,6 +528,7 @@ func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct
 	c.err = c.cmd.Wait()
 	c.reaped = true
 	c.reapMu.Unlock()
+	how := c.exit() // judged now: a stop begun after the exit does not count
 	close(c.exited)
 	c.stdin.Close()
 	if c.ctl != nil {
@@ -515,8 +554,22 @@ func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct
 		c.log.Debug("server process exited", "pid", c.PID())
 	}
 	c.cancel()
+	if c.cfg.OnExit != nil {
+		c.cfg.OnExit(how, c.err) // before Done: whoever waits for it sees the exit told
+	}
 	c.closeDone()
 	close(c.gone)
+}
+
+// exit says how the child ended; it is read once the process has exited.
+func (c *Child) exit() ChildExit {
+	switch {
+	case c.err != nil && !c.signalled.Load():
+		return ChildFailed
+	case c.stopping.Load() || c.signalled.Load():
+		return ChildStopped
+	}
+	return ChildExited
 }
 
 // closeDone closes done, once.

@@ -415,3 +415,56 @@ func TestSupervisorPassesSignalsOn(t *testing.T) {
 	is.True(transporttest.ProcessGone(t, c.PID(), 0))
 	is.True(transporttest.ProcessGone(t, grandchild, testWait))
 }
+
+func TestChildOnExitSaysHowItEnded(t *testing.T) {
+	tests := []struct {
+		name    string
+		command []string
+		close   bool // the gateway ends it
+		want    ChildExit
+		status  string
+	}{
+		{"exits 0 on its own", []string{"/bin/sh", "-c", "exit 0"}, false, ChildExited, "<nil>"},
+		{"fails on its own", []string{"/bin/sh", "-c", "exit 3"}, false, ChildFailed, "exit status 3"},
+		{"stopped by the gateway", []string{"cat"}, true, ChildStopped, "<nil>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			type exit struct {
+				how    ChildExit
+				status string
+			}
+			exits := make(chan exit, 2)
+			c := startTestChild(t, ChildConfig{
+				Command:    tt.command,
+				StdinGrace: testWait, // long enough to exit on its own after stdin closes
+				TermGrace:  10 * time.Millisecond,
+				OnExit:     func(how ChildExit, status error) { exits <- exit{how, fmtErr(status)} },
+			}, nil)
+			if tt.close {
+				is.NoErr(c.Close(context.Background()))
+			}
+			select {
+			case <-c.Done():
+			case <-time.After(testWait):
+				t.Fatal("the child did not end")
+			}
+			select {
+			case e := <-exits: // told before Done
+				is.Equal(e, exit{tt.want, tt.status})
+			default:
+				t.Fatal("OnExit was not called before Done")
+			}
+			is.Equal(tt.want.String() != "", true)
+		})
+	}
+}
+
+// fmtErr prints err, "<nil>" for none.
+func fmtErr(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}

@@ -28,6 +28,9 @@ type SSEServerConfig struct {
 	// 128 random bits as 26 characters of base32. Ids must be made of
 	// letters, digits, '-' and '_' (see [SessionParam]).
 	NewSessionID func() string
+	// NotFound, when set, is called for each POST answered 404 because no
+	// open stream has the id it names. It must not block.
+	NotFound func()
 }
 
 // SSEServer is the server side of MCP's HTTP+SSE transport (revision
@@ -146,6 +149,13 @@ func (s *SSEServer) serveStream(w http.ResponseWriter, r *http.Request) {
 	x.writeSSE(w, r)
 }
 
+// notFound reports a POST for no open stream to cfg.NotFound.
+func (s *SSEServer) notFound() {
+	if s.cfg.NotFound != nil {
+		s.cfg.NotFound()
+	}
+}
+
 // serveMessage takes a POST for a stream.
 func (s *SSEServer) serveMessage(w http.ResponseWriter, r *http.Request) {
 	id, ok := SessionParam(r.URL.RawQuery)
@@ -157,6 +167,7 @@ func (s *SSEServer) serveMessage(w http.ResponseWriter, r *http.Request) {
 	stream := s.streams[id]
 	s.mu.Unlock()
 	if stream == nil {
+		s.notFound()
 		writeRPCError(w, http.StatusNotFound, "", frame.CodeInvalidRequest, "session not found")
 		return
 	}
@@ -177,6 +188,7 @@ func (s *SSEServer) serveMessage(w http.ResponseWriter, r *http.Request) {
 		x.OnDone(func([]frame.Message) { s.srv.endRequest() })
 	}
 	if !stream.carry(x) {
+		s.notFound()
 		writeRPCError(w, http.StatusNotFound, firstID, frame.CodeInvalidRequest, "session not found")
 		return
 	}

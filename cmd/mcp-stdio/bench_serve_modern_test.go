@@ -217,8 +217,10 @@ func BenchmarkServeModernConcurrent(b *testing.B) {
 // faces, side by side: one serve process used by a 2026-07-28 client
 // (discover, tools/list, a few calls: its pooled child is running), one by
 // a session-era client (a session open with its GET stream), then a second
-// of idle, then each serve process's VmRSS, RssAnon and RssFile. The goal
-// is that serving 2026-07-28 leaves the idle footprint as it is (≤ 10 MB).
+// of idle, then each serve process's VmRSS, RssAnon and RssFile; and the
+// same two again with --admin-addr (metrics on, /metrics scraped once).
+// The goal is that serving 2026-07-28 leaves the idle footprint as it is
+// (≤ 10 MB), metrics on.
 func BenchmarkServeModernIdleRSS(b *testing.B) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		b.Skip("needs /proc")
@@ -227,19 +229,30 @@ func BenchmarkServeModernIdleRSS(b *testing.B) {
 	defer cancel()
 	bin := relayBinary(b)
 	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": serveBenchText}}
-	faces := []struct{ name, version string }{{modernPath(gwServe), ""}, {gwServe, clientVersion}}
+	// Each face also with --admin-addr: metrics on, scraped once.
+	faces := []struct {
+		name, version string
+		flags         []string
+	}{
+		{modernPath(gwServe), "", nil}, {gwServe, clientVersion, nil},
+		{modernPath(gwServe) + "+metrics", "", []string{"--admin-addr", "127.0.0.1:0"}},
+		{gwServe + "+metrics", clientVersion, []string{"--admin-addr", "127.0.0.1:0"}},
+	}
 	sums := make(map[string]*[3]float64)
 	n := 0
 	for b.Loop() {
 		var paths []*benchPath
 		for _, f := range faces {
-			g := startBenchGateway(b, gwServe, bin, "", "")
+			g := startBenchGateway(b, gwServe, bin, "", "", f.flags...)
 			p := connectGatewayAt(b, ctx, g, f.name, f.version)
 			if _, err := p.cs.ListTools(ctx, nil); err != nil {
 				b.Fatalf("%s: tools/list: %v", p.name, err)
 			}
 			for range serveIdleCalls {
 				p.call(b, ctx, params)
+			}
+			if f.flags != nil {
+				scrape(b, adminURL(b, g))
 			}
 			paths = append(paths, p)
 		}

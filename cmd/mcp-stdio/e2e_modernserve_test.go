@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -178,9 +179,15 @@ func TestServeModernClientLegacyChildMRTR(t *testing.T) {
 // the end of the test.
 func startServeOf(tb testing.TB, bin string, child ...string) *gatewayProc {
 	tb.Helper()
+	return startServeWith(tb, bin, nil, child...)
+}
+
+// startServeWith is startServeOf with serve's flags flags.
+func startServeWith(tb testing.TB, bin string, flags []string, child ...string) *gatewayProc {
+	tb.Helper()
 	g := &gatewayProc{name: gwServe, exited: make(chan struct{}), log: &confLog{}}
 	urls := g.log.Watch(confServeURL).C
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug", "--"}, child...)
+	args := slices.Concat([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "debug"}, flags, []string{"--"}, child)
 	g.cmd = exec.Command(bin, args...)
 	g.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	g.cmd.Stdout = g.log

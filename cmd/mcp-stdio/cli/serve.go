@@ -55,7 +55,7 @@ func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
 		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
 			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id",
-			"health-path", "drop-client-capability", "session-idle-timeout", "max-sessions",
+			"health-path", "admin-addr", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level", "log-format"},
@@ -101,6 +101,7 @@ type serveFlags struct {
 	clientIDURLs  stringList
 	publicURL     string
 	healthPath    string
+	adminAddr     string
 	dropCaps      stringList
 	idleTimeout   duration
 	maxSessions   int
@@ -157,6 +158,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Var(&f.clientIDURLs, "allow-client-id-url", "let the OAuth client whose client_id is `URL` (exact, https) sign in with the Client ID Metadata Document it serves there (repeatable)")
 	fs.StringVar(&f.healthPath, "health-path", "", "answer GET `PATH` with 200 \"ok\", before any check, for load balancers and probes (off by default)")
 	fs.StringVar(&f.healthPath, "healthEndpoint", "", "supergateway's name for --health-path")
+	fs.StringVar(&f.adminAddr, "admin-addr", "", "serve /healthz, /readyz and /metrics (Prometheus) on a listener of their own at `HOST:PORT`, without authentication or Origin/Host checks (off by default)")
 	fs.StringVar(&f.publicURL, "public-url", "", "the server's external `URL` (behind a proxy or tunnel); its origin and host are allowed, and its path prefixes the HTTP+SSE endpoint event's")
 	fs.Var(&f.dropCaps, "drop-client-capability", "remove `CAPABILITY` (roots, sampling or elicitation) from the client's initialize before the server sees it (repeatable)")
 	fs.Var(&f.idleTimeout, "session-idle-timeout", "end a session (and its process) idle for `DURATION` (0 = never)")
@@ -260,11 +262,21 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
 		return &ExitError{Code: ExitUsage}
 	}
+	cfg.Metrics = f.adminAddr != ""
 	srv, err := pipeline.NewServer(cfg)
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
 		return &ExitError{Code: ExitUsage}
+	}
+	var adminLn net.Listener
+	if f.adminAddr != "" {
+		if adminLn, err = net.Listen("tcp", f.adminAddr); err != nil {
+			ln.Close()
+			srv.Close(context.WithoutCancel(ctx))
+			fmt.Fprintf(stderr, "mcp-stdio serve: cannot listen on --admin-addr: %v; choose another HOST:PORT\n", err)
+			return &ExitError{Code: ExitFailure}
+		}
 	}
 	ln = transport.LimitConnections(ln, f.maxConns, logger)
 	logger.Debug("limits", "max_connections", f.maxConns, "max_buffered", int64(f.maxBuffered), "read_timeout", f.readTimeout.std(), "conn_idle_timeout", f.connIdle.std())
@@ -281,6 +293,21 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	}
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
+	var adminSrv *http.Server
+	adminServed := make(chan error, 1)
+	if adminLn != nil {
+		adminSrv = &http.Server{
+			Handler:           srv.AdminHandler(),
+			ReadHeaderTimeout: serveHeaderTimeout,
+			IdleTimeout:       f.connIdle.std(),
+			MaxHeaderBytes:    serveMaxHeaderBytes,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+		}
+		go func() { adminServed <- adminSrv.Serve(adminLn) }()
+		if reachability(adminLn.Addr()) != reachLoopback {
+			logger.Info("the admin endpoints (/healthz, /readyz, /metrics) have no authentication: keep --admin-addr reachable only by probes and scrapers")
+		}
+	}
 	// The startup lines: plain, or with --log-format json records like
 	// any other, the URL in a field of its own.
 	say := func(url, format string, args ...any) {
@@ -296,6 +323,10 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		sse := endpointURL(ln.Addr(), f.listen, cfg.SSEPath)
 		say(sse, "HTTP+SSE clients (2024-11-05) connect to %s", sse)
 	}
+	if adminLn != nil {
+		admin := endpointURL(adminLn.Addr(), f.adminAddr, "")
+		say(admin, "admin endpoints on %s (%s): /healthz, /readyz, /metrics", admin, reachability(adminLn.Addr()))
+	}
 	if issuer != "" {
 		store := "memory only: a restart signs everyone out"
 		if f.oauth.tokenStore != "" {
@@ -309,6 +340,8 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	case <-ctx.Done():
 	case err := <-served:
 		runErr = fmt.Errorf("serve: %w", err)
+	case err := <-adminServed:
+		runErr = fmt.Errorf("serve: admin listener: %w", err)
 	}
 	drainCtx, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopDrain()
@@ -321,6 +354,14 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		defer stopWatch()
 	}
 	serveShutdown(srv, httpSrv, drainCtx, f.termGrace.std(), logger)
+	// The admin listener last: /readyz says 503 for the whole drain.
+	if adminSrv != nil {
+		actx, cancel := context.WithTimeout(context.Background(), serveShutdownSlack)
+		if err := adminSrv.Shutdown(actx); err != nil {
+			adminSrv.Close()
+		}
+		cancel()
+	}
 	if runErr == nil {
 		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			runErr = fmt.Errorf("serve: %w", err)
