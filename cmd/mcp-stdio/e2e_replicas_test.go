@@ -516,8 +516,18 @@ func TestReplicasBehindProxies(t *testing.T) {
 	for _, rule := range proxyRules {
 		t.Run(rule.name+map[bool]string{true: "-naive-hash", false: ""}[rule.control], func(t *testing.T) {
 			p := rule.start(t, rs)
+			before := rs.sessionsNotFound(t)
 			n := measureFollowUps(t, ctx, p.url)
 			routed, notFound := n.routed.Load(), n.notFound.Load()
+			// The replicas' own count of ids they did not know (the metric
+			// an operator watches for misrouting) rises with the misrouted
+			// pings (and the misrouted initialized notifications and
+			// DELETEs, which the client does not count), and only then.
+			if counted := rs.sessionsNotFound(t) - before; rs.adminFlag && (counted < notFound || notFound == 0 && counted != 0) {
+				t.Errorf("the replicas counted %d unknown session ids (mcp_stdio_session_not_found_total), the client saw %d 404s", counted, notFound)
+			} else if rs.adminFlag {
+				t.Logf("%s: the replicas counted %d unknown session ids", rule.label, counted)
+			}
 			table = append(table, fmt.Sprintf("| %s | %d / %d |", rule.label, routed, total))
 			t.Logf("%s: %d/%d follow-ups routed, %d answered 404, %d otherwise", rule.label, routed, total, notFound, n.other.Load())
 			if n.other.Load() != 0 {
@@ -534,12 +544,30 @@ func TestReplicasBehindProxies(t *testing.T) {
 			if routed != total {
 				t.Errorf("%d/%d follow-ups routed, want all", routed, total)
 			}
+			before = rs.sessionsNotFound(t)
 			if got := goSDKCalls(t, ctx, p.url); got != total {
 				t.Errorf("go-sdk client: %d/%d calls answered, want all", got, total)
 			} else {
 				t.Logf("go-sdk v1.8.0 client through %s: %d/%d calls answered", rule.name, got, total)
 			}
+			if counted := rs.sessionsNotFound(t) - before; counted != 0 {
+				t.Errorf("the replicas counted %d unknown session ids behind %s, want none", counted, rule.name)
+			}
 		})
 	}
 	t.Logf("200 sessions × 5 follow-ups, three serve replicas:\n%s", strings.Join(table, "\n"))
+}
+
+// sessionsNotFound sums mcp_stdio_session_not_found_total over the
+// replicas' /metrics; 0 when serve has no admin listener.
+func (rs *replicaSet) sessionsNotFound(t *testing.T) int64 {
+	t.Helper()
+	if !rs.adminFlag {
+		return 0
+	}
+	var n float64
+	for _, r := range rs.replicas {
+		n += metricValue(scrape(t, "http://"+r.admin), "mcp_stdio_session_not_found_total")
+	}
+	return int64(n)
 }
