@@ -20,6 +20,7 @@
 // sits. The relay, nearest the client first:
 //
 //	stdio transport (transport.Stdio: stdin, stdout)
+//	  RelayAccessLog         one record per request (--log-format)
 //	  AnswerOnce             one answer per request, never a stray one
 //	  ReservedIDs            client ids never look like ids stages mint
 //	  CancelFilter           a cancelled request gets no answer

@@ -94,8 +94,9 @@ func outcomeOf(err error) (string, int) {
 	return OutcomeFailed, 0
 }
 
-// requestNote is what the stages around one request of serve learn about
-// it, for [AccessLog]: TraceContext writes the trace id there.
+// requestNote is what the stages around one request learn about it, for
+// [AccessLog] and [RelayAccessLog]: TraceContext (serve) and TraceHeaders
+// (the relay) write the trace id there.
 type requestNote struct {
 	mu    sync.Mutex
 	trace frame.TraceParent

@@ -22,7 +22,8 @@ import (
 // server's spans hang below it. It ends when the request's Handle
 // returns — the answer has been handed to the client side — with the
 // attributes of [TraceContext]'s spans: the outcome is error when the
-// server answered with a JSON-RPC error.
+// server answered with a JSON-RPC error. The trace of a request's first
+// span is what [RelayAccessLog] names when the host named none.
 //
 // It sits just outside the relay's retry in both chains (see the package
 // documentation): every attempt carries the same header.
@@ -55,6 +56,15 @@ func (t *traceHeaders) toServer(ctx context.Context, m frame.Message) error {
 		return t.next.ToServer.Handle(ctx, m)
 	}
 	sc := t.o.startSpan(parent, hasParent)
+	if n := requestNoteOf(ctx); n != nil {
+		// For RelayAccessLog: the trace of the first span, when the host
+		// named none.
+		n.mu.Lock()
+		if !n.trace.Valid() {
+			n.trace = sc
+		}
+		n.mu.Unlock()
+	}
 	m = withTraceHeaders(m, sc, state)
 	id := m.ID()
 	t.mu.Lock()

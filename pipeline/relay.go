@@ -99,6 +99,10 @@ type RelayConfig struct {
 	Version string
 	// Logger receives diagnostics; nil discards them. Never stdout.
 	Logger *slog.Logger
+	// AccessLogInfo logs the record Logger gets for each request of the
+	// host (mw.RelayAccessLog) at Info, as the relay's --log-format json
+	// asks; else at Debug.
+	AccessLogInfo bool
 	// Spans receives a client span for each request sent to the server
 	// (mw.TraceHeaders), whose context the traceparent header carries;
 	// nil records none, and a host's own _meta.traceparent is still sent
@@ -286,12 +290,24 @@ func (r *relay) outerStages() []mw.Middleware {
 	}
 	return slices.Concat(
 		[]mw.Middleware{
+			r.accessLog(),
 			mw.AnswerOnce(mw.AnswerOnceOptions{Wait: answerWait, Logger: cfg.Logger}),
 			mw.ReservedIDs(cfg.Logger),
 			cancel,
 		},
 		cfg.Middlewares,
 	)
+}
+
+// accessLog returns the stage that logs each request of the host once
+// it has ended. It is the outermost stage, shared by both eras' chains,
+// so that the answers the stages inside make themselves are logged too.
+func (r *relay) accessLog() mw.Middleware {
+	level := slog.LevelDebug
+	if r.cfg.AccessLogInfo {
+		level = slog.LevelInfo
+	}
+	return mw.RelayAccessLog(mw.RelayAccessLogOptions{Logger: r.cfg.Logger, Level: level, SessionID: r.session.ID})
 }
 
 // sessionEraStages lists the relay's stages for a session-era server,

@@ -136,7 +136,7 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.BoolVar(&f.version, "V", false, "shorthand for --version")
 	fs.Var(&f.maxMessage, "max-message-size", "refuse messages larger than `BYTES`, in either direction")
 	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
-	fs.Var(&f.logFormat, "log-format", "write logs on stderr as `FORMAT`: text (key=value lines) or json (one object per line)")
+	fs.Var(&f.logFormat, "log-format", "write logs on stderr as `FORMAT`: text (key=value lines) or json (one object per line, a record per request at info)")
 	fs.BoolVar(&f.allowHTTP, "allow-http", false, "send credentials over plain http to a host beyond loopback without a warning")
 	fs.BoolVar(&f.debug, "debug", false, "mcp-remote's name for --log-level debug")
 	fs.BoolVar(&f.silent, "silent", false, "mcp-remote's name for --log-level error")
@@ -203,6 +203,7 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 	cfg, err := f.config(positional, getenv, logger)
 	cfg.HTTPClient = opt.HTTPClient
 	cfg.Version = opt.Version
+	cfg.AccessLogInfo = f.logFormat == logJSON
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio: %v (run 'mcp-stdio --help' for the flags)\n", err)
 		return &ExitError{Code: ExitUsage}
