@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -205,4 +206,54 @@ func TestServeTraceContextAndJSONLogs(t *testing.T) {
 		}
 	}
 	is.Equal(records, 1)
+}
+
+// TestRelayJSONAccessLog runs the relay binary with --log-format json
+// between the Go SDK client and a Go SDK server: every stderr line is a
+// JSON object, none carries the session id, and each request of the
+// client gets one record at info with its method, era, outcome,
+// duration, the session's hash and the trace the client named.
+func TestRelayJSONAccessLog(t *testing.T) {
+	is := is.New(t)
+	e := setup(t, relayCase{name: "streamable-http", kind: streamableServer, args: []string{"--log-format", "json", "--transport", "streamable-http"}})
+	const clientTP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	res, err := e.relay.cs.CallTool(e.ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "logged"}, Meta: mcp.Meta{"traceparent": clientTP}})
+	is.NoErr(err)
+	is.Equal(resultText(res), "logged")
+	_, err = e.relay.cs.CallTool(e.ctx, &mcp.CallToolParams{Name: "no-such-tool"})
+	is.True(err != nil) // the server's JSON-RPC error
+	e.relay.close(t)    // all of stderr has been read once the relay has exited
+
+	e.srv.mu.Lock()
+	var sids []string
+	for sid := range e.srv.remotes {
+		sids = append(sids, sid)
+	}
+	e.srv.mu.Unlock()
+	is.Equal(len(sids), 1)
+	caller, _ := frame.ParseTraceParent(clientTP)
+	byMethod := map[string][]map[string]any{}
+	for line := range strings.Lines(e.relay.stderr.String()) {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		is.True(!strings.Contains(line, sids[0])) // the session id is never logged
+		if r["msg"] == "request" {
+			is.Equal(r["level"], "INFO")
+			is.Equal(r["era"], "session")
+			_, timed := r["duration"].(float64)
+			is.True(timed)
+			m := r["method"].(string)
+			byMethod[m] = append(byMethod[m], r)
+		}
+	}
+	is.Equal(len(byMethod["initialize"]), 1)
+	is.Equal(byMethod["initialize"][0]["outcome"], "ok")
+	calls := byMethod["tools/call"]
+	is.Equal(len(calls), 2) // one record per request
+	is.Equal(calls[0]["outcome"], "ok")
+	is.Equal(calls[0]["session"], mw.SessionHash(sids[0]))
+	is.Equal(calls[0]["trace_id"], caller.TraceIDString())
+	is.Equal(calls[1]["outcome"], "error")
 }
