@@ -591,8 +591,10 @@ func readStateKeyFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--state-key-file: %v", err)
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("--state-key-file %s is open to group or others (mode %v); chmod 600 it", path, fi.Mode().Perm())
+	// Group read is allowed: a Kubernetes Secret mounted into a pod whose
+	// securityContext sets fsGroup is 0440, group-owned.
+	if fi.Mode().Perm()&0o037 != 0 {
+		return nil, fmt.Errorf("--state-key-file %s is open to others or writable by its group (mode %v); chmod 600 it (or 640: group read is allowed)", path, fi.Mode().Perm())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxStateKeyFile+1))
 	if err != nil {

@@ -91,6 +91,7 @@ func TestServeStateKeyFile(t *testing.T) {
 	for _, p := range []string{
 		write("hex", testKeyHex+"\n", 0o600),
 		write("b64", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n", 0o400),
+		write("fsgroup", testKeyHex, 0o440), // a Kubernetes Secret with fsGroup
 	} {
 		_, k, err := configFor(t, []string{"--state-key-file", p}, map[string]string{"MCP_STDIO_STATE_KEY": strings.Repeat("ff", 32)})
 		is.NoErr(err)
@@ -101,7 +102,8 @@ func TestServeStateKeyFile(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"--state-key-file", write("open", testKeyHex, 0o644)}, "chmod 600"},
-		{[]string{"--state-key-file", write("group", testKeyHex, 0o640)}, "chmod 600"},
+		{[]string{"--state-key-file", write("group", testKeyHex, 0o660)}, "chmod 600"},
+		{[]string{"--state-key-file", write("others", testKeyHex, 0o604)}, "chmod 600"},
 		{[]string{"--state-key-file", write("short", "abcd", 0o600)}, "32 bytes"},
 		{[]string{"--state-key-file", write("big", strings.Repeat("a", 4096), 0o600)}, "larger than a key"},
 		{[]string{"--state-key-file", filepath.Join(dir, "missing")}, "no such file"},
