@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"regexp"
 	"strconv"
 	"strings"
@@ -146,6 +147,13 @@ func checkGone(t *testing.T, procs map[string]int, after string) {
 // killed once the server exits), which already took the `sleep` down before
 // the supervisor existed.
 func TestServeEndLeavesNoProcessOfTheServer(t *testing.T) {
+	if signal.Ignored(syscall.SIGHUP) {
+		// Started under nohup, this process would pass SIGHUP on to serve
+		// ignored, and serve would never end by it. A signal this process
+		// catches is at its default in the programs it starts.
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+		defer signal.Reset(syscall.SIGHUP)
+	}
 	for _, sig := range []syscall.Signal{unix.SIGKILL, unix.SIGHUP, unix.SIGTERM} {
 		t.Run(unix.SignalName(sig), func(t *testing.T) {
 			bin := relayBinary(t)
