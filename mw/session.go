@@ -80,7 +80,9 @@ const DefaultStreamWait = 2 * time.Second
 //     the new session (its server gone too, behind a proxy that sent it to
 //     another) goes through the same, up to MaxSessionRecoveries times in
 //     all. Messages that failed under an older session id are just sent
-//     again. If re-establishing fails, Handle returns an
+//     again. A re-establishment whose initialize or initialized is refused
+//     with 404 or 503, or lost on its way, is tried again, up to
+//     MaxSessionRecoveries times. If re-establishing fails, Handle returns an
 //     error wrapping [frame.ErrSessionLost] (the edge answers "session
 //     lost") and the session is marked lost: the next server-bound
 //     message tries again before it is sent, so a server that comes back
@@ -503,6 +505,14 @@ func (s *Session) startLocked(ctx context.Context) (*reestablish, error) {
 		defer cancel()
 		defer stop()
 		sid, version, err := s.handshake(rctx, next, init, inited, hasInited)
+		for try := 1; err != nil && try < MaxSessionRecoveries && handshakeMayRecover(err) && rctx.Err() == nil; try++ {
+			// Behind a proxy, the replica that took the new session can be
+			// gone before the initialized reaches it (404), or the one the
+			// initialize reached was draining (503): another try reaches
+			// another.
+			s.log.Info("re-establishing the session failed; trying again", "err", err)
+			sid, version, err = s.handshake(rctx, next, init, inited, hasInited)
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.running = nil
@@ -533,11 +543,11 @@ func (s *Session) handshake(ctx context.Context, next Handler, init, inited fram
 		return "", "", fmt.Errorf("initialize: %w", err)
 	}
 	if resp.Kind() != frame.Result {
-		return "", "", fmt.Errorf("initialize answered with an error: %s", resp.Get("error.message").String())
+		return "", "", fmt.Errorf("%w with an error: %s", errInitializeAnswered, resp.Get("error.message").String())
 	}
 	sid := resp.Header().Get(frame.HeaderSessionID)
 	if sid == "" {
-		return "", "", errors.New("initialize answered without a session id")
+		return "", "", fmt.Errorf("%w without a session id", errInitializeAnswered)
 	}
 	version := resp.Get("result.protocolVersion").String()
 	if hasInited {
@@ -676,6 +686,22 @@ func withoutSessionHeaders(m frame.Message) frame.Message {
 }
 
 // isStatus reports whether err is a *frame.StatusError with this code.
+// errInitializeAnswered is a replayed initialize the server answered, but
+// not with a new session: trying again would get the same.
+var errInitializeAnswered = errors.New("initialize answered")
+
+// handshakeMayRecover reports whether a failed re-establishment is worth
+// another try: the new session forgotten (404) or refused for now (503),
+// or the request lost on its way (no HTTP status at all). An answer such
+// as 401 or 400 would only come again.
+func handshakeMayRecover(err error) bool {
+	var st *frame.StatusError
+	if !errors.As(err, &st) {
+		return !errors.Is(err, errInitializeAnswered) && !errors.Is(err, frame.ErrClosed) && !errors.Is(err, context.Canceled)
+	}
+	return st.Code == http.StatusNotFound || st.Code == http.StatusServiceUnavailable
+}
+
 func isStatus(err error, code int) bool {
 	var st *frame.StatusError
 	return errors.As(err, &st) && st.Code == code

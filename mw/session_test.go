@@ -3,6 +3,7 @@ package mw
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -782,4 +783,53 @@ func TestSessionStreamWaitIsBounded(t *testing.T) {
 		is.NoErr(toServer.Handle(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)))
 		is.Equal(time.Since(start), time.Duration(0)) // only once
 	})
+}
+
+// A re-establishment whose initialized is refused with 404 (the replica
+// that took the new session died before the notification reached it) is
+// tried again, and the message goes through under the session after.
+func TestSessionReestablishmentIsTriedAgain(t *testing.T) {
+	is := is.New(t)
+	srv := newSessionServer()
+	s := NewSession(SessionOptions{})
+	defer closeSession(t, s)
+	toServer, _ := pipeline(srv.fakeServer, s.Middleware())
+	clientHandshake(t, toServer)
+	calls, inits := 0, 0
+	srv.set(func(s *sessionServer) {
+		s.hold = func(_ context.Context, m frame.Message) {
+			switch m.Method() {
+			case "tools/call":
+				if calls++; calls == 1 {
+					srv.restart() // the session is gone
+				}
+			case "notifications/initialized":
+				if inits++; inits == 1 {
+					srv.restart() // and so is the new one, at once
+				}
+			}
+		}
+	})
+	req := frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`)
+	is.NoErr(toServer.Handle(t.Context(), req)) // answered under the third session
+	is.Equal(srv.summary()[2:], []string{
+		"tools/call 1 sid=s1",
+		"initialize minted",
+		"notifications/initialized sid=s2",
+		"initialize minted",
+		"notifications/initialized sid=s3",
+		"tools/call 1 sid=s3",
+	})
+}
+
+// A re-establishment refused for good (an initialize answered with an
+// error) is not tried again.
+func TestHandshakeMayRecover(t *testing.T) {
+	is := is.New(t)
+	is.True(handshakeMayRecover(&frame.StatusError{Code: 404}))
+	is.True(handshakeMayRecover(&frame.StatusError{Code: 503}))
+	is.True(handshakeMayRecover(errors.New("connection refused")))
+	is.True(!handshakeMayRecover(&frame.StatusError{Code: 401}))
+	is.True(!handshakeMayRecover(fmt.Errorf("%w with an error: nope", errInitializeAnswered)))
+	is.True(!handshakeMayRecover(frame.ErrClosed))
 }
