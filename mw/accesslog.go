@@ -51,28 +51,49 @@ func AccessLog(o AccessLogOptions) Middleware {
 			ctx = withRequestNote(ctx, note)
 			method := m.Method()
 			return serveRequest(ctx, m, next, func(e requestEnd) {
-				attrs := make([]slog.Attr, 0, 7)
-				attrs = append(attrs, slog.String("method", method))
-				if o.Era != "" {
-					attrs = append(attrs, slog.String("era", o.Era))
-				}
-				attrs = append(attrs, slog.String("outcome", e.outcome))
-				if e.status != 0 {
-					attrs = append(attrs, slog.Int("status", e.status))
-				}
-				attrs = append(attrs, slog.Duration("duration", o.Now().Sub(start)))
-				if e.session != "" {
-					attrs = append(attrs, slog.String("session", SessionHash(e.session)))
-				}
 				note.mu.Lock()
-				if note.trace.Valid() {
-					attrs = append(attrs, slog.String("trace_id", note.trace.TraceIDString()))
-				}
+				trace := note.trace
 				note.mu.Unlock()
-				log.LogAttrs(context.WithoutCancel(ctx), o.Level, "request", attrs...)
+				logRequest(ctx, log, o.Level, accessRecord{
+					method: method, era: o.Era, outcome: e.outcome, status: e.status,
+					duration: o.Now().Sub(start), session: e.session, trace: trace,
+				})
 			})
 		})
 	})
+}
+
+// accessRecord is one request's access record: what AccessLog and
+// RelayAccessLog write.
+type accessRecord struct {
+	method, era, outcome string
+	status               int // of a refusal; 0 for none
+	duration             time.Duration
+	session              string // the session id, logged as its hash; "" for none
+	trace                frame.TraceParent
+}
+
+// logRequest writes r as a record "request" at level: method, era (when
+// known), outcome, status (when set), duration, session (its hash, never
+// the id) and trace_id (when valid).
+func logRequest(ctx context.Context, log *slog.Logger, level slog.Level, r accessRecord) {
+	attrs := make([]slog.Attr, 0, 7)
+	attrs = append(attrs, slog.String("method", r.method))
+	if r.era != "" {
+		attrs = append(attrs, slog.String("era", r.era))
+	}
+	attrs = append(attrs, slog.String("outcome", r.outcome))
+	if r.status != 0 {
+		attrs = append(attrs, slog.Int("status", r.status))
+	}
+	attrs = append(attrs, slog.Duration("duration", r.duration))
+	if r.session != "" {
+		attrs = append(attrs, slog.String("session", SessionHash(r.session)))
+	}
+	if r.trace.Valid() {
+		attrs = append(attrs, slog.String("trace_id", r.trace.TraceIDString()))
+	}
+	log.LogAttrs(context.WithoutCancel(ctx), level, "request", attrs...)
 }
 
 // sessionHashLen is how many hex digits of a session id's hash name it.

@@ -186,30 +186,20 @@ func (l *relayAccessLog) toClient(ctx context.Context, m frame.Message) error {
 
 // write logs the record of the request n.
 func (l *relayAccessLog) write(ctx context.Context, n *relayNote, outcome string, status int) {
-	attrs := make([]slog.Attr, 0, 7)
-	attrs = append(attrs, slog.String("method", n.method))
+	r := accessRecord{method: n.method, outcome: outcome, status: status, duration: l.o.Now().Sub(n.start)}
 	if n.conn != nil {
 		switch n.conn.Era() {
 		case EraSession:
-			attrs = append(attrs, slog.String("era", "session"))
+			r.era = "session"
 		case EraStateless:
-			attrs = append(attrs, slog.String("era", "2026-07-28"))
+			r.era = "2026-07-28"
 		}
 	}
-	attrs = append(attrs, slog.String("outcome", outcome))
-	if status != 0 {
-		attrs = append(attrs, slog.Int("status", status))
-	}
-	attrs = append(attrs, slog.Duration("duration", l.o.Now().Sub(n.start)))
 	if l.o.SessionID != nil {
-		if sid := l.o.SessionID(); sid != "" {
-			attrs = append(attrs, slog.String("session", SessionHash(sid)))
-		}
+		r.session = l.o.SessionID()
 	}
 	n.mu.Lock()
-	if n.trace.Valid() {
-		attrs = append(attrs, slog.String("trace_id", n.trace.TraceIDString()))
-	}
+	r.trace = n.trace
 	n.mu.Unlock()
-	l.log.LogAttrs(context.WithoutCancel(ctx), l.o.Level, "request", attrs...)
+	logRequest(ctx, l.log, l.o.Level, r)
 }
