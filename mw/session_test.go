@@ -405,16 +405,9 @@ func TestSession404WithoutSession(t *testing.T) {
 // sessions, then fails: the loop is bounded.
 func TestSessionResendIsBounded(t *testing.T) {
 	is := is.New(t)
-	srv := newSessionServer()
-	s := NewSession(SessionOptions{})
-	defer closeSession(t, s)
-	toServer, _ := pipeline(srv.fakeServer, s.Middleware())
-	clientHandshake(t, toServer)
-	srv.set(func(s *sessionServer) {
-		s.hold = func(_ context.Context, m frame.Message) {
-			if m.Method() == "tools/call" {
-				srv.restart() // every call finds its session gone
-			}
+	toServer, srv := handshookSession(t, func(srv *sessionServer, m frame.Message) {
+		if m.Method() == "tools/call" {
+			srv.restart() // every call finds its session gone
 		}
 	})
 	req := frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`)
@@ -440,18 +433,11 @@ func TestSessionResendIsBounded(t *testing.T) {
 // on it) is sent again under a third session, and answered.
 func TestSessionResendSurvivesASecondLoss(t *testing.T) {
 	is := is.New(t)
-	srv := newSessionServer()
-	s := NewSession(SessionOptions{})
-	defer closeSession(t, s)
-	toServer, _ := pipeline(srv.fakeServer, s.Middleware())
-	clientHandshake(t, toServer)
 	lost := 0
-	srv.set(func(s *sessionServer) {
-		s.hold = func(_ context.Context, m frame.Message) {
-			if m.Method() == "tools/call" && lost < 2 {
-				lost++
-				srv.restart()
-			}
+	toServer, srv := handshookSession(t, func(srv *sessionServer, m frame.Message) {
+		if m.Method() == "tools/call" && lost < 2 {
+			lost++
+			srv.restart()
 		}
 	})
 	req := frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`)
@@ -790,23 +776,16 @@ func TestSessionStreamWaitIsBounded(t *testing.T) {
 // tried again, and the message goes through under the session after.
 func TestSessionReestablishmentIsTriedAgain(t *testing.T) {
 	is := is.New(t)
-	srv := newSessionServer()
-	s := NewSession(SessionOptions{})
-	defer closeSession(t, s)
-	toServer, _ := pipeline(srv.fakeServer, s.Middleware())
-	clientHandshake(t, toServer)
 	calls, inits := 0, 0
-	srv.set(func(s *sessionServer) {
-		s.hold = func(_ context.Context, m frame.Message) {
-			switch m.Method() {
-			case "tools/call":
-				if calls++; calls == 1 {
-					srv.restart() // the session is gone
-				}
-			case "notifications/initialized":
-				if inits++; inits == 1 {
-					srv.restart() // and so is the new one, at once
-				}
+	toServer, srv := handshookSession(t, func(srv *sessionServer, m frame.Message) {
+		switch m.Method() {
+		case "tools/call":
+			if calls++; calls == 1 {
+				srv.restart() // the session is gone
+			}
+		case "notifications/initialized":
+			if inits++; inits == 1 {
+				srv.restart() // and so is the new one, at once
 			}
 		}
 	})
@@ -832,4 +811,23 @@ func TestHandshakeMayRecover(t *testing.T) {
 	is.True(!handshakeMayRecover(&frame.StatusError{Code: 401}))
 	is.True(!handshakeMayRecover(fmt.Errorf("%w with an error: nope", errInitializeAnswered)))
 	is.True(!handshakeMayRecover(frame.ErrClosed))
+}
+
+// handshookSession returns a Session over a fake server, after the
+// client's handshake, and the server; hold, when set, sees every message
+// the server gets from then on (it may restart the server, which forgets
+// its sessions).
+func handshookSession(t *testing.T, hold func(srv *sessionServer, m frame.Message)) (Handler, *sessionServer) {
+	t.Helper()
+	srv := newSessionServer()
+	s := NewSession(SessionOptions{})
+	t.Cleanup(func() { closeSession(t, s) })
+	toServer, _ := pipeline(srv.fakeServer, s.Middleware())
+	clientHandshake(t, toServer)
+	if hold != nil {
+		srv.set(func(s *sessionServer) {
+			s.hold = func(_ context.Context, m frame.Message) { hold(srv, m) }
+		})
+	}
+	return toServer, srv
 }
