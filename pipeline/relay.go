@@ -106,8 +106,7 @@ type RelayConfig struct {
 	// Spans receives a client span for each request sent to the server
 	// (mw.TraceHeaders), whose context the traceparent header carries;
 	// nil records none, and a host's own _meta.traceparent is still sent
-	// as the header. Streamable HTTP only: HTTP+SSE POSTs carry no
-	// per-message headers.
+	// as the header (on Streamable HTTP and on HTTP+SSE's POSTs).
 	Spans mw.SpanExporter
 	// Sampler picks the spans recorded; nil means parent-based, always on.
 	Sampler mw.Sampler

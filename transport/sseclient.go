@@ -43,9 +43,11 @@ type SSEClient struct {
 	// Client sends the requests; nil means http.DefaultClient.
 	Client *http.Client
 	// Header holds static headers for the GET and every POST; they replace
-	// the defaults of the same name. A message's side channel is not sent:
-	// this transport has no session header. (It is read for the session;
-	// see the type's documentation.)
+	// the defaults of the same name. A message's side channel is sent on
+	// its POST after them (its trace context, say), but for Streamable
+	// HTTP's session headers: this transport has none; the side channel's
+	// session id names the endpoint the message belongs to (see the type's
+	// documentation).
 	Header http.Header
 	// ToClient receives the messages read from the stream (and from POST
 	// bodies that carry any). nil discards them.
@@ -442,7 +444,10 @@ func (c *SSEClient) deliver(ctx context.Context, m frame.Message) error {
 // *frame.SendError{Sent: false} wrapping ErrEndpointUnavailable, or, once
 // Run has failed, the *[StartError] it failed with. Headers are
 // Content-Type: application/json and Accept: application/json,
-// text/event-stream, then c.Header.
+// text/event-stream, then c.Header, then m.Header() but for Streamable
+// HTTP's session headers, Mcp-Session-Id and MCP-Protocol-Version (on this
+// transport the endpoint URL is the session; the side channel's session
+// id only names the endpoint m belongs to).
 //
 // A 2xx is success; if its body holds JSON-RPC messages they are delivered
 // too. Any other status is a *frame.StatusError. For a request, Handle then
@@ -595,7 +600,9 @@ func (c *SSEClient) post(ctx context.Context, ep string, m frame.Message) (answe
 	defer x.close()
 	x.req.Header.Set("Content-Type", contentTypeJSON)
 	x.req.Header.Set("Accept", acceptPOST) // as on Streamable HTTP; strict servers answer 406 without it
-	x.header(c.Header)
+	x.header(c.Header, m.Header())
+	x.req.Header.Del(frame.HeaderSessionID) // Streamable HTTP's session headers
+	x.req.Header.Del(frame.HeaderProtocolVersion)
 	resp, err := x.do(c.Client)
 	if err != nil {
 		return false, err
