@@ -26,6 +26,7 @@ import (
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/mw"
+	"github.com/mcp-stdio/mcp-stdio/transport"
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
@@ -206,6 +207,84 @@ func TestServeTraceContextAndJSONLogs(t *testing.T) {
 		}
 	}
 	is.Equal(records, 1)
+}
+
+// TestServeExitsOnTimeWithAHungCollector: a collector that never
+// answers does not hold serve's exit on SIGTERM for an exporter's timeout
+// (a minute here; 10 s by default), which would take a shutdown of 25 s
+// of drain and 2 s of --term-grace past Kubernetes' 30 s grace: the spans
+// still queued get the shutdown's slack (2 s), then are dropped and said
+// so, and serve exits 0.
+func TestServeExitsOnTimeWithAHungCollector(t *testing.T) {
+	is := is.New(t)
+	bin := relayBinary(t)
+	hung := make(chan struct{})
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hung:
+		case <-r.Context().Done():
+		}
+	}))
+	defer collector.Close()
+	defer close(hung) // before collector.Close: its handlers return
+
+	log := &transporttest.SyncBuffer{}
+	urls := log.Watch(regexp.MustCompile(`at (http://\S+/mcp)`))
+	dropped := log.Watch(regexp.MustCompile(`spans still queued at exit were dropped`))
+	child := transporttest.ArgCommand(traceEchoServer)
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--drain-timeout", "1s", "--term-grace", "1s", "--"}, child.Args...)...)
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0",
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_EXPORTER_OTLP_TIMEOUT=60000")
+	cmd.Stderr = log
+	cmd.WaitDelay = gatewayStopWait
+	is.NoErr(cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("serve's stderr:\n%s", log.String())
+		}
+	}()
+	url := urls.Next(t, gatewayStartWait)[1]
+
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	post := func(body, sid string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		is.NoErr(err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	sid := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "").Header.Get("Mcp-Session-Id")
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid)
+	is.Equal(post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":{}}}`, sid).StatusCode, http.StatusOK)
+
+	signalled := time.Now()
+	is.NoErr(cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		is.NoErr(err) // exit 0
+		exited <- err
+	case <-time.After(testTimeout):
+		t.Fatal("serve did not exit on SIGTERM")
+	}
+	// The budget: the drain (1 s), --term-grace (1 s) and the slack for
+	// the spans (2 s); the exporter's default timeout is well past it.
+	if took := time.Since(signalled); took >= transport.DefaultOTLPTimeout {
+		t.Errorf("serve took %v to exit: its spans held it for an exporter's timeout", took)
+	}
+	dropped.Next(t, time.Second) // said, before the exit
 }
 
 // TestRelayJSONAccessLog runs the relay binary with --log-format json

@@ -167,10 +167,10 @@ func setAttr(pairs []string, key, value string, replace bool) []string {
 	return append(pairs, key, value)
 }
 
-// shutdownSpans sends the spans still queued, for at most the exporter's
-// timeout, when the command ends.
-func shutdownSpans(ctx context.Context, e *transport.OTLPExporter, log *slog.Logger) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), transport.DefaultOTLPTimeout)
+// shutdownSpans sends the spans still queued, for at most limit, when the
+// command ends; what is still queued then is dropped, and said so.
+func shutdownSpans(ctx context.Context, e *transport.OTLPExporter, limit time.Duration, log *slog.Logger) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	defer cancel()
 	if err := e.Shutdown(sctx); err != nil {
 		log.Warn("spans still queued at exit were dropped", "spans_dropped", e.Dropped())

@@ -211,7 +211,7 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 	spans, sampler := otelFromEnv(getenv, opt.Version, "mcp-stdio relay", logger)
 	if spans != nil {
 		cfg.Spans, cfg.Sampler = spans, sampler
-		defer shutdownSpans(ctx, spans, logger)
+		defer shutdownSpans(ctx, spans, transport.DefaultOTLPTimeout, logger)
 	}
 	f.warnPlainHTTP(cfg.URL, logger)
 	if f.oauth {

@@ -235,7 +235,11 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	spans, sampler := otelFromEnv(getenv, opt.Version, "mcp-stdio serve", logger)
 	if spans != nil {
 		cfg.Spans, cfg.Sampler = spans, sampler
-		defer shutdownSpans(ctx, spans, logger)
+		// At exit, after the drain and the children's grace: the little
+		// time left of Kubernetes' grace (see serveShutdownSlack), not the
+		// exporter's timeout, so that a hung collector cannot turn a
+		// clean exit into a SIGKILL.
+		defer shutdownSpans(ctx, spans, serveShutdownSlack, logger)
 	}
 	// A command that cannot run would fail every session with a 502:
 	// better to say so now, once.

@@ -189,11 +189,13 @@ func TestKubernetesManifestsAgree(t *testing.T) {
 	_, keyFlag := flags["state-key"]
 	is.True(!keyFlag) // never in the arguments, which show in ps
 
-	// The grace outlasts serve's shutdown: the drain, then each server's
-	// stdin grace and SIGTERM grace, and a second of slack.
+	// The grace outlasts serve's shutdown: the drain, then its servers'
+	// SIGTERM grace (at shutdown they get SIGTERM at once), then at most
+	// 2 s to send the last spans (README, "Spans"), and a second of slack.
 	is.True(pod.Spec.TerminationGracePeriodSeconds != nil)
 	grace := time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
-	shutdown := flagDuration(t, flags, help, "drain-timeout") + flagDuration(t, flags, help, "stdin-grace") + flagDuration(t, flags, help, "term-grace")
+	const lastSpans = 2 * time.Second
+	shutdown := flagDuration(t, flags, help, "drain-timeout") + flagDuration(t, flags, help, "term-grace") + lastSpans
 	if grace < shutdown+time.Second {
 		t.Errorf("terminationGracePeriodSeconds %v is shorter than serve's drain and its servers' shutdown (%v) and a second of slack", grace, shutdown)
 	}
