@@ -88,9 +88,11 @@
 // serve, from the network in:
 //
 //	HTTP guards (Guard, on headers alone, before any body is read):
+//	  with metrics: CountRefusals' front (counts what the guards refuse),
 //	  CheckOrigin, CheckHost, the served paths, CORS,
 //	  with OAuth: its metadata and authorization server (no token needed),
-//	  RequireBearer or RequireOAuth (the principal: PrincipalOf), LimitBody
+//	  RequireBearer or RequireOAuth (the principal: PrincipalOf), LimitBody,
+//	  with metrics: CountRefusals' back
 //	HTTP transports, by path:
 //	  the endpoint: Streamable HTTP (transport.HTTPServer: a Message and its
 //	    Exchange per request)

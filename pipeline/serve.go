@@ -200,7 +200,8 @@ type ServeConfig struct {
 	// Metrics turns on the counting of requests (by era, method and
 	// outcome, with their durations) and of message bytes, which
 	// AdminHandler's /metrics shows; it adds a stage in front of each
-	// era's chain. The other metrics (sessions, children, exits, sessions
+	// era's chain, and the guards count the requests they answer in error
+	// (mw.CountRefusals). The other metrics (sessions, children, exits, sessions
 	// not found, parked calls, draining) are kept regardless.
 	Metrics bool
 
@@ -454,7 +455,12 @@ func (s *Server) guards(routes map[string]http.Handler) []mw.Guard {
 	if cfg.AuthToken != "" {
 		bearer = mw.RequireBearer(auth.NewBearerGate(cfg.AuthToken))
 	}
+	var countFront, countBack mw.Guard // nil unless Metrics
+	if cfg.Metrics {
+		countFront, countBack = mw.CountRefusals(s.metrics.refused)
+	}
 	return []mw.Guard{
+		countFront,
 		health, // before everything: a probe sends no Origin, a token or the public Host
 		mw.CheckOrigin(mw.OriginPolicy{Allow: cfg.AllowOrigins, PublicURL: cfg.PublicURL}),
 		checkHost,
@@ -464,6 +470,7 @@ func (s *Server) guards(routes map[string]http.Handler) []mw.Guard {
 		bearer,
 		oauthGuard(cfg), // before the era fork: both eras, POST, GET and DELETE
 		mw.LimitBody(cfg.MaxBodySize),
+		countBack,
 	}
 }
 

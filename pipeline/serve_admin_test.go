@@ -98,11 +98,44 @@ func TestAdminHandler(t *testing.T) {
 		slices.Sort(names)
 		is.Equal(names, []string{ // every family with a series: requests_total has none before a request
 			"mcp_stdio_bytes_total", "mcp_stdio_child_exits_total", "mcp_stdio_children",
-			"mcp_stdio_draining", "mcp_stdio_parked_calls", "mcp_stdio_request_duration_seconds",
-			"mcp_stdio_session_not_found_total", "mcp_stdio_sessions_active",
+			"mcp_stdio_draining", "mcp_stdio_http_refusals_total", "mcp_stdio_parked_calls",
+			"mcp_stdio_request_duration_seconds", "mcp_stdio_session_not_found_total", "mcp_stdio_sessions_active",
 		})
 		is.True(strings.Contains(body, "# TYPE mcp_stdio_requests_total counter\n")) // but its type is said
 	})
+}
+
+// The requests serve's guards refuse are counted by status; a request
+// that reaches the pipeline is not, even when it is answered in error
+// there.
+func TestServeCountsTheGuardsRefusals(t *testing.T) {
+	checkServeLeaks(t)
+	is := is.New(t)
+	h := newServeHarness(t, func(cfg *ServeConfig) { cfg.Metrics = true; cfg.AuthToken = "s3cret" })
+	const ping = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	auth := "Bearer s3cret"
+	status := func(path string, hdr ...string) int {
+		code, _, _ := h.rawDo(t, http.MethodPost, path, ping, hdr...)
+		return code
+	}
+	is.Equal(status("/mcp", "Origin", "https://evil.example", "Authorization", auth), 403) // a foreign Origin
+	is.Equal(status("/mcp", "Host", "evil.example", "Authorization", auth), 403)           // a foreign Host
+	is.Equal(status("/mcp"), 401)                                                          // no token
+	is.Equal(status("/elsewhere", "Authorization", auth), 404)                             // no such path
+	is.Equal(status("/mcp", "Authorization", auth, "Mcp-Session-Id", "gone"), 404)         // the pipeline's: no such session
+	_, body := adminDo(t, h.srv, http.MethodGet, "/metrics")
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	is.NoErr(err)
+	got := map[string]float64{}
+	for _, m := range families["mcp_stdio_http_refusals_total"].GetMetric() {
+		got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+	}
+	is.Equal(got["403"], 2.0)
+	is.Equal(got["401"], 1.0)
+	is.Equal(got["404"], 1.0) // not the pipeline's 404
+	is.Equal(got["other"], 0.0)
+	is.True(strings.Contains(body, "mcp_stdio_session_not_found_total 1\n")) // that one is counted there
 }
 
 // recordingClock is a clock tests move by hand.

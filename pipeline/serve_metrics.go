@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -93,6 +95,7 @@ type serveMetrics struct {
 	bytesOut *metrics.Counter
 	exits    [numChildExits]*metrics.Counter
 	notFound *metrics.Counter
+	refusals map[int]*metrics.Counter // by status; 0 for the others
 
 	children [numChildStates]atomic.Int64
 	parked   atomic.Int64
@@ -130,6 +133,18 @@ func newServeMetrics(s *Server) *serveMetrics {
 	}
 	m.notFound = add("mcp_stdio_session_not_found_total", "counter", "Requests answered 404 because their session id names no session here (Streamable HTTP and HTTP+SSE); rising means misrouting or clients of a restarted replica.").
 		NewCounter("mcp_stdio_session_not_found_total")
+	set = add("mcp_stdio_http_refusals_total", "counter", "HTTP requests answered with an error status before they reached the pipeline (a foreign Origin or Host, no or a wrong token, an unknown path, a body over the cap, an OAuth endpoint's error), by status (other for statuses outside a fixed list); rising means a client or a proxy is misconfigured.")
+	// The statuses serve's guards and OAuth endpoints answer with.
+	refusalStatuses := []int{
+		http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+		http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
+		http.StatusTooManyRequests, http.StatusServiceUnavailable,
+	}
+	m.refusals = make(map[int]*metrics.Counter, len(refusalStatuses)+1)
+	for _, code := range refusalStatuses {
+		m.refusals[code] = set.NewCounter(`mcp_stdio_http_refusals_total{status="` + strconv.Itoa(code) + `"}`)
+	}
+	m.refusals[0] = set.NewCounter(`mcp_stdio_http_refusals_total{status="other"}`)
 	add("mcp_stdio_parked_calls", "gauge", "2026-07-28 calls waiting for their client's retry with the input a session-era server asked for.").
 		NewGauge("mcp_stdio_parked_calls", func() float64 { return float64(m.parked.Load()) })
 	set = add("mcp_stdio_bytes_total", "counter", "Message bytes received in requests (in) and sent in answers and streams (out).")
@@ -151,6 +166,15 @@ func (m *serveMetrics) WritePrometheus(w io.Writer) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.help, f.name, f.typ)
 		f.set.WritePrometheus(w)
 	}
+}
+
+// refused counts a request answered with status before the pipeline.
+func (m *serveMetrics) refused(status int) {
+	c := m.refusals[status]
+	if c == nil {
+		c = m.refusals[0]
+	}
+	c.Inc()
 }
 
 // era returns the mw.RequestMetrics of requests of era.
