@@ -99,24 +99,10 @@ func TestServeTraceContextAndJSONLogs(t *testing.T) {
 	defer collector.Close()
 
 	log := &transporttest.SyncBuffer{}
-	urls := log.Watch(regexp.MustCompile(`"url":"(http://[^"]+/mcp)"`))
-	child := transporttest.ArgCommand(traceEchoServer)
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--log-format", "json", "--replica-id", "pod-0", "--"}, child.Args...)...)
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0",
-		"OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_SERVICE_NAME=e2e-serve", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf")
-	cmd.Stderr = log
-	cmd.WaitDelay = gatewayStopWait
-	is.NoErr(cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("serve's stderr:\n%s", log.String())
-		}
-	}()
-	url := urls.Next(t, gatewayStartWait)[1]
+	serve := startTracedServe(t, bin, log, `"url":"(http://[^"]+/mcp)"`,
+		[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_SERVICE_NAME=e2e-serve", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"},
+		"--log-format", "json", "--replica-id", "pod-0")
+	url := serve.url
 
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -161,14 +147,7 @@ func TestServeTraceContextAndJSONLogs(t *testing.T) {
 	is.Equal(gjson.Get(seen, "params._meta.tracestate").Str, "rojo=00f067aa0ba902b7")
 
 	// SIGTERM: serve exits, its spans flushed to the collector.
-	is.NoErr(cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case err := <-exited:
-		is.NoErr(err)
-		exited <- err
-	case <-time.After(testTimeout):
-		t.Fatal("serve did not exit on SIGTERM")
-	}
+	is.NoErr(serve.terminate(t))
 	mu.Lock()
 	var call *tracepb.Span
 	for _, s := range spans {
@@ -229,25 +208,11 @@ func TestServeExitsOnTimeWithAHungCollector(t *testing.T) {
 	defer close(hung) // before collector.Close: its handlers return
 
 	log := &transporttest.SyncBuffer{}
-	urls := log.Watch(regexp.MustCompile(`at (http://\S+/mcp)`))
 	dropped := log.Watch(regexp.MustCompile(`spans still queued at exit were dropped`))
-	child := transporttest.ArgCommand(traceEchoServer)
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--drain-timeout", "1s", "--term-grace", "1s", "--"}, child.Args...)...)
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0",
-		"OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_EXPORTER_OTLP_TIMEOUT=60000")
-	cmd.Stderr = log
-	cmd.WaitDelay = gatewayStopWait
-	is.NoErr(cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("serve's stderr:\n%s", log.String())
-		}
-	}()
-	url := urls.Next(t, gatewayStartWait)[1]
+	serve := startTracedServe(t, bin, log, `at (http://\S+/mcp)`,
+		[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_EXPORTER_OTLP_TIMEOUT=60000"},
+		"--drain-timeout", "1s", "--term-grace", "1s")
+	url := serve.url
 
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -271,20 +236,67 @@ func TestServeExitsOnTimeWithAHungCollector(t *testing.T) {
 	is.Equal(post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":{}}}`, sid).StatusCode, http.StatusOK)
 
 	signalled := time.Now()
-	is.NoErr(cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case err := <-exited:
-		is.NoErr(err) // exit 0
-		exited <- err
-	case <-time.After(testTimeout):
-		t.Fatal("serve did not exit on SIGTERM")
-	}
+	is.NoErr(serve.terminate(t)) // exit 0
 	// The budget: the drain (1 s), --term-grace (1 s) and the slack for
 	// the spans (2 s); the exporter's default timeout is well past it.
 	if took := time.Since(signalled); took >= transport.DefaultOTLPTimeout {
 		t.Errorf("serve took %v to exit: its spans held it for an exporter's timeout", took)
 	}
 	dropped.Next(t, time.Second) // said, before the exit
+}
+
+// tracedServe is serve as the tests of this file run it: the binary bin,
+// traceEchoServer its child, its stderr in a SyncBuffer.
+type tracedServe struct {
+	cmd    *exec.Cmd
+	exited chan error
+	url    string // the endpoint's, from the startup line
+}
+
+// startTracedServe starts serve with the environment env added and flags
+// before the child's command; urlPattern finds the endpoint's URL (its
+// first group) in log. serve is killed when the test ends, and its stderr
+// shown if the test failed.
+func startTracedServe(t *testing.T, bin string, log *transporttest.SyncBuffer, urlPattern string, env []string, flags ...string) *tracedServe {
+	t.Helper()
+	urls := log.Watch(regexp.MustCompile(urlPattern))
+	child := transporttest.ArgCommand(traceEchoServer)
+	args := append(append([]string{"serve", "--listen", "127.0.0.1:0"}, flags...), "--")
+	cmd := exec.Command(bin, append(args, child.Args...)...)
+	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), env...)
+	cmd.Stderr = log
+	cmd.WaitDelay = gatewayStopWait
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &tracedServe{cmd: cmd, exited: make(chan error, 1)}
+	go func() { s.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		err := <-s.exited
+		s.exited <- err
+		if t.Failed() {
+			t.Logf("serve's stderr:\n%s", log.String())
+		}
+	})
+	s.url = urls.Next(t, gatewayStartWait)[1]
+	return s
+}
+
+// terminate sends serve SIGTERM and returns how it exited.
+func (s *tracedServe) terminate(t *testing.T) error {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.exited:
+		s.exited <- err
+		return err
+	case <-time.After(testTimeout):
+		t.Fatal("serve did not exit on SIGTERM")
+		return nil
+	}
 }
 
 // TestRelayJSONAccessLog runs the relay binary with --log-format json
