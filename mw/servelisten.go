@@ -361,8 +361,12 @@ func (s *servedListen) ack() frame.Message {
 }
 
 // final returns the listen's graceful last frame.
-func (s *servedListen) final() frame.Message {
-	return frame.MustParse(`{"jsonrpc":"2.0","id":` + string(s.id) + `,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":` + string(s.id) + `}}}`)
+func (s *servedListen) final() frame.Message { return listenFinal(s.id) }
+
+// listenFinal returns the graceful last frame of the listen id: its
+// response, naming it as the subscription it ends.
+func listenFinal(id frame.ID) frame.Message {
+	return frame.MustParse(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":` + string(id) + `}}}`)
 }
 
 // attach adds s to the child's fan-out, or refuses it.

@@ -260,9 +260,13 @@ type Server struct {
 	listen  mw.Middleware
 	listens *mw.ListenStreams
 	park    mw.Middleware
-	http    *transport.HTTPServer
-	sse     *transport.SSEServer // nil when NoSSE
-	handler http.Handler
+	// The stage that follows the listens the pool's dual-era children
+	// serve themselves, and the handle that ends them.
+	passListen    mw.Middleware
+	passedListens *mw.PassedListens
+	http          *transport.HTTPServer
+	sse           *transport.SSEServer // nil when NoSSE
+	handler       http.Handler
 
 	metrics *serveMetrics
 	ready   readiness
@@ -366,6 +370,7 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	}
 	s.cfg = cfg
 	s.listen, s.listens = mw.ServeListen(mw.ServeListenOptions{Logger: cfg.Logger})
+	s.passListen, s.passedListens = mw.PassListens(mw.PassListensOptions{Logger: cfg.Logger})
 	s.park = mw.ParkChildRequests(mw.ParkOptions{StateKey: cfg.StateKey, ReplicaID: cfg.ReplicaID, StateTTL: cfg.InputTimeout, Gather: ParkGather, Parked: s.parked, Logger: cfg.Logger})
 	s.pool = mw.NewPool(mw.PoolOptions{
 		Start:       s.startPooledChild,
@@ -745,6 +750,7 @@ func (s *Server) pooledStages(conn *mw.Conn, log *slog.Logger) []mw.Middleware {
 	if conn.Era() == mw.EraStateless { // dual-era: its own 2026-07-28 face
 		return []mw.Middleware{
 			router,
+			s.passListen, // ends the child's own listens at the drain
 			paramHeaders,
 			mw.AwaitAnswers(conn),
 		}

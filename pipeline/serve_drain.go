@@ -27,7 +27,9 @@ func (s *Server) Draining() bool { return s.draining.Load() }
 //     client can finish), and 2026-07-28 requests, since a load balancer
 //     goes on sending for a while after the readiness probe fails.
 //   - The 2026-07-28 listen streams get their graceful end at once (their
-//     final result), so that their clients listen elsewhere.
+//     final result), so that their clients listen elsewhere: those serve
+//     answers for a session-era child, and those a dual-era child serves
+//     itself (it is told to stop them with notifications/cancelled).
 //   - The drain is over when no request is in flight (no POST carrying
 //     requests is being answered; it may be at once), and returns nil; or
 //     at DrainTimeout, returning an error matching
@@ -50,7 +52,8 @@ func (s *Server) drain(ctx context.Context) error {
 		"sessions", s.sessions.Len(), "pooled_children", s.pool.Len(), "in_flight", s.http.InFlight(), "timeout", s.cfg.DrainTimeout)
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
 	defer cancel()
-	err := s.listens.Close(dctx) // a listen lasts until it is ended: end them first, gracefully
+	// A listen lasts until it is ended: end them first, gracefully.
+	err := errors.Join(s.passedListens.Close(dctx), s.listens.Close(dctx))
 	if err == nil {
 		err = s.http.WaitIdle(dctx)
 	}
