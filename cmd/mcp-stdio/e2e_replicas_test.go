@@ -146,6 +146,14 @@ func startReplicas(t *testing.T, child []string, extra ...string) *replicaSet {
 			}
 		})
 		urls.Next(t, replicaWait)
+		if rs.adminFlag {
+			// Ready before a proxy checks it: HAProxy takes a server down
+			// at its first failed check, and on a loaded machine the first
+			// probe of the server command can outlast that check.
+			if status, body := readyz(t, "http://"+r.admin); status != http.StatusOK {
+				t.Fatalf("replica %s is not ready: %d %s", r.id, status, body)
+			}
+		}
 		rs.replicas = append(rs.replicas, r)
 	}
 	return rs
