@@ -102,27 +102,13 @@ func TestServeTraceContextAndJSONLogs(t *testing.T) {
 	serve := startTracedServe(t, bin, log, `"url":"(http://[^"]+/mcp)"`,
 		[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_SERVICE_NAME=e2e-serve", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"},
 		"--log-format", "json", "--replica-id", "pod-0")
-	url := serve.url
 
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	const clientTP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	post := func(body, sid string) (string, *http.Response) {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Traceparent", clientTP)
-		req.Header.Set("Tracestate", "rojo=00f067aa0ba902b7")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		is.NoErr(err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b), resp
+		return serve.post(t, ctx, body, sid, "Traceparent", clientTP, "Tracestate", "rojo=00f067aa0ba902b7")
 	}
 	saw := log.Watch(regexp.MustCompile(`^.*"msg":"saw .*tools/call.*$`))
 	_, resp := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "")
@@ -212,23 +198,12 @@ func TestServeExitsOnTimeWithAHungCollector(t *testing.T) {
 	serve := startTracedServe(t, bin, log, `at (http://\S+/mcp)`,
 		[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_EXPORTER_OTLP_TIMEOUT=60000"},
 		"--drain-timeout", "1s", "--term-grace", "1s")
-	url := serve.url
 
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	post := func(body, sid string) *http.Response {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		is.NoErr(err)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		_, resp := serve.post(t, ctx, body, sid)
 		return resp
 	}
 	sid := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "").Header.Get("Mcp-Session-Id")
@@ -281,6 +256,29 @@ func startTracedServe(t *testing.T, bin string, log *transporttest.SyncBuffer, u
 	})
 	s.url = urls.Next(t, gatewayStartWait)[1]
 	return s
+}
+
+// post POSTs body to serve's endpoint, in session sid unless it is "",
+// with the headers hdr (name, value pairs) and returns the answer's body.
+func (s *tracedServe) post(t *testing.T, ctx context.Context, body, sid string, hdr ...string) (string, *http.Response) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b), resp
 }
 
 // terminate sends serve SIGTERM and returns how it exited.
