@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -43,6 +44,14 @@ func init() {
 // servers, httptest servers, pipes to relay processes. No ignores are
 // needed: every test closes what it started.
 func TestMain(m *testing.M) {
+	// The binary initialises its packages with one thread of Go code
+	// (internal/onethread), and this test process links them: it runs
+	// with what the runtime would have chosen.
+	if n, err := strconv.Atoi(os.Getenv("GOMAXPROCS")); err == nil && n > 0 {
+		runtime.GOMAXPROCS(n)
+	} else {
+		runtime.SetDefaultGOMAXPROCS()
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		_ = os.RemoveAll(binaryDir())
 		os.Exit(code)

@@ -13,6 +13,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	// One thread of Go code, decided before the other packages start.
+	_ "github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/internal/onethread"
 )
 
 func main() {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strconv"
 )
 
 // tuneStdioProcess fits the Go runtime to a process that serves one peer
@@ -48,9 +49,20 @@ func tuneServeProcess(getenv func(string) string, log *slog.Logger) {
 	log.Debug("process tuned", "gomaxprocs", runtime.GOMAXPROCS(0))
 }
 
-// oneThread sets GOMAXPROCS to 1 unless the environment sets it.
+// oneThread sets GOMAXPROCS to 1 unless the environment sets it, and then
+// to what the environment says (the binary initialises its packages with
+// one thread whatever the environment says: see internal/onethread); a
+// value that is not a positive number gets the runtime's default, as it
+// would at start.
 func oneThread(getenv func(string) string) {
-	if getenv("GOMAXPROCS") == "" {
+	v := getenv("GOMAXPROCS")
+	if v == "" {
 		runtime.GOMAXPROCS(1)
+		return
 	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		runtime.GOMAXPROCS(n)
+		return
+	}
+	runtime.SetDefaultGOMAXPROCS()
 }
