@@ -30,8 +30,9 @@ func (s *Server) Draining() bool { return s.draining.Load() }
 //     final result), so that their clients listen elsewhere: those serve
 //     answers for a session-era child, and those a dual-era child serves
 //     itself (it is told to stop them with notifications/cancelled).
-//   - The drain is over when no request is in flight (no POST carrying
-//     requests is being answered; it may be at once), and returns nil; or
+//   - The drain is over when no request is in flight (no POST is being
+//     answered, nor a POST of HTTP+SSE carrying requests; it may be at
+//     once), and returns nil; or
 //     at DrainTimeout, returning an error matching
 //     context.DeadlineExceeded; or when ctx ends, returning ctx's error.
 //

@@ -105,7 +105,7 @@ type HTTPServer struct {
 	refusals rateLog // of bodies refused for the budget
 
 	mu       sync.Mutex
-	inflight int             // POSTs carrying requests, being answered
+	inflight int             // POSTs being answered (HTTP+SSE: those carrying requests)
 	idle     []chan struct{} // closed when inflight next reaches 0
 }
 
@@ -149,9 +149,9 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// WaitIdle returns once no request is in flight — no POST carrying
-// requests (of this server or of its HTTP+SSE face) is being answered —
-// or with ctx's error when ctx ends first. It refuses nothing: whether a
+// WaitIdle returns once no request is in flight — no POST of this server
+// is being answered, nor one carrying requests of its HTTP+SSE face — or
+// with ctx's error when ctx ends first. It refuses nothing: whether a
 // request may still come in is for the stages behind the ServeFunc (a
 // gateway that drains refuses new sessions there, and serves the rest).
 func (s *HTTPServer) WaitIdle(ctx context.Context) error {
@@ -171,8 +171,8 @@ func (s *HTTPServer) WaitIdle(ctx context.Context) error {
 	}
 }
 
-// InFlight returns the number of requests in flight: POSTs carrying
-// requests being answered.
+// InFlight returns the number of requests in flight: POSTs being
+// answered (of the HTTP+SSE face, those carrying requests).
 func (s *HTTPServer) InFlight() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -198,10 +198,8 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 	// refused here).
 	defer func() { s.cfg.Budget.Release(held) }()
 	firstID, hasRequest := m.FirstRequestID()
-	if hasRequest {
-		s.beginRequest()
-		defer s.endRequest()
-	}
+	s.beginRequest() // until its answer is out, whatever the POST carries
+	defer s.endRequest()
 	x := newExchange(s, http.MethodPost, wantSSE)
 	defer x.finish()
 	batch := m.Kind() == frame.Batch
@@ -214,7 +212,12 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case !hasRequest:
+		// Sent now rather than when the handler returns: a client's
+		// answer can be what lets the last request finish, and a drain
+		// that ends then must not overtake this 202.
+		w.Header().Set("Content-Length", "0")
 		w.WriteHeader(http.StatusAccepted)
+		_ = http.NewResponseController(w).Flush()
 	case wantSSE:
 		x.writeSSE(w, r)
 	default:
@@ -292,7 +295,7 @@ func (s *HTTPServer) refuse(w http.ResponseWriter, id frame.ID, err error) {
 	writeRPCError(w, http.StatusBadGateway, id, frame.CodeGateway, "the server could not take the message: "+err.Error())
 }
 
-// beginRequest counts a POST carrying requests, until endRequest.
+// beginRequest counts a POST in flight, until endRequest.
 func (s *HTTPServer) beginRequest() {
 	s.mu.Lock()
 	s.inflight++
