@@ -7,46 +7,54 @@ import (
 
 // cimdIPv4Refused are the IPv4 ranges a Client ID Metadata Document is never
 // fetched from, with what each is: everything that is not a public unicast
-// address on the Internet.
-var cimdIPv4Refused = []struct {
-	prefix netip.Prefix
-	what   string
-}{
-	{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified (this-network) address"},
-	{netip.MustParsePrefix("10.0.0.0/8"), "a private (RFC 1918) address"},
-	{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT (RFC 6598) address"},
-	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},
-	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address"},
-	{netip.MustParsePrefix("172.16.0.0/12"), "a private (RFC 1918) address"},
-	{netip.MustParsePrefix("192.0.0.0/24"), "an IETF protocol assignment (RFC 6890)"},
-	{netip.MustParsePrefix("192.0.2.0/24"), "a documentation (TEST-NET-1) address"},
-	{netip.MustParsePrefix("192.88.99.0/24"), "a 6to4 relay anycast address"},
-	{netip.MustParsePrefix("192.168.0.0/16"), "a private (RFC 1918) address"},
-	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking (RFC 2544) address"},
-	{netip.MustParsePrefix("198.51.100.0/24"), "a documentation (TEST-NET-2) address"},
-	{netip.MustParsePrefix("203.0.113.0/24"), "a documentation (TEST-NET-3) address"},
-	{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address"},
-	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved or broadcast address"},
+// address on the Internet. The ranges are text, parsed where they are used
+// (a fetch is rare, the parse cheap), so that the tables are static data
+// rather than work every mcp-stdio process does when it starts.
+var cimdIPv4Refused = []refusedRange{
+	{"0.0.0.0/8", "an unspecified (this-network) address"},
+	{"10.0.0.0/8", "a private (RFC 1918) address"},
+	{"100.64.0.0/10", "a carrier-grade NAT (RFC 6598) address"},
+	{"127.0.0.0/8", "a loopback address"},
+	{"169.254.0.0/16", "a link-local address"},
+	{"172.16.0.0/12", "a private (RFC 1918) address"},
+	{"192.0.0.0/24", "an IETF protocol assignment (RFC 6890)"},
+	{"192.0.2.0/24", "a documentation (TEST-NET-1) address"},
+	{"192.88.99.0/24", "a 6to4 relay anycast address"},
+	{"192.168.0.0/16", "a private (RFC 1918) address"},
+	{"198.18.0.0/15", "a benchmarking (RFC 2544) address"},
+	{"198.51.100.0/24", "a documentation (TEST-NET-2) address"},
+	{"203.0.113.0/24", "a documentation (TEST-NET-3) address"},
+	{"224.0.0.0/4", "a multicast address"},
+	{"240.0.0.0/4", "a reserved or broadcast address"},
 }
 
+// refusedRange is a range of addresses (CIDR notation) and what they are.
+type refusedRange struct{ prefix, what string }
+
+// contains reports whether addr is in r.
+func (r refusedRange) contains(addr netip.Addr) bool { return inRange(r.prefix, addr) }
+
 // IPv6 ranges that embed an IPv4 address, and ranges refused outright.
-var (
-	cimdGlobalUnicast6 = netip.MustParsePrefix("2000::/3")
-	cimdIPv4Compat     = netip.MustParsePrefix("::/96")
-	cimd6to4           = netip.MustParsePrefix("2002::/16")
-	cimdTeredo         = netip.MustParsePrefix("2001::/32")
-	cimdNAT64          = netip.MustParsePrefix("64:ff9b::/96")
-	cimdIPv6Refused    = []struct {
-		prefix netip.Prefix
-		what   string
-	}{
-		{netip.MustParsePrefix("2001:db8::/32"), "a documentation address"},
-		{netip.MustParsePrefix("3fff::/20"), "a documentation address"},
-		// Teredo (2001::/32, judged above), benchmarking, ORCHID and
-		// the other special-purpose assignments.
-		{netip.MustParsePrefix("2001::/23"), "an IETF protocol assignment"},
-	}
+const (
+	cimdGlobalUnicast6 = "2000::/3"
+	cimdIPv4Compat     = "::/96"
+	cimd6to4           = "2002::/16"
+	cimdTeredo         = "2001::/32"
+	cimdNAT64          = "64:ff9b::/96"
 )
+
+var cimdIPv6Refused = []refusedRange{
+	{"2001:db8::/32", "a documentation address"},
+	{"3fff::/20", "a documentation address"},
+	// Teredo (2001::/32, judged above), benchmarking, ORCHID and
+	// the other special-purpose assignments.
+	{"2001::/23", "an IETF protocol assignment"},
+}
+
+// inRange reports whether addr is in prefix (CIDR notation).
+func inRange(prefix string, addr netip.Addr) bool {
+	return netip.MustParsePrefix(prefix).Contains(addr)
+}
 
 // checkPublicAddr reports, as an error naming the kind of address, why a
 // Client ID Metadata Document must not be fetched from addr; nil means addr
@@ -82,13 +90,13 @@ func checkPublicAddr(addr netip.Addr) error {
 		return fmt.Errorf("%v is an unspecified address", addr)
 	case addr.IsLoopback():
 		return fmt.Errorf("%v is a loopback address", addr)
-	case cimdIPv4Compat.Contains(addr):
+	case inRange(cimdIPv4Compat, addr):
 		return checkPublicIPv4(netip.AddrFrom4([4]byte(b[12:16])), addr)
-	case cimdNAT64.Contains(addr):
+	case inRange(cimdNAT64, addr):
 		return checkPublicIPv4(netip.AddrFrom4([4]byte(b[12:16])), addr)
-	case cimd6to4.Contains(addr):
+	case inRange(cimd6to4, addr):
 		return checkPublicIPv4(netip.AddrFrom4([4]byte(b[2:6])), addr)
-	case cimdTeredo.Contains(addr):
+	case inRange(cimdTeredo, addr):
 		if err := checkPublicIPv4(netip.AddrFrom4([4]byte(b[4:8])), addr); err != nil {
 			return err
 		}
@@ -100,11 +108,11 @@ func checkPublicAddr(addr netip.Addr) error {
 		return fmt.Errorf("%v is a multicast address", addr)
 	case addr.IsPrivate():
 		return fmt.Errorf("%v is a unique local (fc00::/7) address", addr)
-	case !cimdGlobalUnicast6.Contains(addr):
+	case !inRange(cimdGlobalUnicast6, addr):
 		return fmt.Errorf("%v is not a global unicast address", addr)
 	}
 	for _, r := range cimdIPv6Refused {
-		if r.prefix.Contains(addr) {
+		if r.contains(addr) {
 			return fmt.Errorf("%v is %s", addr, r.what)
 		}
 	}
@@ -115,7 +123,7 @@ func checkPublicAddr(addr netip.Addr) error {
 // IPv6 address that embeds it).
 func checkPublicIPv4(v4, orig netip.Addr) error {
 	for _, r := range cimdIPv4Refused {
-		if r.prefix.Contains(v4) {
+		if r.contains(v4) {
 			if v4 == orig {
 				return fmt.Errorf("%v is %s", orig, r.what)
 			}

@@ -19,8 +19,9 @@ import (
 // batch with nothing to answer writes nothing; an empty batch is answered
 // with one -32600 error, as JSON-RPC says.
 
-// batchVersions are the protocol versions whose connections accept batches.
-var batchVersions = map[string]bool{"2024-11-05": true, "2025-03-26": true}
+// batchVersion reports whether connections of protocol version v accept
+// batches.
+func batchVersion(v string) bool { return v == "2024-11-05" || v == "2025-03-26" }
 
 // batchReply collects the responses to one batch's requests. Its fields are
 // guarded by server.mu.
@@ -33,7 +34,7 @@ type batchReply struct {
 
 // receiveBatch takes a batch apart; see the comment at the top of the file.
 func (s *server) receiveBatch(ctx context.Context, m frame.Message) {
-	if s.era != eraSession || !batchVersions[s.protocolVersion] {
+	if s.era != eraSession || !batchVersion(s.protocolVersion) {
 		s.log.Warn("batch refused", "protocolVersion", s.protocolVersion)
 		s.send(frame.ErrorResponse("", frame.CodeInvalidRequest, "invalid request: batches are part of MCP 2025-03-26 and 2024-11-05 only"))
 		return

@@ -124,26 +124,45 @@ type method struct {
 	cache func(s *server, req *request) cacheHint
 }
 
-func always(h cacheHint) func(*server, *request) cacheHint {
-	return func(*server, *request) cacheHint { return h }
-}
+func staticHint(*server, *request) cacheHint  { return staticCache }
+func noCacheHint(*server, *request) cacheHint { return noCache }
 
-// methods is the server's dispatch table (ping is answered by the read loop).
-var methods = map[string]method{
-	"initialize":               {handle: (*server).initialize, session: true},
-	"logging/setLevel":         {handle: (*server).setLevel, session: true},
-	"resources/subscribe":      {handle: (*server).subscribe, session: true},
-	"resources/unsubscribe":    {handle: (*server).unsubscribe, session: true},
-	"server/discover":          {handle: (*server).discover, stateless: true, cache: always(staticCache)},
-	"subscriptions/listen":     {handle: (*server).listen, stateless: true},
-	"tools/list":               {handle: (*server).listTools, session: true, stateless: true, cache: always(noCache)},
-	"tools/call":               {handle: (*server).callTool, session: true, stateless: true},
-	"resources/list":           {handle: (*server).listResources, session: true, stateless: true, cache: always(staticCache)},
-	"resources/templates/list": {handle: (*server).listTemplates, session: true, stateless: true, cache: always(staticCache)},
-	"resources/read":           {handle: (*server).readResource, session: true, stateless: true, cache: (*server).readHint},
-	"prompts/list":             {handle: (*server).listPrompts, session: true, stateless: true, cache: always(staticCache)},
-	"prompts/get":              {handle: (*server).getPrompt, session: true, stateless: true},
-	"completion/complete":      {handle: (*server).complete, session: true, stateless: true},
+// lookupMethod is the server's dispatch table (ping is answered by the read
+// loop). It is a switch rather than a map: every mcp-stdio process links
+// this package (to run it as a child), and a package-level map would be
+// built, its code paged in, by each of them at start, serve included.
+func lookupMethod(name string) (method, bool) {
+	switch name {
+	case "initialize":
+		return method{handle: (*server).initialize, session: true}, true
+	case "logging/setLevel":
+		return method{handle: (*server).setLevel, session: true}, true
+	case "resources/subscribe":
+		return method{handle: (*server).subscribe, session: true}, true
+	case "resources/unsubscribe":
+		return method{handle: (*server).unsubscribe, session: true}, true
+	case "server/discover":
+		return method{handle: (*server).discover, stateless: true, cache: staticHint}, true
+	case "subscriptions/listen":
+		return method{handle: (*server).listen, stateless: true}, true
+	case "tools/list":
+		return method{handle: (*server).listTools, session: true, stateless: true, cache: noCacheHint}, true
+	case "tools/call":
+		return method{handle: (*server).callTool, session: true, stateless: true}, true
+	case "resources/list":
+		return method{handle: (*server).listResources, session: true, stateless: true, cache: staticHint}, true
+	case "resources/templates/list":
+		return method{handle: (*server).listTemplates, session: true, stateless: true, cache: staticHint}, true
+	case "resources/read":
+		return method{handle: (*server).readResource, session: true, stateless: true, cache: (*server).readHint}, true
+	case "prompts/list":
+		return method{handle: (*server).listPrompts, session: true, stateless: true, cache: staticHint}, true
+	case "prompts/get":
+		return method{handle: (*server).getPrompt, session: true, stateless: true}, true
+	case "completion/complete":
+		return method{handle: (*server).complete, session: true, stateless: true}, true
+	}
+	return method{}, false
 }
 
 // classify decides the era a request is answered in, locking the
@@ -175,7 +194,7 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 	case !pv.Exists(), s.era == eraSession:
 		// The session era, even before initialize; an envelope on a
 		// session-era connection is ignored.
-		if spec, ok := methods[req.method]; !ok || !spec.session {
+		if spec, ok := lookupMethod(req.method); !ok || !spec.session {
 			return nil, methodNotFound(req.method, false)
 		}
 		req.caps = gjson.Parse(s.clientCaps)
@@ -196,7 +215,7 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 	if !caps.IsObject() {
 		return nil, invalidParams("params._meta[%q] is required (an object)", metaClientCapabilities)
 	}
-	if spec, ok := methods[req.method]; !ok || !spec.stateless {
+	if spec, ok := lookupMethod(req.method); !ok || !spec.stateless {
 		// An unknown method does not decide the era.
 		return nil, methodNotFound(req.method, true)
 	}
@@ -230,7 +249,7 @@ func (s *server) acceptInitialize(req *request) (*request, *rpcError) {
 // and serves nothing but initialize (and ping, answered by the read loop)
 // before initialize. s.mu is held.
 func (s *server) classifySessionEraOnly(req *request) (*request, *rpcError) {
-	if spec, ok := methods[req.method]; !ok || !spec.session {
+	if spec, ok := lookupMethod(req.method); !ok || !spec.session {
 		// The plain answer of a server that never heard of the method.
 		return nil, &rpcError{code: frame.CodeMethodNotFound, message: "method not found: " + req.method}
 	}
@@ -262,7 +281,7 @@ func (s *server) classifySessionEraOnly(req *request) (*request, *rpcError) {
 // call runs the handler of req's method and, on a 2026-07-28 request,
 // stamps the result.
 func (s *server) call(ctx context.Context, req *request) (object, error) {
-	spec := methods[req.method] // classify checked it exists in req's era
+	spec, _ := lookupMethod(req.method) // classify checked it exists in req's era
 	res, err := spec.handle(s, ctx, req)
 	if err != nil || !req.stateless {
 		return res, err
@@ -285,7 +304,7 @@ func (s *server) call(ctx context.Context, req *request) (object, error) {
 
 func methodNotFound(name string, stateless bool) *rpcError {
 	msg := "method not found: " + name
-	if _, ok := methods[name]; ok {
+	if _, ok := lookupMethod(name); ok {
 		if stateless {
 			msg = fmt.Sprintf("method not found: %s is not part of MCP %s", name, statelessVersion)
 		} else {

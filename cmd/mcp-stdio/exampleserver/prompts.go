@@ -7,19 +7,21 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// greetPrompt is the one prompt.
-var greetPrompt = object{
-	"name":        "greet",
-	"title":       "Greeting",
-	"description": "Asks the model to greet someone by name.",
-	"arguments":   []object{{"name": "name", "description": "Who to greet.", "required": true}},
+// greetPrompt returns the one prompt.
+func greetPrompt() object {
+	return object{
+		"name":        "greet",
+		"title":       "Greeting",
+		"description": "Asks the model to greet someone by name.",
+		"arguments":   []object{{"name": "name", "description": "Who to greet.", "required": true}},
+	}
 }
 
 // greetNames are the completions offered for the greet prompt's argument.
 var greetNames = []string{"Ada", "Alan", "Barbara", "Edsger", "Grace", "Ken", "Margaret", "Rob"}
 
 func (s *server) listPrompts(_ context.Context, req *request) (object, error) {
-	ps, next, err := paginate(s, req, []object{greetPrompt})
+	ps, next, err := paginate(s, req, []object{greetPrompt()})
 	if err != nil {
 		return nil, err
 	}
