@@ -410,36 +410,49 @@ func measureFollowUps(t *testing.T, ctx context.Context, url string) *followUpCo
 		return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), nil
 	}
 	n := &followUpCount{}
-	var errs sync.Map
+	eachSession(t, "session", func(i int) (problem string) {
+		status, sid, err := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"replicas","version":"1"}}}`)
+		if err != nil || status != http.StatusOK || sid == "" {
+			return fmt.Sprintf("initialize: %d %v", status, err)
+		}
+		_, _, _ = post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		for j := range measureCalls {
+			status, _, err := post(sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, j+2))
+			switch {
+			case err == nil && status == http.StatusOK:
+				n.routed.Add(1)
+			case err == nil && status == http.StatusNotFound:
+				n.notFound.Add(1)
+			default:
+				n.other.Add(1)
+				problem = fmt.Sprintf("ping: %d %v", status, err)
+			}
+		}
+		if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url+"/mcp", nil); err == nil {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+			if resp, err := hc.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		return problem
+	})
+	return n
+}
+
+// eachSession runs session for each of measureSessions sessions, on
+// measureClients workers at once, and fails the test with what each
+// reports ("" for nothing), prefixed with what and the session's number.
+func eachSession(t *testing.T, what string, session func(i int) (problem string)) {
+	t.Helper()
+	var problems sync.Map
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range measureClients {
 		wg.Go(func() {
 			for i := range work {
-				status, sid, err := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"replicas","version":"1"}}}`)
-				if err != nil || status != http.StatusOK || sid == "" {
-					errs.Store(i, fmt.Sprintf("initialize: %d %v", status, err))
-					continue
-				}
-				_, _, _ = post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-				for j := range measureCalls {
-					status, _, err := post(sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, j+2))
-					switch {
-					case err == nil && status == http.StatusOK:
-						n.routed.Add(1)
-					case err == nil && status == http.StatusNotFound:
-						n.notFound.Add(1)
-					default:
-						n.other.Add(1)
-						errs.Store(i, fmt.Sprintf("ping: %d %v", status, err))
-					}
-				}
-				if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url+"/mcp", nil); err == nil {
-					req.Header.Set("Mcp-Session-Id", sid)
-					req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-					if resp, err := hc.Do(req); err == nil {
-						resp.Body.Close()
-					}
+				if p := session(i); p != "" {
+					problems.Store(i, p)
 				}
 			}
 		})
@@ -449,11 +462,10 @@ func measureFollowUps(t *testing.T, ctx context.Context, url string) *followUpCo
 	}
 	close(work)
 	wg.Wait()
-	errs.Range(func(k, v any) bool {
-		t.Errorf("session %v: %v", k, v)
+	problems.Range(func(k, v any) bool {
+		t.Errorf("%s %v: %v", what, k, v)
 		return true
 	})
-	return n
 }
 
 // goSDKCalls opens measureSessions sessions through url with the go-sdk
@@ -465,41 +477,25 @@ func goSDKCalls(t *testing.T, ctx context.Context, url string) int64 {
 	defer hc.CloseIdleConnections()
 	client := mcp.NewClient(&mcp.Implementation{Name: "replicas-go-sdk", Version: "1"}, nil)
 	var answered atomic.Int64
-	var errs sync.Map
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range measureClients {
-		wg.Go(func() {
-			for i := range work {
-				cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-				if err != nil {
-					errs.Store(i, "connect: "+err.Error())
-					continue
-				}
-				for j := range measureCalls {
-					text := fmt.Sprintf("session %d call %d", i, j)
-					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}})
-					switch {
-					case err != nil:
-						errs.Store(i, "call: "+err.Error())
-					case resultText(res) != text:
-						errs.Store(i, "call answered "+resultText(res))
-					default:
-						answered.Add(1)
-					}
-				}
-				_ = cs.Close()
+	eachSession(t, "go-sdk session", func(i int) (problem string) {
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			return "connect: " + err.Error()
+		}
+		defer cs.Close()
+		for j := range measureCalls {
+			text := fmt.Sprintf("session %d call %d", i, j)
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}})
+			switch {
+			case err != nil:
+				problem = "call: " + err.Error()
+			case resultText(res) != text:
+				problem = "call answered " + resultText(res)
+			default:
+				answered.Add(1)
 			}
-		})
-	}
-	for i := range measureSessions {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	errs.Range(func(k, v any) bool {
-		t.Errorf("go-sdk session %v: %v", k, v)
-		return true
+		}
+		return problem
 	})
 	return answered.Load()
 }
