@@ -33,19 +33,8 @@ func newDrainHarness(t *testing.T, retryAfter time.Duration) *drainHarness {
 // send hands entry one message on a fresh exchange; a GET's is left open.
 func (h *drainHarness) send(t *testing.T, entry Handler, method, sid, body string) (*fakeExchange, error) {
 	t.Helper()
-	x := &fakeExchange{method: method, sse: true}
-	var m frame.Message
-	if body != "" {
-		m = frame.MustParse(body)
-	}
-	if sid != "" {
-		m = m.WithHeader(frame.HeaderSessionID, sid)
-	}
-	err := entry.Handle(on(t.Context(), x), m)
-	if method != http.MethodGet {
-		x.lines()
-		x.finish()
-	}
+	x, err := hand(t.Context(), entry, method, sid, body)
+	settle(x)
 	return x, err
 }
 

@@ -206,3 +206,26 @@ func (x *fakeExchange) setBusy(b bool) {
 
 // on returns ctx carrying x, as serve's transport hands a request over.
 func on(ctx context.Context, x Exchange) context.Context { return WithExchange(ctx, x) }
+
+// hand hands entry one message in ctx on a fresh exchange of method, as
+// serve's transport would: body ("" for none) naming session sid in
+// Mcp-Session-Id ("" for none). The exchange is returned as it is.
+func hand(ctx context.Context, entry Handler, method, sid, body string) (*fakeExchange, error) {
+	x := &fakeExchange{method: method, sse: true}
+	var m frame.Message
+	if body != "" {
+		m = frame.MustParse(body)
+	}
+	if sid != "" {
+		m = m.WithHeader(frame.HeaderSessionID, sid)
+	}
+	return x, entry.Handle(on(ctx, x), m)
+}
+
+// settle reads and finishes x unless it is a GET's, left open.
+func settle(x *fakeExchange) {
+	if x.method != http.MethodGet {
+		x.lines()
+		x.finish()
+	}
+}

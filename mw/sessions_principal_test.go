@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
-
-	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // as hands the stage one message of principal p, on a fresh exchange, as
@@ -15,21 +13,11 @@ import (
 // GET's exchange is returned open.
 func (h *sessionsHarness) as(t *testing.T, p string, sse bool, method, sid, body string) (*fakeExchange, error) {
 	t.Helper()
-	x := &fakeExchange{method: method, sse: true}
-	var m frame.Message
-	if body != "" {
-		m = frame.MustParse(body)
-	}
-	if sid != "" {
-		m = m.WithHeader(frame.HeaderSessionID, sid)
-	}
-	ctx := on(WithPrincipal(t.Context(), p), x)
-	var err error
+	var entry Handler = h.s
 	if sse {
-		err = h.s.SSE().Handle(ctx, m)
-	} else {
-		err = h.s.Handle(ctx, m)
+		entry = h.s.SSE()
 	}
+	x, err := hand(WithPrincipal(t.Context(), p), entry, method, sid, body)
 	if method != http.MethodGet || err != nil {
 		x.lines()
 		x.finish()

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
-
-	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 const legacyInitBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","clientInfo":{"name":"c"}}}`
@@ -17,19 +15,8 @@ const legacyInitBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{
 // exchange is finished, a GET's is returned open.
 func (h *sessionsHarness) sse(t *testing.T, method, sid, body string) (*fakeExchange, error) {
 	t.Helper()
-	x := &fakeExchange{method: method, sse: true}
-	var m frame.Message
-	if body != "" {
-		m = frame.MustParse(body)
-	}
-	if sid != "" {
-		m = m.WithHeader(frame.HeaderSessionID, sid)
-	}
-	err := h.s.SSE().Handle(on(t.Context(), x), m)
-	if method != http.MethodGet {
-		x.lines()
-		x.finish()
-	}
+	x, err := hand(t.Context(), h.s.SSE(), method, sid, body)
+	settle(x)
 	return x, err
 }
 

@@ -126,15 +126,7 @@ func newSessionsHarness(t *testing.T, o SessionsOptions) *sessionsHarness {
 // would, and finishes the exchange.
 func (h *sessionsHarness) do(t *testing.T, method, sid, body string) (*fakeExchange, error) {
 	t.Helper()
-	x := &fakeExchange{method: method, sse: true}
-	var m frame.Message
-	if body != "" {
-		m = frame.MustParse(body)
-	}
-	if sid != "" {
-		m = m.WithHeader(frame.HeaderSessionID, sid)
-	}
-	err := h.s.Handle(on(t.Context(), x), m)
+	x, err := hand(t.Context(), h.s, method, sid, body)
 	x.lines()
 	x.finish()
 	return x, err
