@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
@@ -82,6 +83,9 @@ type passListens struct {
 	conn    *Conn // the child's, from its first listen
 	watched bool  // conn.OnClose is set
 	live    map[frame.ID]struct{}
+	// n is len(live), read without the lock: with no listen followed (the
+	// usual case) the child's responses pass without taking it.
+	n atomic.Int32
 }
 
 func (st *passListens) toServer(ctx context.Context, m frame.Message) error {
@@ -113,6 +117,7 @@ func (st *passListens) pass(ctx context.Context, m frame.Message) error {
 	st.ctl.stages[st] = struct{}{}
 	st.mu.Lock()
 	st.live[id] = struct{}{}
+	st.n.Store(int32(len(st.live)))
 	watch := conn != nil && !st.watched
 	if watch {
 		st.conn, st.watched = conn, true
@@ -140,12 +145,16 @@ func (st *passListens) toClient(ctx context.Context, m frame.Message) error {
 // forget stops following the listen id; it reports whether it was
 // followed.
 func (st *passListens) forget(id frame.ID) bool {
+	if st.n.Load() == 0 {
+		return false
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if _, ok := st.live[id]; !ok {
 		return false
 	}
 	delete(st.live, id)
+	st.n.Store(int32(len(st.live)))
 	return true
 }
 
@@ -157,6 +166,7 @@ func (st *passListens) childGone(error) {
 	st.ctl.mu.Unlock()
 	st.mu.Lock()
 	clear(st.live)
+	st.n.Store(0)
 	st.mu.Unlock()
 }
 
@@ -168,6 +178,7 @@ func (st *passListens) endAll(ctx context.Context) {
 		ids = append(ids, id)
 	}
 	clear(st.live)
+	st.n.Store(0)
 	conn := st.conn
 	st.mu.Unlock()
 	sctx := context.WithoutCancel(ctx)
