@@ -8,8 +8,8 @@
 // when a command starts, keeps the memory the runtime would spread over
 // the other processors while they initialise: each processor caches its
 // own partly used spans of every size it allocates, and their pages stay
-// resident after the processor is taken away (about 0.3 MiB of serve's
-// idle memory on a 2-core machine). A package is initialised after the
+// resident after the processor is taken away (about 0.5 MiB of serve's
+// idle memory on a 2-core machine; see BENCHMARKS.md). A package is initialised after the
 // packages it imports, so this one imports only the runtime, and package
 // main imports it for its effect.
 package onethread
