@@ -3,6 +3,8 @@ package auth
 import (
 	"context"
 	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // Clock is the time source of a [Client]: token expiry, the background
@@ -43,12 +45,10 @@ func withClockTimeout(parent context.Context, clock Clock, d time.Duration, caus
 	return ctx, func() { cancel(context.Canceled) }
 }
 
-// sleep waits d on clock, or until ctx is done and returns its error.
+// sleep waits d on clock, or until ctx is done and returns its cause.
 func sleep(ctx context.Context, clock Clock, d time.Duration) error {
-	select {
-	case <-clock.After(d):
-		return nil
-	case <-ctx.Done():
+	if frame.SleepUntil(ctx, clock.After(d)) != nil {
 		return context.Cause(ctx)
 	}
+	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // errLockTimeout means a lock file stayed locked for the whole wait.
@@ -27,11 +29,10 @@ func lockFile(ctx context.Context, path string, wait time.Duration) (release fun
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	var deadline <-chan time.Time
 	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		deadline = t.C
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, wait, errLockTimeout)
+		defer cancel()
 	}
 	poll := lockPollMin
 	for {
@@ -46,17 +47,9 @@ func lockFile(ctx context.Context, path string, wait time.Duration) (release fun
 				f.Close()
 			}, nil
 		}
-		t := time.NewTimer(poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if frame.Sleep(ctx, poll) != nil {
 			f.Close()
 			return nil, context.Cause(ctx)
-		case <-deadline:
-			t.Stop()
-			f.Close()
-			return nil, errLockTimeout
-		case <-t.C:
 		}
 		poll = min(2*poll, lockPollMax)
 	}

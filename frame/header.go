@@ -29,8 +29,14 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
+	return SleepUntil(ctx, t.C)
+}
+
+// SleepUntil is [Sleep] on a clock of the caller's: it waits until c
+// delivers and returns nil, or until ctx is done and returns its error.
+func SleepUntil(ctx context.Context, c <-chan time.Time) error {
 	select {
-	case <-t.C:
+	case <-c:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

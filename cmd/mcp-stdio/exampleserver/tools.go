@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/tidwall/gjson"
 )
 
@@ -197,15 +198,8 @@ func (s *server) slow(ctx context.Context, req *request, args gjson.Result) (obj
 		return nil, err
 	}
 	step := time.Duration(seconds * float64(time.Second) / float64(steps))
-	timer := time.NewTimer(step)
-	defer timer.Stop()
 	for i := 1; i <= steps; i++ {
-		if i > 1 {
-			timer.Reset(step)
-		}
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
+		if frame.Sleep(ctx, step) != nil {
 			return nil, context.Cause(ctx)
 		}
 		msg := fmt.Sprintf("step %d of %d", i, steps)
