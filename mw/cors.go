@@ -3,6 +3,8 @@ package mw
 import (
 	"net/http"
 	"strings"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // CORS lets web pages call the server from the origins the policy in front
@@ -42,10 +44,14 @@ func CORS(next http.Handler) http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate")
+		h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
 		next.ServeHTTP(w, r)
 	})
 }
+
+// corsExposeHeaders are the response headers a browser's script may read:
+// the session's, and the challenge of a refusal.
+const corsExposeHeaders = frame.HeaderSessionID + ", " + frame.HeaderProtocolVersion + ", WWW-Authenticate"
 
 // corsMaxAge is how long, in seconds, a browser may reuse a preflight's
 // answer.
