@@ -62,3 +62,26 @@ func ExampleCORS() {
 	// POST http://localhost:6274 202 http://localhost:6274
 	// OPTIONS https://evil.example 403
 }
+
+// ExampleAnswerHealth puts a probe's path before the other guards: the
+// probe is answered though it carries no token, while the endpoint still
+// wants one, and paths serve does not serve get 404.
+func ExampleAnswerHealth() {
+	endpoint := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer t" { // stands for the real gate
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+	h := mw.Guards(mw.AnswerHealth("/healthz"), mw.ServePaths("/mcp"))(endpoint)
+	for _, path := range []string{"/healthz", "/mcp", "/admin"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		fmt.Println(path, w.Code)
+	}
+	// Output:
+	// /healthz 200
+	// /mcp 401
+	// /admin 404
+}

@@ -452,7 +452,7 @@ func (s *Server) guards(routes map[string]http.Handler) []mw.Guard {
 	cfg := s.cfg
 	var health, checkHost, bearer mw.Guard
 	if cfg.HealthPath != "" {
-		health = healthCheck(cfg.HealthPath)
+		health = mw.AnswerHealth(cfg.HealthPath)
 	}
 	if cfg.CheckHost {
 		checkHost = mw.CheckHost(mw.HostPolicy{Allow: cfg.AllowHosts, PublicURL: cfg.PublicURL})
@@ -469,9 +469,9 @@ func (s *Server) guards(routes map[string]http.Handler) []mw.Guard {
 		health, // before everything: a probe sends no Origin, a token or the public Host
 		mw.CheckOrigin(mw.OriginPolicy{Allow: cfg.AllowOrigins, PublicURL: cfg.PublicURL}),
 		checkHost,
-		onPaths(slices.Concat(s.paths(), slices.Collect(maps.Keys(routes)))...),
-		mw.CORS,             // behind the origin check, before authentication
-		mountRoutes(routes), // the metadata a client reads to get a token needs none
+		mw.ServePaths(slices.Concat(s.paths(), slices.Collect(maps.Keys(routes)))...),
+		mw.CORS,          // behind the origin check, before authentication
+		mw.Mount(routes), // the metadata a client reads to get a token needs none
 		bearer,
 		oauthGuard(cfg), // before the era fork: both eras, POST, GET and DELETE
 		mw.LimitBody(cfg.MaxBodySize),
@@ -795,46 +795,6 @@ func (b *childBackend) Close(ctx context.Context) error {
 		return b.child.Terminate(ctx) // within the bound of a shutdown
 	}
 	return b.child.Close(ctx)
-}
-
-// onPaths is the guard that serves the given paths only; other paths get
-// 404.
-func onPaths(paths ...string) mw.Guard {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !slices.Contains(paths, r.URL.Path) {
-				http.NotFound(w, r)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
-}
-
-// healthCheck is the guard that answers the health path itself: 200 "ok"
-// to GET and HEAD, 405 to anything else. It says the gateway is up, not
-// that a server process can start.
-func healthCheck(path string) mw.Guard {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != path {
-				next.ServeHTTP(w, r)
-				return
-			}
-			switch r.Method {
-			case http.MethodGet, http.MethodHead:
-				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-				w.Header().Set("Cache-Control", "no-store")
-				w.WriteHeader(http.StatusOK)
-				if r.Method == http.MethodGet {
-					_, _ = io.WriteString(w, "ok\n")
-				}
-			default:
-				w.Header().Set("Allow", "GET, HEAD")
-				http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			}
-		})
-	}
 }
 
 // childEnv returns the children's environment: env (or the gateway's

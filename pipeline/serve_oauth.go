@@ -97,23 +97,6 @@ func oauthGuard(cfg ServeConfig) mw.Guard {
 	})
 }
 
-// mountRoutes is the guard that hands requests on the routes' paths to
-// their handlers, and the others to next.
-func mountRoutes(routes map[string]http.Handler) mw.Guard {
-	if len(routes) == 0 {
-		return nil
-	}
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if h := routes[r.URL.Path]; h != nil {
-				h.ServeHTTP(w, r)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
-}
-
 // tokenVerifier is a server.Verifier as the gate knows verifiers.
 type tokenVerifier struct{ v server.Verifier }
 
