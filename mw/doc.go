@@ -89,8 +89,9 @@
 //
 //	HTTP guards (Guard, on headers alone, before any body is read):
 //	  with metrics: CountRefusals' front (counts what the guards refuse),
-//	  CheckOrigin, CheckHost, the served paths, CORS,
-//	  with OAuth: its metadata and authorization server (no token needed),
+//	  with --health-path: AnswerHealth (a probe needs nothing of the rest),
+//	  CheckOrigin, CheckHost, ServePaths (404 elsewhere), CORS,
+//	  with OAuth: Mount of its metadata and authorization server (no token needed),
 //	  RequireBearer or RequireOAuth (the principal: PrincipalOf), LimitBody,
 //	  with metrics: CountRefusals' back
 //	HTTP transports, by path:
