@@ -34,8 +34,9 @@ type AccessLogOptions struct {
 // unlogged. When the logger does not log at Level, requests pass
 // untouched.
 //
-// In serve it is the first stage of each era's chain, so refusals by the
-// era's checks are logged too.
+// In serve it is the first stage of each era's chain after the metrics
+// (see the package documentation), so refusals by the era's checks are
+// logged too.
 func AccessLog(o AccessLogOptions) Middleware {
 	log := loggerOrDiscard(o.Logger)
 	if o.Now == nil {

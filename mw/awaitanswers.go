@@ -10,7 +10,8 @@ import (
 )
 
 // AwaitAnswers is the stage nearest a server that answers on its own time
-// (a child process, whose lines arrive on their own goroutine). It makes
+// (a child process, whose lines arrive on their own goroutine; see the
+// package documentation). It makes
 // that server keep, for the requests stages originate, the contract the
 // relay's transport keeps for every request: Handle of a request whose id
 // a stage minted ([IDMinter]; not the ids [ModernRouter] gives its

@@ -18,7 +18,7 @@ const BearerRealm = "mcp-stdio"
 // `WWW-Authenticate: Bearer realm="mcp-stdio"` (with
 // `error="invalid_token"` when a wrong token was presented), without
 // reading their bodies. It sits behind CORS, whose preflights carry no
-// credentials.
+// credentials (see the package documentation).
 func RequireBearer(v BearerVerifier) Guard {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

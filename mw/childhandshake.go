@@ -41,7 +41,7 @@ type ChildHandshakeOptions struct {
 
 // ChildHandshake is the gateway's own handshake with a child that serves
 // 2026-07-28 clients, which bring no handshake of their own (serve's
-// pooled children). It asks server/discover first, judged as a dual-era
+// pooled children; see the package documentation). It asks server/discover first, judged as a dual-era
 // client judges it on stdio (a DiscoverResult listing 2026-07-28, or an
 // error only a 2026-07-28 server sends, means a dual-era child; anything
 // else, a timeout included, a child of the session era). A dual-era child

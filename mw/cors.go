@@ -21,7 +21,8 @@ import (
 // not cookies.
 //
 // CORS must sit behind [CheckOrigin], which has refused every origin it
-// does not allow, and in front of authentication, since a browser sends
+// does not allow, and in front of authentication (see the package
+// documentation), since a browser sends
 // its preflight without credentials. Requests without an Origin pass
 // untouched.
 func CORS(next http.Handler) http.Handler {

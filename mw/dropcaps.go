@@ -25,7 +25,8 @@ var droppableClientCapabilities = []string{"roots", "sampling", "elicitation"}
 // Only server-bound initialize requests are touched, and only by deleting
 // the named keys: every other byte stays as the client sent it, and a
 // message without them (or with no stage configured) passes unchanged.
-// With no caps the stage is [Passthrough].
+// With no caps the stage is [Passthrough]. serve lists it last in each
+// session's chain, nearest the child (see the package documentation).
 func DropClientCapabilities(caps ...string) (Middleware, error) {
 	var paths []string
 	for _, c := range caps {

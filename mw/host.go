@@ -41,7 +41,7 @@ func (p HostPolicy) Allowed(hostport string) bool {
 
 // CheckHost returns the guard that refuses, with 403, every request whose
 // Host p does not allow. serve puts it behind CheckOrigin when it listens
-// on loopback.
+// on loopback (see the package documentation).
 func CheckHost(p HostPolicy) Guard {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -177,8 +177,8 @@ type CountOptions struct {
 // (serve's), each request in it (a batch's one by one) by method and
 // [MetricOutcome], and the message bytes that come in and go out on the
 // exchange. It wraps the exchange to see the answers, so it goes first in
-// a chain whose answers are sent on the exchange (serve's eras); it
-// changes no message. Messages without an exchange pass uncounted.
+// a chain whose answers are sent on the exchange (serve's eras; see the
+// package documentation); it changes no message. Messages without an exchange pass uncounted.
 func CountRequests(o CountOptions) Middleware {
 	if o.Now == nil {
 		o.Now = time.Now

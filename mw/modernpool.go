@@ -34,15 +34,15 @@ type PoolOptions struct {
 	Logger *slog.Logger
 }
 
-// Pool is serve's 2026-07-28 backend: one server per principal, never per
-// session ([PrincipalOf] a request's context; "" — no authentication, or
-// one static token — is one principal like any other), started on its
-// first request and shared by all of that principal's clients. A server
-// that exits is started again by the next request (the requests in flight
-// on it are answered by its stages); one idle for IdleTTL is closed; at
-// most MaxChildren live at once. A Pool is a [Handler]: every message
-// handed to it goes to the principal's server. It is safe for concurrent
-// use.
+// Pool is serve's 2026-07-28 backend (see the package documentation): one
+// server per principal, never per session ([PrincipalOf] a request's
+// context; "" — no authentication, or one static token — is one principal
+// like any other), started on its first request and shared by all of that
+// principal's clients. A server that exits is started again by the next
+// request (the requests in flight on it are answered by its stages); one
+// idle for IdleTTL is closed; at most MaxChildren live at once. A Pool is a
+// [Handler]: every message handed to it goes to the principal's server. It
+// is safe for concurrent use.
 type Pool struct {
 	o   PoolOptions
 	log *slog.Logger

@@ -47,7 +47,8 @@ type ModernRouterOptions struct {
 }
 
 // ModernRouter is the stage nearest the client in front of a server that
-// many 2026-07-28 clients share (serve's pooled child). Server-bound, it
+// many 2026-07-28 clients share (serve's pooled child; see the package
+// documentation). Server-bound, it
 // sends each request under an id it mints, "mcp-stdio/serve/<n>", unique on
 // the server whatever ids the clients chose, with its progressToken, if
 // any, swapped for a minted one too, and remembers the HTTP exchange the

@@ -75,8 +75,8 @@ const OAuthRetryAfter = "5"
 // close the connection. A request that passes reaches next with its
 // principal in the context ([WithPrincipal]: it keys the 2026-07-28 pool
 // and owns the sessions it opens) and without its Authorization header:
-// the token goes no further. It sits where [RequireBearer] would, behind
-// CORS, whose preflights carry no credentials, and before everything that
+// the token goes no further. It sits where [RequireBearer] would (see the
+// package documentation), behind CORS, whose preflights carry no credentials, and before everything that
 // tells the eras apart, so it holds for both, and for POST, GET and DELETE
 // alike.
 func RequireOAuth(o OAuthOptions) Guard {

@@ -10,7 +10,7 @@ import "net/http"
 // messages, so the per-request metrics do not see them; a rising count is
 // how a proxy that rewrites Host, or a client without its token, shows.
 //
-// front goes first among the guards: it watches the status of the answer
+// front goes first among the guards (see the package documentation): it watches the status of the answer
 // (the first WriteHeader, or 200 at the first Write) and, once the
 // request has been answered, calls count with it when it is 400 or more
 // and the request did not reach back. back goes last: a request it sees

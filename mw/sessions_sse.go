@@ -10,10 +10,10 @@ import (
 
 // SSE returns the entry of the session stage for the HTTP+SSE transport of
 // MCP 2024-11-05 (serve's transport.SSEServer), beside [Sessions.Handle]
-// for Streamable HTTP: the same table of sessions, the same Open, bound
-// and idle timer, but sessions that live as long as a stream. Each message
-// comes with its [Exchange] in the context and names its session in
-// Mcp-Session-Id, which the transport sets:
+// for Streamable HTTP (see the package documentation): the same table of
+// sessions, the same Open, bound and idle timer, but sessions that live as
+// long as a stream. Each message comes with its [Exchange] in the context
+// and names its session in Mcp-Session-Id, which the transport sets:
 //
 //   - A GET is a client's stream, and opens a session under the id the
 //     transport minted for it (503 beyond MaxSessions or at Close): a
