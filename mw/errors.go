@@ -38,3 +38,43 @@ func ErrorFor(req frame.Message, err error) frame.Message {
 	}
 	return frame.ErrorResponse(id, frame.CodeGateway, err.Error())
 }
+
+// Unusable tells whether a delivery failure shows that the server cannot
+// be used at all, and why: it returns the explanation (nil when err is
+// about one request only) and whether it holds for every request (the
+// transport cannot reach the server for any) or only for the handshake.
+type Unusable func(err error) (why error, everyRequest bool)
+
+// AnswerFailures returns the answer to a request the chain could not
+// deliver, for the edge that reads the client's requests (the stdio
+// transport's Failed): when unusable explains err, for every request or
+// for an initialize whose failure was not the server's own JSON-RPC error,
+// a -32000 error carrying the explanation — a client shows its user the
+// error its initialize got, so that is where the reason must be; every
+// other failure gets [ErrorFor]'s answer. A nil unusable explains nothing.
+func AnswerFailures(unusable Unusable) func(req frame.Message, err error) frame.Message {
+	return func(req frame.Message, err error) frame.Message {
+		if unusable != nil && !errors.Is(err, frame.ErrCancelled) {
+			if why, every := unusable(err); why != nil && (every || isInitialize(req) && !serverAnswered(req, err)) {
+				return frame.ErrorResponse(req.ID(), frame.CodeGateway, why.Error())
+			}
+		}
+		return ErrorFor(req, err)
+	}
+}
+
+// serverAnswered reports whether err carries the server's own JSON-RPC
+// response to req (an HTTP error status with such a body).
+func serverAnswered(req frame.Message, err error) bool {
+	var st *frame.StatusError
+	if !errors.As(err, &st) {
+		return false
+	}
+	_, ok := st.Response(req.ID())
+	return ok
+}
+
+// isInitialize reports whether m is an initialize request.
+func isInitialize(m frame.Message) bool {
+	return m.Kind() == frame.Request && m.Method() == "initialize"
+}

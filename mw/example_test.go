@@ -2,6 +2,7 @@ package mw_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -171,4 +172,24 @@ func Example_relayChain() {
 	// retry: waiting 1s
 	// server ← [session abc] {"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"login","arguments":{"user":"ann","password":"***"}}}
 	// client ← {"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"welcome"}]}}
+}
+
+// ExampleAnswerFailures answers requests that could not be delivered: an
+// initialize gets the reason the server cannot be used, which a client
+// shows its user; another request gets the plain failure.
+func ExampleAnswerFailures() {
+	refused := errors.New("dial tcp 127.0.0.1:9: connection refused")
+	answer := mw.AnswerFailures(func(err error) (error, bool) {
+		if errors.Is(err, refused) {
+			return errors.New("nothing listens at http://127.0.0.1:9/mcp: is the server running?"), false
+		}
+		return nil, false
+	})
+	initialize := frame.MustParse(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`)
+	call := frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`)
+	fmt.Println(answer(initialize, refused))
+	fmt.Println(answer(call, refused))
+	// Output:
+	// {"jsonrpc":"2.0","id":0,"error":{"code":-32000,"message":"nothing listens at http://127.0.0.1:9/mcp: is the server running?"}}
+	// {"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"dial tcp 127.0.0.1:9: connection refused"}}
 }

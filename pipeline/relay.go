@@ -171,7 +171,7 @@ func Relay(ctx context.Context, cfg RelayConfig, in io.Reader, out io.Writer) er
 		MaxMessageSize: cfg.MaxMessageSize,
 		MaxInFlight:    cfg.MaxInFlight,
 		DrainTimeout:   cfg.DrainTimeout,
-		Failed:         func(req frame.Message, err error) frame.Message { return r.failed(req, err) },
+		Failed:         mw.AnswerFailures(func(err error) (error, bool) { return r.unusable(err) }),
 		Logger:         cfg.Logger,
 	})
 	r, err := newRelay(cfg, stdio, false)
@@ -181,39 +181,26 @@ func Relay(ctx context.Context, cfg RelayConfig, in io.Reader, out io.Writer) er
 	return r.run(ctx, stdio)
 }
 
-// failed is the answer to a client request that could not be delivered:
-// the explanation of a server that cannot be used, for an initialize and
-// for any request once the HTTP+SSE stream could not be opened (the
-// client shows the user the initialize's error); else mw.ErrorFor's.
-func (r *relay) failed(req frame.Message, err error) frame.Message {
-	if u := r.unusable(req, err); u != nil {
-		return frame.ErrorResponse(req.ID(), frame.CodeGateway, u.Error())
-	}
-	return mw.ErrorFor(req, err)
-}
-
-// unusable returns the explanation of err when it shows the server cannot
-// be used, and nil when err is about this request only.
-func (r *relay) unusable(req frame.Message, err error) *Unreachable {
+// unusable tells the failures that show the server cannot be used (see
+// mw.AnswerFailures), with their explanation: the HTTP+SSE stream that
+// could not be opened, for every request; a status without the server's
+// own JSON-RPC error, or a network failure, for the handshake.
+func (r *relay) unusable(err error) (why error, everyRequest bool) {
 	var start *transport.StartError
-	if errors.As(err, &start) {
-		return r.cfg.explain(err)
-	}
-	if req.Method() != "initialize" {
-		return nil
-	}
 	var st *frame.StatusError
-	if errors.As(err, &st) {
-		if _, ok := st.Response(req.ID()); ok {
-			return nil // the server's own error, passed on as it wrote it
-		}
-		return r.cfg.explain(err)
-	}
 	var se *frame.SendError
-	if errors.As(err, &se) && networkCause(err) != "" {
-		return r.cfg.explain(err)
+	switch {
+	case errors.As(err, &start):
+		everyRequest = true
+	case errors.As(err, &st):
+	case errors.As(err, &se) && networkCause(err) != "":
+	default:
+		return nil, false
 	}
-	return nil
+	if u := r.cfg.explain(err); u != nil {
+		return u, everyRequest
+	}
+	return nil, false
 }
 
 // relay is one relay pipeline: the chain of stages in front of the
