@@ -2,8 +2,15 @@
 // and nothing more: it frames bytes into [frame.Message] values and back,
 // and reports how a delivery went. It knows JSON-RPC's shapes (request,
 // notification, response, batch; a request's raw id) and HTTP's rules, and
-// no MCP method name: sessions, protocol versions, cancellation, retries
-// and which answer belongs to which request are stages of package mw.
+// no MCP method name: MCP's sessions, protocol versions, cancellation,
+// retries, and which client exchange an answer belongs to are stages of
+// package mw. What stays here is what a transport binding itself defines:
+// a POST's response or event stream is read until it has carried the
+// answer to the request, found by its raw id (and resumed when it drops
+// before); the HTTP+SSE transport of 2024-11-05 ties a client's POSTs to
+// its stream (the endpoint URL it was given, a 404 for a stream that is
+// gone) and, toward a server, the answers on the one stream to the POSTs
+// by raw id.
 //
 //   - stdio: [Stdio], newline-delimited JSON-RPC over a reader and a
 //     writer — the relay's client on stdin and stdout, and serve's
