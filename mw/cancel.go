@@ -300,6 +300,14 @@ func cancelledRequestID(m frame.Message) (frame.ID, bool) {
 	return frame.ID(r.Raw), true
 }
 
+// retargetCancel returns the notifications/cancelled m naming id instead
+// of the request it named: a client's cancel pointed at the id a stage
+// sent its request under. ok is false when m could not be edited.
+func retargetCancel(m frame.Message, id frame.ID) (out frame.Message, ok bool) {
+	out, err := m.Set("params.requestId", id.Raw())
+	return out, err == nil
+}
+
 // loggerOrDiscard returns l, or a logger that discards everything.
 func loggerOrDiscard(l *slog.Logger) *slog.Logger {
 	if l == nil {

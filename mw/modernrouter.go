@@ -293,8 +293,8 @@ func (r *modernRouter) clientCancel(ctx context.Context, m frame.Message) error 
 	if found == nil {
 		return nil
 	}
-	out, err := m.Set("params.requestId", []byte(found.minted))
-	if err != nil {
+	out, ok := retargetCancel(m, found.minted)
+	if !ok {
 		return nil
 	}
 	return r.next.ToServer.Handle(ctx, out)

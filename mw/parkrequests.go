@@ -704,7 +704,7 @@ func (p *parker) cancel(ctx context.Context, m frame.Message) error {
 	p.mu.Unlock()
 	// The client's own notification, pointed at the call the child runs.
 	if len(s.child) > 0 && s.child[0].Method() == cancelMethod {
-		if out, err := m.Set("params.requestId", c.childID.Raw()); err == nil {
+		if out, ok := retargetCancel(m, c.childID); ok {
 			s.child[0] = out
 		}
 	}

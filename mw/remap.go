@@ -132,9 +132,8 @@ func (r *Remap) RetargetCancel(m frame.Message) frame.Message {
 	if !ok {
 		return m
 	}
-	out, err := m.Set("params.requestId", id.Raw())
-	if err != nil {
-		return m
+	if out, ok := retargetCancel(m, id); ok {
+		return out
 	}
-	return out
+	return m
 }
