@@ -23,11 +23,11 @@ import (
 // server/discover). Against the stateful server the probe falls back and
 // TestRelayE2E runs unchanged.
 
-// TestRelayLegacyHostModernServer: the relay probes, finds 2026-07-28,
+// TestRelaySessionEraHostModernServer: the relay probes, finds 2026-07-28,
 // answers the host's handshake itself and stamps every request with
 // _meta and the routing headers; the stateless server, which checks them
 // all, answers.
-func TestRelayLegacyHostModernServer(t *testing.T) {
+func TestRelaySessionEraHostModernServer(t *testing.T) {
 	relayBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
