@@ -24,7 +24,7 @@ var confModernServerRuns = []struct {
 		fixture: func(b *confBins) confFixture { return b.fixture },
 	},
 	{
-		child: "legacy-only",
+		child: "session-era",
 		why: "The same conformance server of go-sdk v1.6.1, which predates 2026-07-28 (it answers server/discover and every request before initialize with an error): " +
 			"serve does the handshake, synthesises server/discover, strips and stamps, serves subscriptions/listen and turns the child's own requests into input_required results",
 		fixture: func(b *confBins) confFixture { return b.sessionEraFixture },
@@ -33,7 +33,7 @@ var confModernServerRuns = []struct {
 	{
 		child: "session-era-filtered",
 		why: "The go-sdk v1.8.0 conformance server behind a stdio filter (the test binary run as " + confFilterArg + ") that answers server/discover itself with -32601, as a server written before 2026-07-28 does, and passes every other line byte for byte: " +
-			"serve probes it, finds it legacy-only and translates as for the go-sdk v1.6.1 server, but this child has every tool the suite calls; initialized at 2025-11-25, it sends its tools' input requests as session-era requests, which serve turns into input_required results",
+			"serve probes it, finds it speaks only the session era and translates as for the go-sdk v1.6.1 server, but this child has every tool the suite calls; initialized at 2025-11-25, it sends its tools' input requests as session-era requests, which serve turns into input_required results",
 		fixture: func(b *confBins) confFixture {
 			fx := b.fixture
 			fx.command = []string{b.self, confFilterArg, fx.path}
