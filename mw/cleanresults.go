@@ -30,7 +30,7 @@ var modernOnlyResultFields = []string{"resultType", "ttlMs", "cacheScope"}
 // ([ClassifyEra]); a 2026-07-28 client gets its results untouched.
 func CleanResults() Middleware {
 	return func(next Duplex) Duplex {
-		s := &cleanResults{next: next, legacy: make(map[frame.ID]int)}
+		s := &cleanResults{next: next, sessionEra: make(map[frame.ID]int)}
 		return Duplex{ToServer: HandlerFunc(s.toServer), ToClient: HandlerFunc(s.toClient)}
 	}
 }
@@ -39,9 +39,9 @@ type cleanResults struct {
 	next Duplex
 
 	mu sync.Mutex
-	// legacy counts the requests of a session-era client in flight, by
+	// sessionEra counts the requests of a session-era client in flight, by
 	// raw id.
-	legacy map[frame.ID]int
+	sessionEra map[frame.ID]int
 }
 
 func (s *cleanResults) toServer(ctx context.Context, m frame.Message) error {
@@ -51,12 +51,12 @@ func (s *cleanResults) toServer(ctx context.Context, m frame.Message) error {
 	}
 	id := m.ID()
 	s.mu.Lock()
-	s.legacy[id]++
+	s.sessionEra[id]++
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		if s.legacy[id]--; s.legacy[id] <= 0 {
-			delete(s.legacy, id)
+		if s.sessionEra[id]--; s.sessionEra[id] <= 0 {
+			delete(s.sessionEra, id)
 		}
 		s.mu.Unlock()
 	}()
@@ -68,17 +68,17 @@ func (s *cleanResults) toClient(ctx context.Context, m frame.Message) error {
 		return s.next.ToClient.Handle(ctx, m)
 	}
 	s.mu.Lock()
-	_, legacy := s.legacy[m.ID()]
+	_, sessionEra := s.sessionEra[m.ID()]
 	s.mu.Unlock()
-	if legacy {
-		m = legacyResult(m)
+	if sessionEra {
+		m = sessionEraResult(m)
 	}
 	return s.next.ToClient.Handle(ctx, m)
 }
 
-// legacyResult returns m without the members a session-era client does not
-// know (see modernOnlyResultFields); m itself when it has none.
-func legacyResult(m frame.Message) frame.Message {
+// sessionEraResult returns m without the members a session-era client does
+// not know (see modernOnlyResultFields); m itself when it has none.
+func sessionEraResult(m frame.Message) frame.Message {
 	out := m
 	for _, f := range modernOnlyResultFields {
 		v := out.Get("result." + f)

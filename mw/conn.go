@@ -50,7 +50,8 @@ type Conn struct {
 	serverInit frame.Message
 	principal  string
 	// 2026-07-28: the server's DiscoverResult (a result message), the
-	// modern version in use, and the log level a legacy client asked for.
+	// modern version in use, and the log level a session-era client asked
+	// for.
 	discovered    frame.Message
 	modernVersion string
 	logLevel      string

@@ -83,7 +83,7 @@ func TestRefuseNewSessionsWhileDraining(t *testing.T) {
 	is.NoErr(err) // a response to the server's request
 	_, err = h.send(t, h.streamable, http.MethodGet, "session-1", "")
 	is.NoErr(err) // its GET stream
-	_, err = h.send(t, h.sse, http.MethodPost, "stream-1", legacyInitBody)
+	_, err = h.send(t, h.sse, http.MethodPost, "stream-1", sessionEraInitBody)
 	is.NoErr(err) // the HTTP+SSE session's own initialize
 
 	// What the session stage refuses anyway is refused as before.

@@ -33,8 +33,10 @@ const (
 	EraAuto EraChoice = "auto"
 	// EraModern speaks 2026-07-28 whatever the probe finds.
 	EraModern EraChoice = "modern"
-	// EraLegacy speaks the session era (and HTTP+SSE) without probing.
-	EraLegacy EraChoice = "legacy"
+	// EraChoiceSession skips the probe: the session era over Streamable
+	// HTTP (and, failing that, HTTP+SSE). Its name is "session"; the
+	// constant is not EraSession, which is the Era of that name.
+	EraChoiceSession EraChoice = "session"
 )
 
 // ParseEraChoice returns the EraChoice s names ("" is EraAuto).
@@ -42,10 +44,10 @@ func ParseEraChoice(s string) (EraChoice, error) {
 	switch EraChoice(s) {
 	case "", EraAuto:
 		return EraAuto, nil
-	case EraModern, EraLegacy:
+	case EraModern, EraChoiceSession:
 		return EraChoice(s), nil
 	}
-	return "", fmt.Errorf("unknown era %q (want auto, modern or legacy)", s)
+	return "", fmt.Errorf("unknown era %q (want auto, modern or session)", s)
 }
 
 // DefaultProbeTimeout bounds the era probe's server/discover.
@@ -93,9 +95,9 @@ type EraProbeOptions struct {
 // DiscoverResult and the version); messages that came in meanwhile wait
 // for it. A message before any request needing the era (a client that
 // sends tools/call without initialize) takes the session era's chain and
-// decides nothing. With EraLegacy nothing is probed; with EraModern the
-// probe still runs, for the DiscoverResult, but the verdict is 2026-07-28
-// whatever it finds.
+// decides nothing. With EraChoiceSession nothing is probed; with
+// EraModern the probe still runs, for the DiscoverResult, but the verdict
+// is 2026-07-28 whatever it finds.
 //
 // Re-probing. A request of a session-era client that a 2026-07-28 server
 // refuses with -32022 makes the probe run again (once at a time): when
@@ -117,7 +119,7 @@ type EraProbe struct {
 }
 
 // NewEraProbe returns an EraProbe with no verdict yet (the session era's
-// verdict, for EraLegacy).
+// verdict, for EraChoiceSession).
 func NewEraProbe(o EraProbeOptions) *EraProbe {
 	if o.Choice == "" {
 		o.Choice = EraAuto
@@ -126,7 +128,7 @@ func NewEraProbe(o EraProbeOptions) *EraProbe {
 		o.Timeout = DefaultProbeTimeout
 	}
 	p := &EraProbe{o: o, log: loggerOrDiscard(o.Logger), calls: NewRemap("era")}
-	if o.Choice == EraLegacy {
+	if o.Choice == EraChoiceSession {
 		p.decided = true
 		o.Conn.SetEra(EraSession)
 	}

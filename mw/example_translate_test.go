@@ -21,7 +21,7 @@ func ExampleStampResults() {
 		fmt.Println("server got:", m)
 		switch m.Method() {
 		case "initialize":
-			return up.Handle(ctx, frame.ResultResponse(m.ID(), []byte(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"legacy","version":"1"}}`)))
+			return up.Handle(ctx, frame.ResultResponse(m.ID(), []byte(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"session-era","version":"1"}}`)))
 		case "tools/list":
 			return up.Handle(ctx, frame.ResultResponse(m.ID(), []byte(`{"tools":[]}`)))
 		}
@@ -60,7 +60,7 @@ func ExampleStampResults() {
 	// Output:
 	// server got: {"jsonrpc":"2.0","id":"mcp-stdio/init/1","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{},"elicitation":{}},"clientInfo":{"name":"mcp-stdio","version":"1.0"}}}
 	// server got: {"jsonrpc":"2.0","method":"notifications/initialized"}
-	// client got: {"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"legacy","version":"1"}},"ttlMs":60000,"cacheScope":"private"}}
+	// client got: {"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"session-era","version":"1"}},"ttlMs":60000,"cacheScope":"private"}}
 	// server got: {"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"progressToken":7}}}
-	// client got: {"jsonrpc":"2.0","id":2,"result":{"tools":[],"resultType":"complete","ttlMs":60000,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"legacy","version":"1"}}}}
+	// client got: {"jsonrpc":"2.0","id":2,"result":{"tools":[],"resultType":"complete","ttlMs":60000,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"session-era","version":"1"}}}}
 }

@@ -45,7 +45,7 @@ func (o HandshakeOptions) handshakeCapabilities() []byte {
 func (o HandshakeOptions) initializeRequest(caps []byte) frame.Message {
 	version, name, clientVersion := o.ProtocolVersion, o.ClientName, o.ClientVersion
 	if version == "" {
-		version = latestLegacyVersion
+		version = latestSessionEraVersion
 	}
 	if name == "" {
 		name = "mcp-stdio"

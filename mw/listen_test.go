@@ -163,7 +163,7 @@ const (
 )
 
 // listenChain wires a ListenBridge between a recorder standing for a
-// legacy host and s, on a 2026-07-28 connection whose handshake is
+// session-era host and s, on a 2026-07-28 connection whose handshake is
 // recorded with the server capabilities caps.
 func listenChain(s *listenServer, caps string, o ListenOptions) (ctx context.Context, toServer Handler, client *recorder, conn *Conn) {
 	conn = NewConn(EraStateless)
@@ -209,7 +209,7 @@ func TestListenBridgeOpensAndTranslates(t *testing.T) {
 		is.Equal(client.lines(), []string{
 			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{}}`,
 			`{"jsonrpc":"2.0","method":"notifications/resources/list_changed","params":{"x":1.50}}`,
-		}) // plain legacy notifications, every other byte kept
+		}) // plain session-era notifications, every other byte kept
 
 		// Other _meta keys stay; only the subscription id goes.
 		l.push <- frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"traceparent":"00-a-b-01","io.modelcontextprotocol/subscriptionId":"mcp-stdio/listen/1"}}}`)

@@ -10,17 +10,17 @@ import (
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
-// LegacyVersions are the protocol versions of the session era, oldest
+// SessionEraVersions are the protocol versions of the session era, oldest
 // first: a session-era client asks for one of them in its initialize.
-var LegacyVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+var SessionEraVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 
-// latestLegacyVersion is what a session-era client that asks for a
+// latestSessionEraVersion is what a session-era client that asks for a
 // version we do not know is offered.
-const latestLegacyVersion = "2025-11-25"
+const latestSessionEraVersion = "2025-11-25"
 
-// isLegacyVersion reports whether v is one of LegacyVersions.
-func isLegacyVersion(v string) bool {
-	for _, l := range LegacyVersions {
+// isSessionEraVersion reports whether v is one of SessionEraVersions.
+func isSessionEraVersion(v string) bool {
+	for _, l := range SessionEraVersions {
 		if v == l {
 			return true
 		}
@@ -51,7 +51,7 @@ type LocalAnswersOptions struct {
 //
 //   - initialize is answered from the server's DiscoverResult
 //     ([Conn.Discovery]): protocolVersion echoes the client's when it is
-//     one of [LegacyVersions], else it is 2025-11-25; capabilities and
+//     one of [SessionEraVersions], else it is 2025-11-25; capabilities and
 //     instructions are the DiscoverResult's, serverInfo its _meta's
 //     io.modelcontextprotocol/serverInfo. Without a DiscoverResult (the
 //     server named its era by an error) the capabilities are tools,
@@ -106,8 +106,8 @@ func LocalAnswers(o LocalAnswersOptions) Middleware {
 // initialize request init, answered for the 2026-07-28 server c found.
 func initializeFromDiscovery(init frame.Message, c *Conn, serverName string) []byte {
 	version := init.Get("params.protocolVersion").String()
-	if !isLegacyVersion(version) {
-		version = latestLegacyVersion
+	if !isSessionEraVersion(version) {
+		version = latestSessionEraVersion
 	}
 	disc, _ := c.Discovery()
 	caps := []byte(`{"tools":{},"prompts":{},"resources":{}}`)

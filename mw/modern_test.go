@@ -264,7 +264,7 @@ func TestJudgeDiscover(t *testing.T) {
 		{"400 -32020", frame.Message{}, status(400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32020,"message":"h"}}`), EraStateless, "", false},
 		{"400 -32021", frame.Message{}, status(400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32021,"message":"c"}}`), EraStateless, "", false},
 		{"-32022 naming ours", frame.Message{}, status(400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32022,"message":"v","data":{"supported":["2026-07-28"]}}}`), EraStateless, "2026-07-28", false},
-		{"-32022 naming legacy only", frame.Message{}, status(400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32022,"message":"v","data":{"supported":["2025-11-25"]}}}`), EraSession, "", false},
+		{"-32022 naming session-era versions only", frame.Message{}, status(400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32022,"message":"v","data":{"supported":["2025-11-25"]}}}`), EraSession, "", false},
 		{"400 session-era error", frame.Message{}, status(400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"no session"}}`), EraSession, "", false},
 		{"timeout", frame.Message{}, context.DeadlineExceeded, EraSession, "", false},
 		{"network", frame.Message{}, &frame.SendError{Err: errors.New("refused")}, EraSession, "", false},

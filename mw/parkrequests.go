@@ -86,7 +86,7 @@ type ParkOptions struct {
 // ParkChildRequests returns the stage that lets a 2026-07-28 client answer
 // the requests a session-era child sends during a call (sampling,
 // elicitation, roots) the 2026-07-28 way: multi round-trip requests
-// (SEP-2322). It sits in the entry chain of serve's legacy-only children,
+// (SEP-2322). It sits in the entry chain of serve's session-era children,
 // below the router (every request it sees has a minted id unique on the
 // child) and above LocalDiscover and StripModernMeta (it reads the _meta
 // of the client's request); see the package documentation. It panics when

@@ -13,7 +13,7 @@ import (
 // retry answers the child, and the call's result comes back under the
 // retry's id. The child runs the tool once.
 func ExampleParkChildRequests() {
-	conn := mw.NewConn(mw.EraSession) // a legacy-only child, as the pool starts it
+	conn := mw.NewConn(mw.EraSession) // a session-era child, as the pool starts it
 	conn.SetPrincipal("alice")
 	ctx := mw.WithConn(context.Background(), conn)
 

@@ -54,7 +54,7 @@ type ServeListenOptions struct {
 // ServeListen returns the stage that serves a 2026-07-28 client's
 // subscriptions/listen for a child that speaks only the session era, and
 // the handle that ends those listens when the gateway shuts down. Serve
-// lists the stage in a legacy-only child's entry chain below the Router
+// lists the stage in a session-era child's entry chain below the Router
 // (see the package documentation), so every request it sees carries an id
 // unique on its child; it is a pure message stage: it answers client-bound
 // under that id and never writes to an exchange, but for cutting one short

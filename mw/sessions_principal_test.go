@@ -77,7 +77,7 @@ func TestSessionsSSEBoundToPrincipal(t *testing.T) {
 	b := h.opened[0]
 	is.Equal(b.conn.Principal(), "iss alice")
 
-	for _, body := range []string{legacyInitBody, pingBody} {
+	for _, body := range []string{sessionEraInitBody, pingBody} {
 		_, err := h.as(t, "iss bob", true, http.MethodPost, "sse-1", body)
 		status, got := refusal(err)
 		_, errUnknown := h.as(t, "iss bob", true, http.MethodPost, "sse-9", body)
@@ -87,7 +87,7 @@ func TestSessionsSSEBoundToPrincipal(t *testing.T) {
 		is.Equal(got, want)
 	}
 	is.Equal(len(b.got), 1) // the stream only
-	_, err = h.as(t, "iss alice", true, http.MethodPost, "sse-1", legacyInitBody)
+	_, err = h.as(t, "iss alice", true, http.MethodPost, "sse-1", sessionEraInitBody)
 	is.NoErr(err)
 	is.Equal(b.conn.ProtocolVersion(), "2024-11-05")
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/matryer/is"
 )
 
-const legacyInitBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","clientInfo":{"name":"c"}}}`
+const sessionEraInitBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","clientInfo":{"name":"c"}}}`
 
 // sse hands the HTTP+SSE entry one message on a fresh exchange, as the
 // transport would (naming the session in Mcp-Session-Id); a POST's
@@ -32,12 +32,12 @@ func TestSessionsSSEStreamIsTheSession(t *testing.T) {
 	is.Equal(h.s.Len(), 1)
 	b := h.opened[0]
 
-	x, err := h.sse(t, http.MethodPost, "sse-1", legacyInitBody)
+	x, err := h.sse(t, http.MethodPost, "sse-1", sessionEraInitBody)
 	is.NoErr(err)
 	is.Equal(x.taken, []string{`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2024-11-05"}}`})
 	init, ok := b.conn.ClientInitialize()
 	is.True(ok)
-	is.Equal(init.String(), legacyInitBody)
+	is.Equal(init.String(), sessionEraInitBody)
 	is.Equal(b.conn.ProtocolVersion(), "2024-11-05")
 
 	x, err = h.sse(t, http.MethodPost, "sse-1", `[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`)

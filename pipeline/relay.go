@@ -39,8 +39,8 @@ type RelayConfig struct {
 	Transport string
 	// Era is how the server's era is picked: mw.EraAuto (the default when
 	// empty) probes with server/discover, mw.EraModern speaks 2026-07-28,
-	// mw.EraLegacy the session era (and HTTP+SSE) without probing. With
-	// TransportSSE the era is the session era's.
+	// mw.EraChoiceSession the session era (and HTTP+SSE) without probing.
+	// With TransportSSE the era is the session era's.
 	Era mw.EraChoice
 	// ProbeTimeout bounds the era probe's server/discover; 0 means
 	// mw.DefaultProbeTimeout.
@@ -120,7 +120,7 @@ func (c *RelayConfig) defaults() {
 		c.Era = mw.EraAuto
 	}
 	if c.Transport == TransportSSE && c.Era == mw.EraAuto {
-		c.Era = mw.EraLegacy // HTTP+SSE is 2024-11-05's
+		c.Era = mw.EraChoiceSession // HTTP+SSE is 2024-11-05's
 	}
 	if c.MaxMessageSize <= 0 {
 		c.MaxMessageSize = frame.DefaultMaxMessageSize

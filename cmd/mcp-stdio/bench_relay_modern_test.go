@@ -18,7 +18,7 @@ import (
 //     2026-07-28 itself (ClientSessionOptions.ProtocolVersion empty: it
 //     sends server/discover, then _meta and the routing headers on every
 //     request);
-//   - relay-legacy: a go-sdk client asking for 2025-11-25 over stdio to
+//   - relay-session-era: a go-sdk client asking for 2025-11-25 over stdio to
 //     the relay binary, which answers the handshake itself and stamps each
 //     request with _meta and the routing headers (the era bridges at work);
 //   - relay-modern: a go-sdk client speaking 2026-07-28 over stdio to the
@@ -41,10 +41,10 @@ func BenchmarkRelayModern(b *testing.B) {
 	if v := direct.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 		b.Fatalf("direct client speaks %q, want 2026-07-28", v)
 	}
-	legacy := startRelay(b, ctx, url, "--log-level", benchLogLevel)
+	sessionEra := startRelay(b, ctx, url, "--log-level", benchLogLevel)
 	modern := startRelayAt(b, ctx, "", url, "--log-level", benchLogLevel)
-	if v := legacy.cs.InitializeResult().ProtocolVersion; v != clientVersion {
-		b.Fatalf("legacy host got %q, want %s", v, clientVersion)
+	if v := sessionEra.cs.InitializeResult().ProtocolVersion; v != clientVersion {
+		b.Fatalf("session-era host got %q, want %s", v, clientVersion)
 	}
 	if v := modern.cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 		b.Fatalf("modern host got %q, want 2026-07-28", v)
@@ -60,7 +60,7 @@ func BenchmarkRelayModern(b *testing.B) {
 		}
 		return took
 	}
-	paths := []*mcp.ClientSession{direct, legacy.cs, modern.cs}
+	paths := []*mcp.ClientSession{direct, sessionEra.cs, modern.cs}
 	// Warm every path (connections, caches) outside the measurement.
 	for range 50 {
 		for _, cs := range paths {
@@ -68,8 +68,8 @@ func BenchmarkRelayModern(b *testing.B) {
 		}
 	}
 
-	legacyPid, modernPid := legacy.cmd.Process.Pid, modern.cmd.Process.Pid
-	legacyCPU0, err1 := procCPU(legacyPid) // Linux only; the metric is left out elsewhere
+	sessionEraPid, modernPid := sessionEra.cmd.Process.Pid, modern.cmd.Process.Pid
+	sessionEraCPU0, err1 := procCPU(sessionEraPid) // Linux only; the metric is left out elsewhere
 	modernCPU0, err2 := procCPU(modernPid)
 	times := make([][]time.Duration, len(paths))
 	i := 0
@@ -81,23 +81,23 @@ func BenchmarkRelayModern(b *testing.B) {
 		i++
 	}
 	calls := float64(len(times[0]))
-	legacyCPU1, err3 := procCPU(legacyPid)
+	sessionEraCPU1, err3 := procCPU(sessionEraPid)
 	modernCPU1, err4 := procCPU(modernPid)
 	if err1 == nil && err2 == nil && err3 == nil && err4 == nil {
-		b.ReportMetric(us(legacyCPU1-legacyCPU0)/calls, "relay-legacy-CPU-µs/call")
+		b.ReportMetric(us(sessionEraCPU1-sessionEraCPU0)/calls, "relay-session-era-CPU-µs/call")
 		b.ReportMetric(us(modernCPU1-modernCPU0)/calls, "relay-modern-CPU-µs/call")
 	}
 
-	d, l, m := summarize(times[0]), summarize(times[1]), summarize(times[2])
+	d, s, m := summarize(times[0]), summarize(times[1]), summarize(times[2])
 	b.ReportMetric(d.perSecond, "direct-req/s")
-	b.ReportMetric(l.perSecond, "relay-legacy-req/s")
+	b.ReportMetric(s.perSecond, "relay-session-era-req/s")
 	b.ReportMetric(m.perSecond, "relay-modern-req/s")
-	b.ReportMetric(l.perSecond/d.perSecond, "relay-legacy/direct")
+	b.ReportMetric(s.perSecond/d.perSecond, "relay-session-era/direct")
 	b.ReportMetric(m.perSecond/d.perSecond, "relay-modern/direct")
 	b.ReportMetric(us(d.p50), "direct-p50-µs")
-	b.ReportMetric(us(l.p50), "relay-legacy-p50-µs")
+	b.ReportMetric(us(s.p50), "relay-session-era-p50-µs")
 	b.ReportMetric(us(m.p50), "relay-modern-p50-µs")
 	b.ReportMetric(us(d.p99), "direct-p99-µs")
-	b.ReportMetric(us(l.p99), "relay-legacy-p99-µs")
+	b.ReportMetric(us(s.p99), "relay-session-era-p99-µs")
 	b.ReportMetric(us(m.p99), "relay-modern-p99-µs")
 }

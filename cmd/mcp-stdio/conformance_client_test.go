@@ -33,9 +33,9 @@ import (
 const (
 	confClientArg  = "mcp-stdio-conformance-client"
 	confBrowserArg = "mcp-stdio-conformance-browser"
-	// confLegacyHostArg, before RELAY, makes the client a session-era
+	// confSessionEraHostArg, before RELAY, makes the client a session-era
 	// host: it asks for 2025-11-25 whatever the scenario's version.
-	confLegacyHostArg = "--legacy-host"
+	confSessionEraHostArg = "--session-era-host"
 )
 
 // Client program settings.
@@ -104,8 +104,8 @@ func confRelayArgs(scenario string, sc confScenarioContext, url string) []string
 // MCP_CONFORMANCE_CONTEXT, MCP_CONFORMANCE_PROTOCOL_VERSION). It returns
 // the exit code.
 func confClientMain(args []string, getenv func(string) string, stderr io.Writer) int {
-	legacyHost := len(args) > 0 && args[0] == confLegacyHostArg
-	if legacyHost {
+	sessionEraHost := len(args) > 0 && args[0] == confSessionEraHostArg
+	if sessionEraHost {
 		args = args[1:]
 	}
 	if len(args) != 2 {
@@ -116,7 +116,7 @@ func confClientMain(args []string, getenv func(string) string, stderr io.Writer)
 	scenario := getenv("MCP_CONFORMANCE_SCENARIO")
 	version := getenv("MCP_CONFORMANCE_PROTOCOL_VERSION")
 	spec := version
-	if legacyHost {
+	if sessionEraHost {
 		version = "2025-11-25"
 	}
 	var sc confScenarioContext

@@ -33,7 +33,7 @@ import (
 // for input (elicitation, sampling, roots) send real session-era requests,
 // which serve must turn into input_required results for a 2026-07-28
 // client. It is the session-era-filtered child of the conformance runs at
-// 2026-07-28 (confModernServerRuns): a legacy-only child with every tool
+// 2026-07-28 (confModernServerRuns): a session-era child with every tool
 // the suite calls.
 const confFilterArg = "mcp-stdio-session-era-filter"
 

@@ -15,7 +15,7 @@ var confModernServerRuns = []struct {
 	why     string // what the run shows, for the report
 	fixture func(*confBins) confFixture
 	// failing names the scenarios that cannot pass with this child by
-	// construction, with the reason (see confLegacyChildFailing).
+	// construction, with the reason (see confSessionEraChildFailing).
 	failing map[string]string
 }{
 	{
@@ -24,16 +24,16 @@ var confModernServerRuns = []struct {
 		fixture: func(b *confBins) confFixture { return b.fixture },
 	},
 	{
-		child: "legacy-only",
+		child: "session-era",
 		why: "The same conformance server of go-sdk v1.6.1, which predates 2026-07-28 (it answers server/discover and every request before initialize with an error): " +
 			"serve does the handshake, synthesises server/discover, strips and stamps, serves subscriptions/listen and turns the child's own requests into input_required results",
-		fixture: func(b *confBins) confFixture { return b.legacyFixture },
-		failing: confLegacyChildFailing,
+		fixture: func(b *confBins) confFixture { return b.sessionEraFixture },
+		failing: confSessionEraChildFailing,
 	},
 	{
 		child: "session-era-filtered",
 		why: "The go-sdk v1.8.0 conformance server behind a stdio filter (the test binary run as " + confFilterArg + ") that answers server/discover itself with -32601, as a server written before 2026-07-28 does, and passes every other line byte for byte: " +
-			"serve probes it, finds it legacy-only and translates as for the go-sdk v1.6.1 server, but this child has every tool the suite calls; initialized at 2025-11-25, it sends its tools' input requests as session-era requests, which serve turns into input_required results",
+			"serve probes it, finds it speaks only the session era and translates as for the go-sdk v1.6.1 server, but this child has every tool the suite calls; initialized at 2025-11-25, it sends its tools' input requests as session-era requests, which serve turns into input_required results",
 		fixture: func(b *confBins) confFixture {
 			fx := b.fixture
 			fx.command = []string{b.self, confFilterArg, fx.path}
@@ -44,7 +44,7 @@ var confModernServerRuns = []struct {
 }
 
 // confServerStatelessCapabilities is why server-stateless cannot pass with
-// a legacy-only child that has the diagnostic tool test_missing_capability.
+// a session-era child that has the diagnostic tool test_missing_capability.
 const confServerStatelessCapabilities = "two of its checks call test_missing_capability without declaring sampling and want -32021 from the tool, " +
 	"but a session-era server learns the client's capabilities once, from initialize, and serve initializes each pooled child once for all its clients, " +
 	"declaring sampling, elicitation and roots so that the child may ask any of them (the per-request clientCapabilities is not on the session-era wire): " +
@@ -52,7 +52,7 @@ const confServerStatelessCapabilities = "two of its checks call test_missing_cap
 
 // confFilteredChildFailing names the 2026-07-28 server scenarios that
 // cannot pass with the session-era-filtered child by construction, and
-// why (runs showed each; the rules of confLegacyChildFailing apply).
+// why (runs showed each; the rules of confSessionEraChildFailing apply).
 var confFilteredChildFailing = map[string]string{
 	"server-stateless": confServerStatelessCapabilities,
 	"input-required-result-basic-elicitation": "the scenario wants the input request under the key the tool chose (user_name); " +
@@ -62,9 +62,9 @@ var confFilteredChildFailing = map[string]string{
 		"so rounds 1 and 2 pass through serve and round 3 cannot happen",
 }
 
-// confLegacyChildFailing names the 2026-07-28 server scenarios that cannot
-// pass with the legacy-only child by construction, and why: they are run
-// and recorded, not scored. The go-sdk v1.6.1 conformance server lacks
+// confSessionEraChildFailing names the 2026-07-28 server scenarios that
+// cannot pass with the session-era child by construction, and why: they
+// are run and recorded, not scored. The go-sdk v1.6.1 conformance server lacks
 // the tools and the prompt these scenarios call (they came with go-sdk's
 // 2026-07-28 support); three other scenarios that call them
 // (missing-input-response, ignore-extra-params, validate-input) pass
@@ -73,7 +73,7 @@ var confFilteredChildFailing = map[string]string{
 // any gateway in front of this child, once a run has shown it; a failure
 // serve could avoid stays a failure. A scenario here that passes fails
 // the test: its excuse is stale.
-var confLegacyChildFailing = func() map[string]string {
+var confSessionEraChildFailing = func() map[string]string {
 	m := map[string]string{}
 	for name, tool := range map[string]string{
 		"input-required-result-basic-elicitation":       "test_input_required_result_elicitation",

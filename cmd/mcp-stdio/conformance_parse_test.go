@@ -74,9 +74,9 @@ func TestConformanceParsers(t *testing.T) {
 			{name: "auth/metadata-default", spec: "2025-11-25", required: true},
 			// at 2026-07-28 too, as a 2026-07-28 host and as a session-era host
 			{name: "auth/metadata-default", spec: "2026-07-28", required: true},
-			{name: "auth/metadata-default", spec: "2026-07-28", required: true, legacyHost: true},
+			{name: "auth/metadata-default", spec: "2026-07-28", required: true, sessionEraHost: true},
 			{name: "auth/iss-supported", spec: "2026-07-28", required: true, note: "2026-07-28 only"},
-			{name: "auth/iss-supported", spec: "2026-07-28", required: true, note: "2026-07-28 only", legacyHost: true},
+			{name: "auth/iss-supported", spec: "2026-07-28", required: true, note: "2026-07-28 only", sessionEraHost: true},
 			// and recorded, forced at the 2025-11-25 wire
 			{name: "auth/iss-supported", spec: "2025-11-25", forced: true, note: "2026-07-28 only; forced at the 2025-11-25 wire"},
 		})

@@ -37,7 +37,7 @@ import (
 //     and serve must stop cleanly on SIGTERM;
 //   - server mode at 2026-07-28 (confModernServerRuns): the same against
 //     serve with a dual-era child (the same fixture) and with two
-//     legacy-only ones (the fixture of an older go-sdk, and the same
+//     session-era ones (the fixture of an older go-sdk, and the same
 //     fixture behind a filter that hides its 2026-07-28, see
 //     conformance_filter_test.go); every scored scenario must pass unless
 //     the run's failing map says why it cannot with that child, an
@@ -153,11 +153,11 @@ const (
 // confBins are the programs under test.
 type confBins struct {
 	relay string // mcp-stdio
-	// fixture is the go-sdk conformance server (dual-era), legacyFixture
+	// fixture is the go-sdk conformance server (dual-era), sessionEraFixture
 	// the same server of a go-sdk that predates 2026-07-28.
-	fixture, legacyFixture confFixture
-	self                   string // this test binary (client and browser programs)
-	names                  *strings.Replacer
+	fixture, sessionEraFixture confFixture
+	self                       string // this test binary (client and browser programs)
+	names                      *strings.Replacer
 }
 
 // confFixture is a built conformance server.
@@ -178,13 +178,13 @@ func (f confFixture) childCommand() []string {
 	return []string{f.path}
 }
 
-// confLegacyFixtureDir is the module, beside this package, that pins the
-// go-sdk release whose conformance server is the legacy-only child: a
+// confSessionEraFixtureDir is the module, beside this package, that pins the
+// go-sdk release whose conformance server is the session-era child: a
 // module of its own (its go.mod and go.sum), so that this one's go-sdk
 // stays v1.8.0. Its go.mod names the server as a tool, so `go build`
 // there needs nothing but the module cache (the Go module proxy on the
 // first run, as for this module's own dependencies).
-const confLegacyFixtureDir = "testdata/sessionera-fixture"
+const confSessionEraFixtureDir = "testdata/sessionera-fixture"
 
 // confBuild builds mcp-stdio and the server fixtures into a temporary
 // directory.
@@ -192,19 +192,19 @@ func confBuild(t *testing.T) *confBins {
 	t.Helper()
 	dir := t.TempDir()
 	b := &confBins{
-		relay:         filepath.Join(dir, "mcp-stdio"),
-		fixture:       confFixture{path: filepath.Join(dir, "everything-server")},
-		legacyFixture: confFixture{path: filepath.Join(dir, "everything-server-session-era")},
+		relay:             filepath.Join(dir, "mcp-stdio"),
+		fixture:           confFixture{path: filepath.Join(dir, "everything-server")},
+		sessionEraFixture: confFixture{path: filepath.Join(dir, "everything-server-session-era")},
 	}
 	b.fixture.build = "go build -o everything-server " + confFixturePackage
-	b.legacyFixture.build = "(cd cmd/mcp-stdio/" + confLegacyFixtureDir + " && go build -o everything-server-session-era " + confFixturePackage + ")"
+	b.sessionEraFixture.build = "(cd cmd/mcp-stdio/" + confSessionEraFixtureDir + " && go build -o everything-server-session-era " + confFixturePackage + ")"
 	for _, c := range []struct {
 		dir  string
 		args []string
 	}{
 		{"", []string{"build", "-o", b.relay, "."}},
 		{"", []string{"build", "-o", b.fixture.path, confFixturePackage}},
-		{confLegacyFixtureDir, []string{"build", "-o", b.legacyFixture.path, confFixturePackage}},
+		{confSessionEraFixtureDir, []string{"build", "-o", b.sessionEraFixture.path, confFixturePackage}},
 	} {
 		cmd := exec.Command("go", c.args...)
 		cmd.Dir = c.dir
@@ -215,7 +215,7 @@ func confBuild(t *testing.T) *confBins {
 	for _, f := range []struct {
 		dir string
 		fx  *confFixture
-	}{{"", &b.fixture}, {confLegacyFixtureDir, &b.legacyFixture}} {
+	}{{"", &b.fixture}, {confSessionEraFixtureDir, &b.sessionEraFixture}} {
 		cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", confGoSDKModule)
 		cmd.Dir = f.dir
 		v, err := cmd.Output()
@@ -236,7 +236,7 @@ func confBuild(t *testing.T) *confBins {
 		}
 	}
 	b.names = strings.NewReplacer(b.relay, "mcp-stdio", b.fixture.path, "./everything-server",
-		b.legacyFixture.path, "./everything-server-session-era", self, "mcp-stdio.test")
+		b.sessionEraFixture.path, "./everything-server-session-era", self, "mcp-stdio.test")
 	return b
 }
 
@@ -499,16 +499,16 @@ type confClientRun struct {
 	// repeat is how many times in a row the scenario must pass (0 means
 	// once): for a scenario that once failed intermittently.
 	repeat int
-	// legacyHost makes the client a session-era host (it asks for
+	// sessionEraHost makes the client a session-era host (it asks for
 	// 2025-11-25, sends initialize) whatever the scenario's spec version:
 	// the relay bridges it to the scenario's 2026-07-28 server.
-	legacyHost bool
+	sessionEraHost bool
 }
 
 // label is how the run is named in the report: the scenario, and the
 // host's era when the client was made a session-era host.
 func (r confClientRun) label() string {
-	if r.legacyHost {
+	if r.sessionEraHost {
 		return r.name + " (session-era host)"
 	}
 	return r.name
@@ -576,8 +576,8 @@ func confAuthRuns(listed []confListed) ([]confClientRun, error) {
 func confAuthModernRuns(name, note string) []confClientRun {
 	why := confAuthModernFailing[name]
 	var runs []confClientRun
-	for _, legacy := range []bool{false, true} {
-		runs = append(runs, confClientRun{name: name, spec: "2026-07-28", required: why == "", note: confJoinNotes(note, why), legacyHost: legacy})
+	for _, sessionEraHost := range []bool{false, true} {
+		runs = append(runs, confClientRun{name: name, spec: "2026-07-28", required: why == "", note: confJoinNotes(note, why), sessionEraHost: sessionEraHost})
 	}
 	return runs
 }
@@ -655,12 +655,12 @@ func confRelayRuns(listed []confListed) ([]confClientRun, error) {
 		if i < 0 || !slices.Contains(listed[i].versions, confModernRelaySpec) {
 			return nil, fmt.Errorf("conformance list --client does not list %s at %s", sc.name, confModernRelaySpec)
 		}
-		for _, legacy := range []bool{false, true} {
+		for _, sessionEraHost := range []bool{false, true} {
 			note := sc.note
-			if !legacy && sc.modernHostNote != "" {
+			if !sessionEraHost && sc.modernHostNote != "" {
 				note = sc.modernHostNote
 			}
-			runs = append(runs, confClientRun{name: sc.name, spec: confModernRelaySpec, required: note == "", note: note, legacyHost: legacy})
+			runs = append(runs, confClientRun{name: sc.name, spec: confModernRelaySpec, required: note == "", note: note, sessionEraHost: sessionEraHost})
 		}
 	}
 	return runs, nil
@@ -727,8 +727,8 @@ func confClientScenarios(t *testing.T, ctx context.Context, suite *confSuite, co
 				sub += "-forced"
 			}
 			name := r.name
-			if r.legacyHost {
-				name += "/legacy-host"
+			if r.sessionEraHost {
+				name += "/session-era-host"
 			}
 			t.Run(sub+"/"+name, func(t *testing.T) {
 				t.Parallel()
@@ -783,8 +783,8 @@ var confClientExit = regexp.MustCompile(`Client exited with code (-?\d+)`)
 // scenario that does not pass fails t; an informational one is logged.
 func confRunClientScenario(t *testing.T, ctx context.Context, suite *confSuite, command string, r confClientRun) conformancereport.Scenario {
 	s := conformancereport.Scenario{Name: r.label(), Spec: r.spec, Scored: r.required, Forced: r.forced, Notes: r.note}
-	if r.legacyHost {
-		command = strings.Replace(command, confClientArg, confClientArg+" "+confLegacyHostArg, 1)
+	if r.sessionEraHost {
+		command = strings.Replace(command, confClientArg, confClientArg+" "+confSessionEraHostArg, 1)
 	}
 	results := t.TempDir()
 	out := &confLog{}

@@ -24,7 +24,7 @@ import (
 
 // The test binary doubles as the programs these tests start or hand to
 // others (see transporttest.RunProgram): the fixture server in a process
-// of its own (serverProcess, see e2e_serverproc_test.go), a legacy-only
+// of its own (serverProcess, see e2e_serverproc_test.go), a session-era
 // stdio server (sessionEraServer, see e2e_modernserve_test.go), the
 // conformance suite's client and browser (confClientArg and
 // confBrowserArg, see conformance_client_test.go), and the filter that

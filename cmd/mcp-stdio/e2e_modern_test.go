@@ -23,11 +23,11 @@ import (
 // server/discover). Against the stateful server the probe falls back and
 // TestRelayE2E runs unchanged.
 
-// TestRelayLegacyHostModernServer: the relay probes, finds 2026-07-28,
+// TestRelaySessionEraHostModernServer: the relay probes, finds 2026-07-28,
 // answers the host's handshake itself and stamps every request with
 // _meta and the routing headers; the stateless server, which checks them
 // all, answers.
-func TestRelayLegacyHostModernServer(t *testing.T) {
+func TestRelaySessionEraHostModernServer(t *testing.T) {
 	relayBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -112,13 +112,13 @@ func TestRelayStatefulServerFallsBack(t *testing.T) {
 	is.True(strings.HasPrefix(reqs[1], "POST  session=")) // initialize, as a session-era client sends it
 }
 
-// TestRelayEraLegacyFlag: --era legacy sends no probe.
-func TestRelayEraLegacyFlag(t *testing.T) {
+// TestRelayEraSessionFlag: --era session sends no probe.
+func TestRelayEraSessionFlag(t *testing.T) {
 	is := is.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	srv := startServer(t, streamableServer, "")
-	rc := startRelay(t, ctx, srv.url, "--era", "legacy")
+	rc := startRelay(t, ctx, srv.url, "--era", "session")
 	_, err := rc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
 	is.NoErr(err)
 	for _, r := range srv.requests() {

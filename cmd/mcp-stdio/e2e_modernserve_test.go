@@ -16,7 +16,7 @@ import (
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
-// Serve's 2026-07-28 face in front of a legacy-only child (issue 12, item
+// Serve's 2026-07-28 face in front of a session-era child (issue 12, item
 // 6): a 2026-07-28 client through serve to a stdio server that asks its
 // client questions the session era's way, with server→client requests.
 // Serve must turn each of them into an input_required result (multi
@@ -24,10 +24,10 @@ import (
 // the child waits for.
 
 // sessionEraServer is the program of this test binary that runs
-// sessionEraFixture on stdio: a legacy-only child for serve.
+// sessionEraFixture on stdio: a session-era child for serve.
 const sessionEraServer = "session-era-server"
 
-// sessionEraVersions are the versions the legacy-only fixture serves: the
+// sessionEraVersions are the versions the session-era fixture serves: the
 // session era's, as a server written before 2026-07-28 knows them.
 var sessionEraVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
@@ -123,11 +123,11 @@ func newInterviewClient() *interviewClient {
 // interviewAnswer is the interview tool's result for interviewClient.
 const interviewAnswer = "accept:Ada|test-model:hello Ada"
 
-// TestSessionEraFixtureIsLegacyOnly checks the fixture itself, without
+// TestSessionEraFixtureSpeaksOnlyTheSessionEra checks the fixture itself, without
 // serve: a go-sdk client in its 2026-07-28 mode probes it, is refused, and
 // falls back to the session era; the interview then reaches the client's
 // handlers as server→client requests.
-func TestSessionEraFixtureIsLegacyOnly(t *testing.T) {
+func TestSessionEraFixtureSpeaksOnlyTheSessionEra(t *testing.T) {
 	is := is.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -142,15 +142,15 @@ func TestSessionEraFixtureIsLegacyOnly(t *testing.T) {
 	is.Equal([]int32{ic.elicited.Load(), ic.sampled.Load()}, []int32{1, 1})
 }
 
-// TestServeModernClientLegacyChildMRTR: the go-sdk v1.8.0 client in its
+// TestServeModernClientSessionEraChildMRTR: the go-sdk v1.8.0 client in its
 // 2026-07-28 mode (stateless Streamable HTTP: server/discover, _meta on
 // every request) calls the interview through the built mcp-stdio serve,
-// whose child is the legacy-only fixture. The child's elicitation/create
+// whose child is the session-era fixture. The child's elicitation/create
 // and sampling/createMessage come to the client as input_required results
 // (it has no other way to receive them), its handlers answer, its retries
 // carry the answers back, and the tool's result carries what they
 // answered.
-func TestServeModernClientLegacyChildMRTR(t *testing.T) {
+func TestServeModernClientSessionEraChildMRTR(t *testing.T) {
 	is := is.New(t)
 	bin := relayBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)

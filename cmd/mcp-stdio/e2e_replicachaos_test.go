@@ -88,7 +88,7 @@ func (c *callCounter) await(t *testing.T, n int64) {
 // TestReplicasSurviveSIGTERMAndSIGKILL runs 64 clients through the shipped
 // HAProxy configuration in front of three replicas: 48 at 2026-07-28 (the
 // go-sdk client straight to the proxy) and 16 of the session era (the
-// go-sdk client at 2025-11-25 behind the relay, --era legacy), each
+// go-sdk client at 2025-11-25 behind the relay, --era session), each
 // calling echo in a loop. One replica gets SIGTERM: it drains (its
 // /readyz turns 503, HAProxy stops sending it new work, its open sessions
 // and 2026-07-28 requests are still served) and exits 0. Later another
@@ -146,7 +146,7 @@ func TestReplicasSurviveSIGTERMAndSIGKILL(t *testing.T) {
 		wg.Go(func() { loop("modern", &modern, cs, i) })
 	}
 	for i := range chaosSessionClients {
-		relay := exec.Command(bin, "--era", "legacy", p.url+"/mcp")
+		relay := exec.Command(bin, "--era", "session", p.url+"/mcp")
 		cctx, ccancel := context.WithTimeout(ctx, replicaWait)
 		cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: relay}, &mcp.ClientSessionOptions{ProtocolVersion: clientVersion})
 		ccancel()

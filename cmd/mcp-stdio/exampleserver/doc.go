@@ -83,7 +83,7 @@
 //
 // With [Options.SessionEraOnly] (the command's --session-era-only flag)
 // the server has no 2026-07-28 face: it behaves as a stdio server written
-// before 2026-07-28 does, the legacy-only child a gateway must translate
+// before 2026-07-28 does, the session-era child a gateway must translate
 // for. Modelled on what pre-2026 SDK servers answer (go-sdk v1.6.1
 // among them):
 //

@@ -35,7 +35,7 @@ type Options struct {
 	// "io.modelcontextprotocol/*" keys of a request's _meta mean nothing,
 	// and every request but initialize and ping is refused with -32600
 	// until initialize has been answered (see the package documentation,
-	// "A session-era-only server"). It stands in for the legacy-only
+	// "A session-era-only server"). It stands in for the session-era
 	// children a gateway meets.
 	SessionEraOnly bool
 	// ParamHeader annotates the echo tool's text argument with

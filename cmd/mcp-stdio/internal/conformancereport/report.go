@@ -68,7 +68,8 @@ type Mode struct {
 // ChildRun is serve under the server scenarios at 2026-07-28 with one
 // kind of stdio child.
 type ChildRun struct {
-	// Child names the kind of child: "dual-era" or "legacy-only".
+	// Child names the kind of child: "dual-era", "session-era" or
+	// "session-era-filtered".
 	Child string `json:"child"`
 	// Fixture is the child, as "module/path@version".
 	Fixture string `json:"fixture"`
@@ -321,7 +322,7 @@ func renderModern(p func(string, ...any), runs []ChildRun) {
 	p("## Server mode at 2026-07-28: `mcp-stdio serve` with a pooled child\n\n")
 	p("The suite speaks 2026-07-28 (no session; `_meta` and the routing headers on every request) to\n")
 	p("`mcp-stdio serve`, which serves each principal from a pooled stdio child. It runs once per child\n")
-	p("below: a dual-era one, whose 2026-07-28 requests pass through, and legacy-only ones, which serve\n")
+	p("below: a dual-era one, whose 2026-07-28 requests pass through, and session-era ones, which serve\n")
 	p("translates. After each run the test stops serve with SIGTERM and checks that it exits 0 and leaves\n")
 	p("no child process behind.\n\n")
 	for _, r := range runs {

@@ -31,7 +31,7 @@ func sample() *conformancereport.Summary {
 		ServerModern: []conformancereport.ChildRun{
 			{Child: "dual-era", Fixture: "example.com/fixture@v1.0.0", Skipped: "gated: no face yet",
 				Mode: conformancereport.Mode{Commands: []string{"mcp-stdio serve -- ./fixture"}}},
-			{Child: "legacy-only", Fixture: "example.com/fixture@v0.9.0", Why: "an old build.",
+			{Child: "session-era", Fixture: "example.com/fixture@v0.9.0", Why: "an old build.",
 				CannotPass: []conformancereport.Excused{{Name: "input-required-result-basic-sampling", Why: "no such tool"}},
 				Mode: conformancereport.Mode{Scenarios: []conformancereport.Scenario{
 					{Name: "tools-list", Spec: "2026-07-28", Scored: true, Passed: true, Success: 3},
@@ -82,9 +82,9 @@ func TestRender(t *testing.T) {
 		"| mcp-proxy 6.7.19 | 24/30 |",
 		"npm install suite\n",
 		"| **Server mode at 2026-07-28**, dual-era child | not run: gated: no face yet |",
-		"| **Server mode at 2026-07-28**, legacy-only child | **1/1** scored scenarios pass; no warnings; 1 cannot pass with this child (see below) |",
+		"| **Server mode at 2026-07-28**, session-era child | **1/1** scored scenarios pass; no warnings; 1 cannot pass with this child (see below) |",
 		"### dual-era child: `example.com/fixture@v1.0.0`\n\n**Not run:** gated: no face yet\n\nCommands:\n\n```sh\nmcp-stdio serve -- ./fixture\n```\n",
-		"### legacy-only child: `example.com/fixture@v0.9.0`\n\nan old build.\n\n",
+		"### session-era child: `example.com/fixture@v0.9.0`\n\nan old build.\n\n",
 		"- `input-required-result-basic-sampling`: no such tool\n",
 		"| `input-required-result-basic-sampling` | 2026-07-28 | **FAIL** | 0/1/0 | cannot pass with this child: no such tool |",
 	} {
