@@ -189,6 +189,28 @@ func startGateway(t *testing.T, args ...string) (*exec.Cmd, *transporttest.SyncB
 	return cmd, stderr, stderr.Watch(servingLine).Next(t, cmdTestWait)[1]
 }
 
+// TestServeReleasesItsStartupPages checks that serve, once listening,
+// gives back the pages of its program that starting mapped: what stays
+// resident of the file right after is less than what was released.
+func TestServeReleasesItsStartupPages(t *testing.T) {
+	gw, lines, _ := startGateway(t)
+	m := lines.Watch(regexp.MustCompile(`msg="released the program pages start-up mapped" .*kB=(\d+)`)).Next(t, cmdTestWait)
+	released, _ := strconv.Atoi(m[1])
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(gw.Process.Pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := regexp.MustCompile(`(?m)^RssFile:\s+(\d+) kB$`).FindSubmatch(status)
+	if field == nil {
+		t.Fatalf("no RssFile in %s", status)
+	}
+	resident, _ := strconv.Atoi(string(field[1]))
+	t.Logf("released %d kB; RssFile now %d kB", released, resident)
+	if released == 0 || resident >= released {
+		t.Errorf("released %d kB of the program's pages, and %d kB of files are still resident: want most of them released", released, resident)
+	}
+}
+
 // openSession POSTs an initialize and returns the session id.
 func openSession(t *testing.T, url string) string {
 	t.Helper()

@@ -338,6 +338,9 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		}
 		say(issuer, "OAuth authorization server %s (sign-ins %s)", issuer, store)
 	}
+	if opt.OwnProcess {
+		releaseStartupPages(logger) // started: what only starting ran leaves the resident set
+	}
 
 	var runErr error
 	select {

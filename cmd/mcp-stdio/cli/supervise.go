@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"io"
+	"log/slog"
 
 	"github.com/mcp-stdio/mcp-stdio/transport"
 )
@@ -24,6 +25,7 @@ const SuperviseCommand = "supervise"
 func Supervise(_ context.Context, args []string, getenv func(string) string, _ io.Reader, _, _ io.Writer, opt Options) error {
 	if opt.OwnProcess {
 		oneThread(getenv) // it only waits
+		releaseStartupPages(slog.New(slog.DiscardHandler))
 	}
 	if code := transport.Supervise(args); code != 0 {
 		return &ExitError{Code: code}

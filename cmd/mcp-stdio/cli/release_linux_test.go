@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+// smapsSample is /proc/self/smaps of a static Go program (inode 4711 on
+// device fd:01), cut to the fields that matter.
+const smapsSample = `00400000-00c4a000 r-xp 00000000 fd:01 4711                               /usr/bin/mcp-stdio
+Size:               8488 kB
+Rss:                4236 kB
+Anonymous:             0 kB
+VmFlags: rd ex mr mw me
+00c4a000-01590000 r--p 0084a000 fd:01 4711                               /usr/bin/mcp-stdio
+Size:               9496 kB
+Rss:                4248 kB
+Anonymous:             0 kB
+VmFlags: rd mr mw me
+01590000-015e1000 rw-p 01190000 fd:01 4711                               /usr/bin/mcp-stdio
+Size:                324 kB
+Rss:                 236 kB
+Anonymous:            88 kB
+VmFlags: rd wr mr mw me ac
+015e1000-01620000 rw-p 00000000 00:00 0
+Size:                252 kB
+Rss:                 112 kB
+Anonymous:           112 kB
+02000000-02100000 r--p 00000000 fd:02 4711                               /other/file/with/the/same/inode
+Size:               1024 kB
+Rss:                 64 kB
+Anonymous:             0 kB
+7ffc5b9f3000-7ffc5b9f5000 r-xp 00000000 00:00 0                          [vdso]
+Size:                  8 kB
+Rss:                   4 kB
+Anonymous:             0 kB
+`
+
+func TestProgramRegions(t *testing.T) {
+	is := is.New(t)
+	program := fileID{major: 0xfd, minor: 0x01, inode: 4711}
+	regions, ok := programRegions(strings.NewReader(smapsSample), program)
+	is.True(ok)
+	is.Equal(regions, []region{ // code and read-only data; not the data, not another file
+		{start: 0x400000, end: 0xc4a000, rssKB: 4236},
+		{start: 0xc4a000, end: 0x1590000, rssKB: 4248},
+	})
+
+	// A breakpoint written into the code: nothing is released.
+	patched := strings.Replace(smapsSample, "Rss:                4236 kB\nAnonymous:             0 kB", "Rss:                4236 kB\nAnonymous:             4 kB", 1)
+	is.True(patched != smapsSample)
+	_, ok = programRegions(strings.NewReader(patched), program)
+	is.True(!ok)
+
+	// Text that is not smaps.
+	_, ok = programRegions(strings.NewReader("hello world\n"), program)
+	is.True(!ok)
+	regions, ok = programRegions(strings.NewReader(""), program)
+	is.True(ok)
+	is.Equal(len(regions), 0)
+}
+
+func TestDeviceNumbers(t *testing.T) {
+	is := is.New(t)
+	// makedev(253, 1) and makedev(259, 300000), as the kernel encodes them.
+	for _, c := range []struct{ dev, major, minor uint64 }{
+		{0xfd01, 253, 1},
+		{(259&0xfff)<<8 | (300000 & 0xff) | (300000&^0xff)<<12, 259, 300000},
+	} {
+		is.Equal(devMajor(c.dev), c.major)
+		is.Equal(devMinor(c.dev), c.minor)
+	}
+}
+
+// The release takes the program's pages out of this process's resident
+// set, and the process goes on running.
+func TestReleaseStartupPages(t *testing.T) {
+	is := is.New(t)
+	before := rssFileKB(t)
+	var logs bytes.Buffer
+	releaseStartupPages(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	after := rssFileKB(t)
+	t.Logf("RssFile %d kB → %d kB; %s", before, after, strings.TrimSpace(logs.String()))
+	if traced() {
+		t.Skip("traced: the release keeps the pages")
+	}
+	is.True(strings.Contains(logs.String(), "released the program pages"))
+	is.True(after < before*3/4) // most of what was mapped is released
+}
+
+// rssFileKB returns this process's RssFile from /proc/self/status.
+func rssFileKB(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb
+		}
+	}
+	t.Fatal("no RssFile in /proc/self/status")
+	return 0
+}
