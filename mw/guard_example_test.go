@@ -29,14 +29,7 @@ func ExampleOriginPolicy() {
 // responses name its origin. A page on another origin is refused by
 // CheckOrigin first.
 func ExampleCORS() {
-	endpoint := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer t" { // stands for the real gate
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
-	})
-	h := mw.Guards(mw.CheckOrigin(mw.OriginPolicy{}), mw.CORS)(endpoint)
+	h := mw.Guards(mw.CheckOrigin(mw.OriginPolicy{}), mw.CORS)(tokenEndpoint())
 
 	for _, r := range []struct{ method, origin, auth string }{
 		{http.MethodOptions, "http://localhost:6274", ""}, // the preflight carries no token
@@ -67,14 +60,7 @@ func ExampleCORS() {
 // probe is answered though it carries no token, while the endpoint still
 // wants one, and paths serve does not serve get 404.
 func ExampleAnswerHealth() {
-	endpoint := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer t" { // stands for the real gate
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
-	})
-	h := mw.Guards(mw.AnswerHealth("/healthz"), mw.ServePaths("/mcp"))(endpoint)
+	h := mw.Guards(mw.AnswerHealth("/healthz"), mw.ServePaths("/mcp"))(tokenEndpoint())
 	for _, path := range []string{"/healthz", "/mcp", "/admin"} {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
@@ -84,4 +70,16 @@ func ExampleAnswerHealth() {
 	// /healthz 200
 	// /mcp 401
 	// /admin 404
+}
+
+// tokenEndpoint stands for an endpoint behind a real token gate: 401
+// without the token "t", 202 with it.
+func tokenEndpoint() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer t" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
 }
