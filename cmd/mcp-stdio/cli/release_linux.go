@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,22 +24,16 @@ import (
 // mapped again, from there, when it runs. Nothing is written or lost: the
 // mappings are private, read-only and unmodified.
 //
-// It does nothing under a debugger (TracerPid), and nothing when some
-// page of those mappings is no longer the file's (a breakpoint or a
-// uprobe written into the code), which the release would undo. What it
-// did, or why not, is logged at Debug.
+// The program's mappings are those of the file that maps this function's
+// code, as /proc/self/smaps names it (device and inode), so an executable
+// on an overlay file system (a container's) is found as well as any other.
+// It does nothing under a debugger (TracerPid), and nothing when some page
+// of those mappings is no longer the file's (a breakpoint or a uprobe
+// written into the code), which the release would undo. What it did, or
+// why not, is logged at Debug.
 func releaseStartupPages(log *slog.Logger) {
 	if traced() {
 		log.Debug("program pages kept: the process is traced")
-		return
-	}
-	exe, err := os.Stat("/proc/self/exe")
-	if err != nil {
-		log.Debug("program pages kept", "err", err)
-		return
-	}
-	st, ok := exe.Sys().(*syscall.Stat_t)
-	if !ok {
 		return
 	}
 	// Read as a stream through a small buffer: the whole text (tens of
@@ -48,10 +43,10 @@ func releaseStartupPages(log *slog.Logger) {
 		log.Debug("program pages kept", "err", err)
 		return
 	}
-	regions, ok := programRegions(smaps, fileID{major: devMajor(st.Dev), minor: devMinor(st.Dev), inode: st.Ino})
+	regions, ok := programRegions(smaps, reflect.ValueOf(releaseStartupPages).Pointer())
 	smaps.Close()
 	if !ok {
-		log.Debug("program pages kept: a page of the program's mappings is not the file's")
+		log.Debug("program pages kept: the program's mappings were not found, or a page of them is not the file's")
 		return
 	}
 	var released uint64
@@ -80,11 +75,15 @@ func traced() bool {
 	return false
 }
 
-// fileID names a mapped file as /proc/PID/smaps does: the device and the
-// inode.
-type fileID struct {
-	major, minor uint64
-	inode        uint64
+// mapping is one mapping of /proc/self/smaps: its addresses, the file it
+// maps (device and inode; inode 0 for none), its permissions and what of
+// it is resident.
+type mapping struct {
+	start, end    uintptr
+	file          string // "major:minor inode"
+	inode         uint64
+	perms         string
+	rssKB, anonKB uint64
 }
 
 // region is one mapping of the program: its addresses and resident size.
@@ -93,12 +92,13 @@ type region struct {
 	rssKB      uint64
 }
 
-// programRegions returns the private read-only mappings of the file id
-// from /proc/self/smaps. ok is false when one of them holds
+// programRegions returns, from /proc/self/smaps, the private mappings
+// without write access of the file that maps the address pc. ok is false
+// when no file mapping holds pc, when one of those mappings holds
 // anonymous pages (a page written since it was mapped, as a breakpoint
 // is), or when the text cannot be read as smaps.
-func programRegions(smaps io.Reader, id fileID) (regions []region, ok bool) {
-	var cur *region // the current mapping, when it is one of the program's
+func programRegions(smaps io.Reader, pc uintptr) (regions []region, ok bool) {
+	var maps []mapping
 	sc := bufio.NewScanner(smaps)
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	for sc.Scan() {
@@ -107,56 +107,60 @@ func programRegions(smaps io.Reader, id fileID) (regions []region, ok bool) {
 			continue
 		}
 		if !strings.HasSuffix(f[0], ":") { // a mapping's header line
-			cur = nil
-			r, mine, valid := parseMapping(f, id)
+			m, valid := parseMapping(f)
 			if !valid {
 				return nil, false
 			}
-			if mine {
-				regions = append(regions, r)
-				cur = &regions[len(regions)-1]
-			}
+			maps = append(maps, m)
 			continue
 		}
-		if cur == nil || len(f) < 2 {
+		if len(maps) == 0 || len(f) < 2 {
 			continue
 		}
+		cur := &maps[len(maps)-1]
 		switch f[0] {
 		case "Rss:":
 			cur.rssKB, _ = strconv.ParseUint(f[1], 10, 64)
 		case "Anonymous:":
-			if f[1] != "0" {
-				return nil, false
-			}
+			cur.anonKB, _ = strconv.ParseUint(f[1], 10, 64)
 		}
 	}
-	return regions, sc.Err() == nil
+	if sc.Err() != nil {
+		return nil, false
+	}
+	program := ""
+	for _, m := range maps {
+		if m.start <= pc && pc < m.end && m.inode != 0 {
+			program = m.file
+		}
+	}
+	if program == "" {
+		return nil, false
+	}
+	for _, m := range maps {
+		if m.file != program || m.perms[0] != 'r' || m.perms[1] == 'w' || m.perms[3] != 'p' {
+			continue
+		}
+		if m.anonKB != 0 {
+			return nil, false
+		}
+		regions = append(regions, region{start: m.start, end: m.end, rssKB: m.rssKB})
+	}
+	return regions, true
 }
 
 // parseMapping reads a header line of smaps ("start-end perms offset
-// major:minor inode [path]"): mine says whether it maps file id privately
-// without write access; valid is false for a line that is not a header.
-func parseMapping(f []string, id fileID) (r region, mine, valid bool) {
-	if len(f) < 5 {
-		return region{}, false, false
+// major:minor inode [path]"); valid is false for a line that is not one.
+func parseMapping(f []string) (m mapping, valid bool) {
+	if len(f) < 5 || len(f[1]) != 4 {
+		return mapping{}, false
 	}
 	lo, hi, found := strings.Cut(f[0], "-")
 	start, err1 := strconv.ParseUint(lo, 16, 64)
 	end, err2 := strconv.ParseUint(hi, 16, 64)
-	majorText, minorText, found2 := strings.Cut(f[3], ":")
-	major, err3 := strconv.ParseUint(majorText, 16, 64)
-	minor, err4 := strconv.ParseUint(minorText, 16, 64)
-	inode, err5 := strconv.ParseUint(f[4], 10, 64)
-	perms := f[1]
-	if !found || !found2 || err1 != nil || err2 != nil || err3 != nil || err4 != nil || err5 != nil || end < start || len(perms) != 4 {
-		return region{}, false, false
+	inode, err3 := strconv.ParseUint(f[4], 10, 64)
+	if !found || err1 != nil || err2 != nil || err3 != nil || end < start || !strings.Contains(f[3], ":") {
+		return mapping{}, false
 	}
-	mine = inode == id.inode && major == id.major && minor == id.minor &&
-		perms[0] == 'r' && perms[1] != 'w' && perms[3] == 'p'
-	return region{start: uintptr(start), end: uintptr(end)}, mine, true
+	return mapping{start: uintptr(start), end: uintptr(end), file: f[3] + " " + f[4], inode: inode, perms: f[1]}, true
 }
-
-// devMajor and devMinor split a Linux device number as the kernel's
-// new_encode_dev does.
-func devMajor(dev uint64) uint64 { return (dev>>8)&0xfff | (dev>>32)&^0xfff }
-func devMinor(dev uint64) uint64 { return dev&0xff | (dev>>12)&^0xff }

@@ -44,38 +44,34 @@ Anonymous:             0 kB
 
 func TestProgramRegions(t *testing.T) {
 	is := is.New(t)
-	program := fileID{major: 0xfd, minor: 0x01, inode: 4711}
-	regions, ok := programRegions(strings.NewReader(smapsSample), program)
+	const pc = 0x401234 // in the program's code
+	regions, ok := programRegions(strings.NewReader(smapsSample), pc)
 	is.True(ok)
 	is.Equal(regions, []region{ // code and read-only data; not the data, not another file
 		{start: 0x400000, end: 0xc4a000, rssKB: 4236},
 		{start: 0xc4a000, end: 0x1590000, rssKB: 4248},
 	})
+	regions, ok = programRegions(strings.NewReader(smapsSample), 0xc50000) // in its read-only data
+	is.True(ok)
+	is.Equal(len(regions), 2)
+
+	// An address no file maps: nothing to release.
+	_, ok = programRegions(strings.NewReader(smapsSample), 0x7ffc5b9f3100) // the vDSO
+	is.True(!ok)
+	_, ok = programRegions(strings.NewReader(smapsSample), 0x100)
+	is.True(!ok)
 
 	// A breakpoint written into the code: nothing is released.
 	patched := strings.Replace(smapsSample, "Rss:                4236 kB\nAnonymous:             0 kB", "Rss:                4236 kB\nAnonymous:             4 kB", 1)
 	is.True(patched != smapsSample)
-	_, ok = programRegions(strings.NewReader(patched), program)
+	_, ok = programRegions(strings.NewReader(patched), pc)
 	is.True(!ok)
 
 	// Text that is not smaps.
-	_, ok = programRegions(strings.NewReader("hello world\n"), program)
+	_, ok = programRegions(strings.NewReader("hello world\n"), pc)
 	is.True(!ok)
-	regions, ok = programRegions(strings.NewReader(""), program)
-	is.True(ok)
-	is.Equal(len(regions), 0)
-}
-
-func TestDeviceNumbers(t *testing.T) {
-	is := is.New(t)
-	// makedev(253, 1) and makedev(259, 300000), as the kernel encodes them.
-	for _, c := range []struct{ dev, major, minor uint64 }{
-		{0xfd01, 253, 1},
-		{(259&0xfff)<<8 | (300000 & 0xff) | (300000&^0xff)<<12, 259, 300000},
-	} {
-		is.Equal(devMajor(c.dev), c.major)
-		is.Equal(devMinor(c.dev), c.minor)
-	}
+	_, ok = programRegions(strings.NewReader(""), pc)
+	is.True(!ok)
 }
 
 // The release takes the program's pages out of this process's resident
