@@ -329,8 +329,11 @@ func (c *Child) PID() int { return c.pid }
 // Handle writes m to the child's stdin as one line. It returns once the
 // line is in the pipe, not when the child answers. Lines never interleave.
 // After the child has exited it fails with a *frame.SendError (Sent false)
-// wrapping [ErrChildExited]. A write cannot be abandoned half-way, so ctx is
-// checked only before it starts.
+// wrapping [ErrChildExited]; a write the child refuses as it exits fails
+// so too (Sent true), once the exit has been told and Done closed (it
+// waits up to 2 s, or until ctx ends, for that), so whoever answers the
+// failure knows how the child ended. A write cannot be abandoned
+// half-way, so ctx is checked only before it starts.
 func (c *Child) Handle(ctx context.Context, m frame.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -341,14 +344,37 @@ func (c *Child) Handle(ctx context.Context, m frame.Message) error {
 	default:
 	}
 	if err := c.stdio.Handle(ctx, m); err != nil {
-		select {
-		case <-c.exited:
+		if c.awaitDone(ctx, writeFailedWait) {
 			return &frame.SendError{Sent: true, Err: ErrChildExited}
-		default:
 		}
 		return &frame.SendError{Sent: true, Err: fmt.Errorf("write to server process: %w", err)}
 	}
 	return nil
+}
+
+// writeFailedWait bounds how long a write the child's stdin refused waits
+// for the child to be seen gone: a child that exited closes its stdin a
+// moment before it can be reaped and its exit told (ChildConfig.OnExit).
+const writeFailedWait = 2 * time.Second
+
+// awaitDone waits up to d, or until ctx ends, for Done, and reports
+// whether the child is done. A write refused because the child exited
+// then fails after its exit has been told, not before.
+func (c *Child) awaitDone(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	select {
+	case <-c.exited:
+		return true
+	default:
+		return false
+	}
 }
 
 // Done is closed once the child has exited and what it wrote before has
