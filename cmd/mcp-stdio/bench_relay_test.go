@@ -188,8 +188,11 @@ const relayIdleWait = time.Second
 // open and a request has run), lets it sit idle for a second and reads its
 // resident set size from /proc: VmRSS, and its two parts, RssAnon (the
 // process's own memory: heap, stacks) and RssFile (pages of the binary
-// mapped from the page cache). Each iteration is a new relay process; the
-// metrics are the means.
+// mapped from the page cache); then once more after relayQuietWait, by
+// when the relay has given back its start-up pages (quiet-…), and once
+// more a second after listing the tools again (resumed-…: what the relay
+// maps back to work; resumed-call-ms is how long that tools/list took).
+// Each iteration is a new relay process; the metrics are the means.
 func BenchmarkRelayIdleRSS(b *testing.B) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		b.Skip("needs /proc")
@@ -197,39 +200,52 @@ func BenchmarkRelayIdleRSS(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv := startServer(b, streamableServer, "")
-	var rss, anon, file float64
+	var idle, quiet, resumed [3]float64
+	var resumedCall time.Duration
 	n := 0
+	read := func(pid int, sums *[3]float64) {
+		for i, field := range []string{"VmRSS", "RssAnon", "RssFile"} {
+			kb, err := procStatusKB(pid, field)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sums[i] += float64(kb)
+		}
+	}
 	for b.Loop() {
 		relay := startRelay(b, ctx, srv.url, "--log-level", benchLogLevel)
 		if _, err := relay.cs.ListTools(ctx, nil); err != nil {
 			b.Fatal(err)
 		}
-		// Not synchronisation: the measurement is "RSS after a second
-		// with nothing to do".
+		// Not synchronisation: the measurements are "RSS after a second
+		// with nothing to do", "after relayQuietWait" and "a second after
+		// the next request".
 		time.Sleep(relayIdleWait)
-		pid := relay.cmd.Process.Pid
-		v, err := procStatusKB(pid, "VmRSS")
-		if err != nil {
+		read(relay.cmd.Process.Pid, &idle)
+		time.Sleep(relayQuietWait - relayIdleWait)
+		read(relay.cmd.Process.Pid, &quiet)
+		start := time.Now()
+		if _, err := relay.cs.ListTools(ctx, nil); err != nil {
 			b.Fatal(err)
 		}
-		a, err := procStatusKB(pid, "RssAnon")
-		if err != nil {
-			b.Fatal(err)
-		}
-		f, err := procStatusKB(pid, "RssFile")
-		if err != nil {
-			b.Fatal(err)
-		}
-		rss += float64(v)
-		anon += float64(a)
-		file += float64(f)
+		resumedCall += time.Since(start)
+		time.Sleep(relayIdleWait)
+		read(relay.cmd.Process.Pid, &resumed)
 		n++
 		relay.close(b)
 	}
-	b.ReportMetric(rss/float64(n)/1024, "idle-RSS-MiB")
-	b.ReportMetric(anon/float64(n)/1024, "idle-RssAnon-MiB")
-	b.ReportMetric(file/float64(n)/1024, "idle-RssFile-MiB")
+	for i, name := range []string{"RSS", "RssAnon", "RssFile"} {
+		b.ReportMetric(idle[i]/float64(n)/1024, "idle-"+name+"-MiB")
+		b.ReportMetric(quiet[i]/float64(n)/1024, "quiet-"+name+"-MiB")
+		b.ReportMetric(resumed[i]/float64(n)/1024, "resumed-"+name+"-MiB")
+	}
+	b.ReportMetric(float64(resumedCall.Microseconds())/1000/float64(n), "resumed-call-ms")
 }
+
+// relayQuietWait is how long BenchmarkRelayIdleRSS lets the relay sit
+// before its second reading: past the 3 s after its last answer at which
+// it gives back its start-up pages.
+const relayQuietWait = 5 * time.Second
 
 // procStatusKB reads a "Name: N kB" line of /proc/<pid>/status.
 func procStatusKB(pid int, name string) (int, error) {

@@ -8,8 +8,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -144,6 +147,27 @@ func TestRelayTunesItsProcess(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	is.NoErr(err)
 	is.True(strings.Contains(string(out), `msg="process tuned" app=mcp-stdio gomaxprocs=3 stdin_polled=false`))
+}
+
+// TestRelayReleasesItsStartupPagesWhenQuiet checks that the relay, once
+// its first answers are written and its stdout has been quiet for 3 s,
+// gives back the pages of its program that starting mapped (what stays
+// mapped is less than what was released), and goes on relaying.
+func TestRelayReleasesItsStartupPagesWhenQuiet(t *testing.T) {
+	is := is.New(t)
+	e := setup(t, relayCases[0])
+	res, err := e.call("echo", map[string]any{"text": "before"})
+	is.NoErr(err)
+	is.Equal(resultText(res), "before")
+	m := e.relay.stderr.Watch(regexp.MustCompile(`msg="released the program pages start-up mapped" .*kB=(\d+)`)).Next(t, 30*time.Second)
+	released, _ := strconv.Atoi(m[1])
+	resident, err := procStatusKB(e.relay.cmd.Process.Pid, "RssFile")
+	is.NoErr(err)
+	t.Logf("released %d kB; RssFile now %d kB", released, resident)
+	is.True(released > 0 && resident < released)
+	res, err = e.call("echo", map[string]any{"text": "after"})
+	is.NoErr(err)
+	is.Equal(resultText(res), "after")
 }
 
 // TestRelayClientThatDoesNotWaitForInitialize writes the handshake and a

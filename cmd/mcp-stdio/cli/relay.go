@@ -38,6 +38,11 @@ Flags:
 `
 
 // relayHelpFooter follows the flags in the relay's help.
+// relayQuietRelease is how long the relay's stdout stays quiet, after its
+// first answers, before the relay gives back its start-up pages (see
+// releaseWhenQuiet): a host's start-up exchanges come in one burst.
+const relayQuietRelease = 3 * time.Second
+
 const relayHelpFooter = `
 Also accepted, for users of other gateways (see the README):
   --transport http-first, sse-first (auto), http-only, streamablehttp
@@ -245,6 +250,11 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 		var restore func()
 		stdin, restore = tuneStdioProcess(stdin, getenv, logger)
 		defer restore()
+		// Once the host's first exchanges are answered and it has gone
+		// quiet, the pages only starting used leave the resident set.
+		quietCtx, stopWatching := context.WithCancel(ctx)
+		defer stopWatching()
+		stdout = releaseWhenQuiet(quietCtx, stdout, relayQuietRelease, logger)
 	}
 	if err := pipeline.Relay(ctx, cfg, stdin, stdout); err != nil {
 		return err

@@ -3,13 +3,19 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"os"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // releaseStartupPages tells the kernel that the process no longer needs
@@ -163,4 +169,47 @@ func parseMapping(f []string) (m mapping, valid bool) {
 		return mapping{}, false
 	}
 	return mapping{start: uintptr(start), end: uintptr(end), file: f[3] + " " + f[4], inode: inode, perms: f[1]}, true
+}
+
+// releaseWhenQuiet returns out, watched: once something has been written
+// to it and then nothing for quiet, the program's start-up pages are given
+// back (releaseStartupPages), once. The relay uses it on its stdout: its
+// start-up lasts until the host's first exchanges (the handshake, the era
+// probe, the first lists) are answered, and a host waits for those
+// answers, so the pages are given back only when it has gone quiet. The
+// watcher ends then, or with ctx.
+func releaseWhenQuiet(ctx context.Context, out io.Writer, quiet time.Duration, log *slog.Logger) io.Writer {
+	w := &watchedWriter{w: out, wrote: make(chan struct{})}
+	go func() {
+		select {
+		case <-w.wrote:
+		case <-ctx.Done():
+			return
+		}
+		for {
+			wait := quiet - time.Since(time.Unix(0, w.last.Load()))
+			if wait <= 0 {
+				releaseStartupPages(log)
+				return
+			}
+			if frame.Sleep(ctx, wait) != nil {
+				return
+			}
+		}
+	}()
+	return w
+}
+
+// watchedWriter is a Writer that notes when it was last written to.
+type watchedWriter struct {
+	w     io.Writer
+	last  atomic.Int64 // unix nanoseconds of the last Write
+	first sync.Once
+	wrote chan struct{} // closed at the first Write
+}
+
+func (w *watchedWriter) Write(p []byte) (int, error) {
+	w.last.Store(time.Now().UnixNano())
+	w.first.Do(func() { close(w.wrote) })
+	return w.w.Write(p)
 }

@@ -2,13 +2,18 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // smapsSample is /proc/self/smaps of a static Go program (inode 4711 on
@@ -108,4 +113,33 @@ func rssFileKB(t *testing.T) int {
 	}
 	t.Fatal("no RssFile in /proc/self/status")
 	return 0
+}
+
+// The relay's stdout, watched: the pages are given back once it has been
+// quiet for the set time after its writes, not before; and the watcher
+// ends with its context.
+func TestReleaseWhenQuiet(t *testing.T) {
+	is := is.New(t)
+	const quiet = 50 * time.Millisecond
+	logs := &transporttest.SyncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	released := logs.Watch(regexp.MustCompile(`msg="(released the program pages start-up mapped|program pages kept[^"]*)"`))
+
+	var out bytes.Buffer
+	w := releaseWhenQuiet(t.Context(), &out, quiet, log)
+	var last time.Time
+	for range 3 { // a burst of answers
+		last = time.Now()
+		_, err := io.WriteString(w, "{}\n")
+		is.NoErr(err)
+	}
+	released.Next(t, 10*time.Second)
+	is.True(time.Since(last) >= quiet) // not before the quiet
+	is.Equal(out.String(), "{}\n{}\n{}\n")
+
+	// Nothing written: nothing given back, and the watcher ends with ctx
+	// (the package's TestMain checks that no goroutine is left).
+	ctx, cancel := context.WithCancel(t.Context())
+	_ = releaseWhenQuiet(ctx, io.Discard, quiet, log)
+	cancel()
 }
