@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // BenchmarkIdleRSSFloor measures the idle memory of testdata/rssfloor, a
@@ -57,7 +59,7 @@ func BenchmarkIdleRSSFloor(b *testing.B) {
 		// with nothing to do".
 		time.Sleep(relayIdleWait)
 		for i, field := range []string{"VmRSS", "RssAnon", "RssFile"} {
-			kb, err := procStatusKB(cmd.Process.Pid, field)
+			kb, err := transporttest.ProcStatusKB(cmd.Process.Pid, field)
 			if err != nil {
 				b.Fatal(err)
 			}

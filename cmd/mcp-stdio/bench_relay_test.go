@@ -127,7 +127,7 @@ func benchRelayVsDirect(b *testing.B, url string, srv *testServer) {
 			b.ReportMetric(float64(srv.connections(ss.ID()))*1000/float64(len(relayTimes)+50), metric)
 		}
 	}
-	if kb, err := procStatusKB(pid, "VmHWM"); err == nil {
+	if kb, err := transporttest.ProcStatusKB(pid, "VmHWM"); err == nil {
 		b.ReportMetric(float64(kb)/1024, "relay-peak-RSS-MiB")
 	}
 }
@@ -205,7 +205,7 @@ func BenchmarkRelayIdleRSS(b *testing.B) {
 	n := 0
 	read := func(pid int, sums *[3]float64) {
 		for i, field := range []string{"VmRSS", "RssAnon", "RssFile"} {
-			kb, err := procStatusKB(pid, field)
+			kb, err := transporttest.ProcStatusKB(pid, field)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -246,20 +246,6 @@ func BenchmarkRelayIdleRSS(b *testing.B) {
 // before its second reading: past the 3 s after its last answer at which
 // it gives back its start-up pages.
 const relayQuietWait = 5 * time.Second
-
-// procStatusKB reads a "Name: N kB" line of /proc/<pid>/status.
-func procStatusKB(pid int, name string) (int, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, name+":"); ok {
-			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", name, pid)
-}
 
 // BenchmarkRelayLargeMessage measures one tools/call round trip carrying a
 // 16 MiB or 64 MiB argument that the server echoes back as the result, so

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -206,7 +207,7 @@ func BenchmarkServeModernConcurrent(b *testing.B) {
 			if childrenOK {
 				b.ReportMetric(float64(children), "children")
 			}
-			if kb, err := procStatusKB(serve.pid(), "VmHWM"); err == nil {
+			if kb, err := transporttest.ProcStatusKB(serve.pid(), "VmHWM"); err == nil {
 				b.ReportMetric(float64(kb)/1024, "serve-peak-RSS-MiB")
 			}
 		})
@@ -266,7 +267,7 @@ func BenchmarkServeModernIdleRSS(b *testing.B) {
 				sums[p.name] = s
 			}
 			for i, field := range []string{"VmRSS", "RssAnon", "RssFile"} {
-				kb, err := procStatusKB(p.gw.pid(), field)
+				kb, err := transporttest.ProcStatusKB(p.gw.pid(), field)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -22,6 +22,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // Serve's benchmarks, side by side with the npm gateways that do the same
@@ -410,7 +411,7 @@ func benchServeVsPeers(b *testing.B, ctx context.Context, paths []*benchPath) {
 				b.ReportMetric(us(after-before)/float64(len(p.times)), p.name+"-CPU-µs/call")
 			}
 		}
-		if kb, err := procStatusKB(p.gw.pid(), "VmHWM"); err == nil {
+		if kb, err := transporttest.ProcStatusKB(p.gw.pid(), "VmHWM"); err == nil {
 			b.ReportMetric(float64(kb)/1024, p.name+"-peak-RSS-MiB")
 		}
 	}
@@ -469,7 +470,7 @@ func BenchmarkServeIdleRSS(b *testing.B) {
 				field string
 				sum   *float64
 			}{{"VmRSS", &t.rss}, {"RssAnon", &t.anon}, {"RssFile", &t.file}} {
-				kb, err := procStatusKB(p.gw.pid(), f.field)
+				kb, err := transporttest.ProcStatusKB(p.gw.pid(), f.field)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -561,7 +562,7 @@ func BenchmarkServeLargeBody(b *testing.B) {
 			g := startBenchGateway(b, v.gateway, bin, peers, node, v.extra...)
 			rs := openRawSession(b, g)
 			defer func() {
-				if kb, err := procStatusKB(g.pid(), "VmHWM"); err == nil {
+				if kb, err := transporttest.ProcStatusKB(g.pid(), "VmHWM"); err == nil {
 					b.ReportMetric(float64(kb)/1024, "peak-RSS-MiB")
 				}
 			}()

@@ -196,15 +196,10 @@ func TestServeReleasesItsStartupPages(t *testing.T) {
 	gw, lines, _ := startGateway(t)
 	m := lines.Watch(regexp.MustCompile(`msg="released the program pages start-up mapped" .*kB=(\d+)`)).Next(t, cmdTestWait)
 	released, _ := strconv.Atoi(m[1])
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(gw.Process.Pid) + "/status")
+	resident, err := transporttest.ProcStatusKB(gw.Process.Pid, "RssFile")
 	if err != nil {
 		t.Fatal(err)
 	}
-	field := regexp.MustCompile(`(?m)^RssFile:\s+(\d+) kB$`).FindSubmatch(status)
-	if field == nil {
-		t.Fatalf("no RssFile in %s", status)
-	}
-	resident, _ := strconv.Atoi(string(field[1]))
 	t.Logf("released %d kB; RssFile now %d kB", released, resident)
 	if released == 0 || resident >= released {
 		t.Errorf("released %d kB of the program's pages, and %d kB of files are still resident: want most of them released", released, resident)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,24 +94,14 @@ func TestReleaseStartupPages(t *testing.T) {
 	is.True(after < before*3/4) // most of what was mapped is released
 }
 
-// rssFileKB returns this process's RssFile from /proc/self/status.
+// rssFileKB returns this process's RssFile.
 func rssFileKB(t *testing.T) int {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
+	kb, err := transporttest.ProcStatusKB(os.Getpid(), "RssFile")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, "RssFile:"); ok {
-			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb
-		}
-	}
-	t.Fatal("no RssFile in /proc/self/status")
-	return 0
+	return kb
 }
 
 // The relay's stdout, watched: the pages are given back once it has been
