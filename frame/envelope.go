@@ -1,6 +1,7 @@
 package frame
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -29,8 +30,17 @@ import (
 //     an integer, null (JSON-RPC's id of an error that has none to answer)
 //     or absent (MCP from 2025-11-25 on);
 //   - "method", when present in anything but a response, is a string;
-//   - other members are allowed, and where a member is repeated the first
-//     one counts (as for [Message.Get]).
+//   - other members are allowed;
+//   - no member name is given twice in the envelope, nor in an object
+//     directly in it (params, result, error), nor in an object directly in
+//     one of those (params._meta, params.arguments, result._meta …): the
+//     gateway reads the first of two members and a peer's parser may keep
+//     the last, so the two would not see the same message. (Deeper, a
+//     repeated name is passed on as it is.)
+//
+// [Parse] also refuses, with an EnvelopeError that matches [ErrTooDeep],
+// JSON nested deeper than its limit; the error's Shape and ID are read
+// from the envelope's members all the same.
 //
 // A batch is not judged as a whole: its elements are, one by one (see
 // [Message.Elements]).
@@ -46,13 +56,19 @@ type EnvelopeError struct {
 	Shape Kind
 	// ID is the message's id when it is one a request may have (a string
 	// or an integer), else "". Answer a request-shaped message under it.
+	// Where the id is given twice, it is the first.
 	ID ID
+
+	limit error // ErrTooDeep for a message past the depth limit
 }
 
 func (e *EnvelopeError) Error() string { return e.Reason }
 
-// Is reports whether target is [ErrNotJSONRPC].
-func (e *EnvelopeError) Is(target error) bool { return target == ErrNotJSONRPC }
+// Is reports whether target is [ErrNotJSONRPC], or [ErrTooDeep] for a
+// message nested past the limit.
+func (e *EnvelopeError) Is(target error) bool {
+	return target == ErrNotJSONRPC || e.limit != nil && target == e.limit
+}
 
 // Err returns why m is not a valid JSON-RPC message: an *[EnvelopeError] for
 // a message of Kind [Invalid], [ErrEmpty] for the zero Message, and nil for
@@ -64,7 +80,48 @@ func (m Message) Err() error {
 	case len(m.raw) == 0:
 		return ErrEmpty
 	}
-	return &EnvelopeError{Reason: m.why.String(), Shape: m.shape, ID: m.id}
+	reason := m.why.String()
+	if m.why == duplicateMember {
+		reason = "duplicate member " + strconv.Quote(m.method)
+	}
+	return &EnvelopeError{Reason: reason, Shape: m.shape, ID: m.id}
+}
+
+// invalidate returns m as an Invalid message for why, keeping its shape
+// and the id it could be answered under; detail is what why names.
+func (m Message) invalidate(why reason, detail string) Message {
+	if m.kind == Batch {
+		return m // a batch is judged element by element
+	}
+	if m.kind != Invalid {
+		m.shape, m.kind = m.kind, Invalid
+	}
+	if m.id.IsNull() { // an error's: not one to answer under
+		m.id = ""
+	}
+	m.why, m.method = why, detail
+	return m
+}
+
+// tooDeep returns the error for raw, which nests past limit: an
+// *EnvelopeError whose shape and id are read from the envelope's members.
+// raw must be trimmed; past the limit it was only skipped over, which
+// reading its top-level members (gjson passes over a nested value without
+// recursion) does not need more of.
+func tooDeep(raw []byte, limit int) error {
+	e := &EnvelopeError{Reason: depthReason(limit), limit: ErrTooDeep}
+	if raw[0] != '{' {
+		return e
+	}
+	m := fromValid(raw)
+	e.Shape, e.ID = m.shape, m.id
+	if m.kind != Invalid {
+		e.Shape = m.kind
+	}
+	if e.Shape != Request && e.Shape != Notification && !e.Shape.IsResponse() {
+		e.ID = ""
+	}
+	return e
 }
 
 // reason is why a message is Invalid; the zero reason is none.
@@ -82,6 +139,7 @@ const (
 	badResult
 	badErrorID
 	badError
+	duplicateMember
 )
 
 func (r reason) String() string {

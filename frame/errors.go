@@ -3,8 +3,6 @@ package frame
 import (
 	"encoding/json"
 	"strconv"
-
-	"github.com/tidwall/gjson"
 )
 
 // JSON-RPC and MCP error codes the gateway uses or recognises.
@@ -45,7 +43,7 @@ func ErrorResponseData(id ID, code int, msg string, data []byte) Message {
 	b = strconv.AppendInt(b, int64(code), 10)
 	b = append(b, `,"message":`...)
 	b = appendString(b, msg)
-	if len(data) > 0 && gjson.ValidBytes(data) {
+	if len(data) > 0 && validUnbounded(data) {
 		b = append(b, `,"data":`...)
 		b = append(b, oneLine(data, false)...)
 	}

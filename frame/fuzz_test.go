@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"math/big"
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -137,11 +139,28 @@ func FuzzEnvelope(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"result":{},"error":{}}`,
 		`{"jsonrpc":"2.0","method":"n","params":[],"method":1}`,
 		`[{"jsonrpc":"2.0","method":"n"}]`,
+		`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{},"id":"mcp-stdio/serve/1"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{},"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"name":"a","n\u0061me":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"progressToken":1,"progressToken":1}}}`,
+		`{"jsonrpc":"2.0","id":5,"result":{},"id":6}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"},"error":{}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":{"b":{"c":1,"c":1}}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}}`,
+		`{"jsonrpc":"2.0","id":9,"result":` + strings.Repeat(`{"a":`, 520) + `1` + strings.Repeat("}", 520) + `}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		m, err := frame.Parse(in)
+		if errors.Is(err, frame.ErrTooDeep) {
+			var env *frame.EnvelopeError
+			if !errors.As(err, &env) || !errors.Is(err, frame.ErrNotJSONRPC) || env.Reason == "" {
+				t.Fatalf("%q: too deep, but %v", in, err)
+			}
+			return
+		}
 		if err != nil {
 			return
 		}
@@ -165,6 +184,58 @@ func FuzzEnvelope(f *testing.F) {
 	})
 }
 
+// modelDuplicate reports whether an object among the first three levels
+// of b, valid JSON, gives a member name twice, as encoding/json decodes
+// names. ok is false when encoding/json cannot tell.
+func modelDuplicate(b []byte) (dup, ok bool) {
+	type open struct {
+		object bool
+		names  map[string]bool
+		key    bool // an object's next token is a name
+	}
+	var stack []*open
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return dup, true
+		}
+		if err != nil {
+			return false, false
+		}
+		var top *open
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{', '[':
+				if top != nil && top.object {
+					top.key = true // the value is read: a name comes next
+				}
+				stack = append(stack, &open{object: v == '{', names: map[string]bool{}, key: true})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		case string:
+			if top != nil && top.object && top.key {
+				if len(stack) <= 3 && top.names[v] {
+					dup = true
+				}
+				top.names[v] = true
+				top.key = false
+				continue
+			}
+		}
+		if top != nil && top.object {
+			top.key = true
+		}
+	}
+}
+
 type modelled struct {
 	kind     frame.Kind
 	id       frame.ID
@@ -182,6 +253,10 @@ func modelEnvelope(b []byte) (modelled, bool) {
 	case '{':
 	default:
 		return modelled{kind: frame.Invalid}, true
+	}
+	dup, ok := modelDuplicate(b)
+	if !ok {
+		return modelled{}, false
 	}
 	members := map[string]json.RawMessage{}
 	d := json.NewDecoder(bytes.NewReader(b))
@@ -269,7 +344,7 @@ func modelEnvelope(b []byte) (modelled, bool) {
 		valid = version == "2.0" && (!hasID || idOK || kindOf("id") == 'n') && code && msg
 		out.kind = frame.Error
 	}
-	if !valid {
+	if !valid || dup {
 		return modelled{kind: frame.Invalid, answerID: out.answerID}, true
 	}
 	if hasID {

@@ -7,7 +7,11 @@
 // Nothing in this package re-encodes a message. A Message is read lazily with
 // gjson and edited with sjson, so whatever a stage does not mean to change
 // stays byte-identical: key order, whitespace inside a line, `1.50`, unknown
-// fields and duplicate keys all survive a trip through the gateway. Frame
+// fields and, below the levels where the gateway reads (see
+// [EnvelopeError]), duplicate keys all survive a trip through the gateway.
+// A message is read once, without recursion, and refused when it nests
+// deeper than a limit ([DefaultMaxDepth]) or repeats a member name where
+// the gateway and its peer could read two different messages. Frame
 // makes two rewrites, both when a message is parsed, so that every message
 // leaving the gateway is one line of valid JSON: a message that arrived
 // spread over several lines (pretty-printed JSON, a multi-line SSE payload)
@@ -112,9 +116,11 @@ func IntID(n int64) ID { return ID(fmt.Sprint(n)) }
 //
 // The zero Message is invalid and has no bytes.
 type Message struct {
-	raw    []byte
-	hdr    http.Header
-	id     ID // for an Invalid message, the id to answer it under
+	raw []byte
+	hdr http.Header
+	id  ID // for an Invalid message, the id to answer it under
+	// method is a request's or notification's method; for an Invalid
+	// message, what its reason names (the member given twice).
 	method string
 	kind   Kind
 	why    reason // why an Invalid message is
@@ -135,23 +141,48 @@ var (
 // UTF-8 (which can only sit inside a string) becomes U+FFFD, as
 // encoding/json reads it. Every other byte is kept. Valid JSON that is not a
 // valid JSON-RPC message parses with Kind [Invalid]; [Message.Err] says why.
-func Parse(b []byte) (Message, error) { return parse(b, true) }
+//
+// Parse reads b once, without recursion, whatever b holds. JSON nested
+// deeper than [DefaultMaxDepth] is refused with an *[EnvelopeError] that
+// matches [ErrTooDeep] and says who may be waiting for an answer (the
+// members of the envelope are still read). A member name given twice in
+// one of the first three levels of the message's objects — the envelope,
+// its params, result or error, and the objects in those — makes the
+// message [Invalid]: the gateway reads the first of two members, and the
+// peer's parser may keep the last. Parse is [Parser.Parse] with the zero
+// Parser.
+func Parse(b []byte) (Message, error) { return Parser{}.parse(b, true) }
 
 // ParseOwned is [Parse] for a buffer the caller hands over and never touches
 // again: it is kept, not copied, when it is already one line of valid
 // UTF-8. Use it for a freshly read body or event to save a copy of a large
 // message.
-func ParseOwned(b []byte) (Message, error) { return parse(b, false) }
+func ParseOwned(b []byte) (Message, error) { return Parser{}.parse(b, false) }
 
-func parse(b []byte, mustCopy bool) (Message, error) {
+// Parse is [Parse] under p's limits.
+func (p Parser) Parse(b []byte) (Message, error) { return p.parse(b, true) }
+
+// ParseOwned is [ParseOwned] under p's limits.
+func (p Parser) ParseOwned(b []byte) (Message, error) { return p.parse(b, false) }
+
+func (p Parser) parse(b []byte, mustCopy bool) (Message, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return Message{}, ErrEmpty
 	}
-	if !gjson.ValidBytes(b) {
+	var s scanner
+	switch err := s.scan(b, p.Depth(), true); err {
+	case nil:
+	case ErrTooDeep:
+		return Message{}, tooDeep(b, p.Depth())
+	default:
 		return Message{}, ErrSyntax
 	}
-	return fromValid(normalize(b, mustCopy)), nil
+	m := fromValid(normalize(b, mustCopy))
+	if s.repeated {
+		m = m.invalidate(duplicateMember, s.dup)
+	}
+	return m, nil
 }
 
 // MustParse is Parse for literals in tests and examples; it panics on error.
@@ -256,7 +287,12 @@ func (m Message) ID() ID {
 }
 
 // Method returns the method of a request or notification, or "".
-func (m Message) Method() string { return m.method }
+func (m Message) Method() string {
+	if m.kind == Invalid {
+		return ""
+	}
+	return m.method
+}
 
 // IsRequest reports whether m is a request.
 func (m Message) IsRequest() bool { return m.kind == Request }
@@ -279,7 +315,7 @@ func (m Message) Set(path string, raw []byte) (Message, error) {
 	if len(m.raw) == 0 {
 		return Message{}, ErrEmpty
 	}
-	if !gjson.ValidBytes(raw) {
+	if !validUnbounded(raw) {
 		return Message{}, fmt.Errorf("frame: set %s: %w", path, ErrSyntax)
 	}
 	out, err := sjson.SetRawBytes(m.raw, path, oneLine(raw, false))

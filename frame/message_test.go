@@ -270,7 +270,23 @@ func TestEnvelopeRules(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error","data":[1]}}`, frame.Error, "null", "", 0},
 		{`{"jsonrpc":"2.0","error":{"code":-32700,"message":""}}`, frame.Error, "", "", 0}, // MCP 2025-11-25: id optional
 		{`{"jsonrpc":"2.0","id":1,"error":{"code":-3.2e4,"message":"m"}}`, frame.Error, "1", "", 0},
-		{`{"jsonrpc":"2.0","id":1,"method":"a","id":true,"jsonrpc":"1.0"}`, frame.Request, "1", "", 0}, // the first of a name counts
+		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":{"b":{"c":1,"c":2}}}}`, frame.Request, "1", "", 0}, // a name repeated past level 3 passes
+		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":[{"c":1,"c":2}]}}`, frame.Request, "1", "", 0},
+		{`[{"jsonrpc":"2.0","id":1,"method":"a","id":2}]`, frame.Batch, "", "", 0}, // its elements are judged one by one
+		// a member name given twice in the first three levels
+		{`{"jsonrpc":"2.0","id":1,"method":"a","id":true,"jsonrpc":"1.0"}`, 0, "1", `duplicate member "id"`, frame.Request},
+		{`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{},"id":"mcp-stdio/serve/7"}`, 0, `"a"`, `duplicate member "id"`, frame.Request},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call"}`, 0, "1", `duplicate member "method"`, frame.Request},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","\u006dethod":"n"}`, 0, "1", `duplicate member "method"`, frame.Request},
+		{`{"jsonrpc":"2.0","method":"n","params":{},"params":{}}`, 0, "", `duplicate member "params"`, frame.Notification},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`, 0, "1", `duplicate member "params.name"`, frame.Request},
+		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"progressToken":1,"progressToken":2}}}`, 0, "1", `duplicate member "params._meta.progressToken"`, frame.Request},
+		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"arguments":{"k":1,"k\u0000":2,"k":3}}}`, 0, "1", `duplicate member "params.arguments.k"`, frame.Request},
+		{`{"jsonrpc":"2.0","id":5,"result":{},"id":6}`, 0, "5", `duplicate member "id"`, frame.Result},
+		{`{"jsonrpc":"2.0","id":5,"result":{"nextCursor":"a","nextCursor":"b"}}`, 0, "5", `duplicate member "result.nextCursor"`, frame.Result},
+		{`{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"m","code":2}}`, 0, "5", `duplicate member "error.code"`, frame.Error},
+		{`{"jsonrpc":"2.0","id":5,"result":{"x":[{"a":1,"a":2}]}}`, frame.Result, "5", "", 0}, // level 4
+		{`{"a":[{"x":1,"x":2}]}`, 0, "", `duplicate member "a[].x"`, frame.Invalid},
 
 		// jsonrpc
 		{`{"id":1,"method":"ping"}`, 0, "1", version, frame.Request},

@@ -27,7 +27,7 @@ var ErrNotJSONRPC = errors.New("not a JSON-RPC message")
 // already skipped the line; the next Read continues with the line after it.
 type LineError struct {
 	Line int   // 1-based line number
-	Err  error // ErrSyntax, ErrTooLarge or ErrOverBudget (from a Reader), or one matching ErrNotJSONRPC
+	Err  error // ErrSyntax, ErrTooLarge or ErrOverBudget (from a Reader), or one matching ErrNotJSONRPC (ErrTooDeep among them)
 	// ID is the id to answer the line under, when it could be recovered (an
 	// oversized request whose id precedes its bulk, a request whose
 	// envelope is invalid but whose id is fine), else "". It lets the
@@ -76,6 +76,7 @@ type Reader struct {
 	line    int
 	scratch []byte
 	budget  *Budget
+	parser  Parser
 	held    int64 // counted for the scratch buffer (the line being assembled)
 	passed  int64 // counted for the message Read returned last, not yet taken
 }
@@ -98,6 +99,21 @@ func NewReader(r io.Reader, max int) *Reader {
 // a line longer than the read buffer is assembled in, and the message such
 // a line becomes (see [Reader.TakeHeld]). Call it before the first Read.
 func (r *Reader) SetBudget(b *Budget) { r.budget = b }
+
+// SetMaxDepth bounds how deeply the messages read may nest (see
+// [Parser.MaxDepth]); a line past it is reported as a [LineError] matching
+// [ErrTooDeep]. Call it before the first Read.
+func (r *Reader) SetMaxDepth(n int) { r.parser.MaxDepth = n }
+
+// requestID returns the id to answer a line that Parse refused with err
+// under: a request's, when err says the line was shaped as one.
+func requestID(err error) ID {
+	var env *EnvelopeError
+	if errors.As(err, &env) && env.Shape == Request {
+		return env.ID
+	}
+	return ""
+}
 
 // TakeHeld returns the bytes of the budget that the message Read returned
 // last holds (0 for a short message, or without a budget) and hands them to
@@ -137,10 +153,10 @@ func (r *Reader) Read() (Message, error) {
 		if r.br.Buffered() == 0 {
 			r.dropScratch() // nothing waiting: it would sit idle
 		}
-		m, perr := ParseOwned(own)
+		m, perr := r.parser.ParseOwned(own)
 		if perr != nil {
 			r.budget.Release(held)
-			return Message{}, &LineError{Line: r.line, Err: perr}
+			return Message{}, &LineError{Line: r.line, Err: perr, ID: requestID(perr)}
 		}
 		r.passed = held
 		return m, nil
@@ -290,7 +306,7 @@ func probeID(prefix []byte) ID {
 	// Walk the top-level members that are complete within the prefix.
 	var id ID
 	gjson.ParseBytes(prefix).ForEach(func(k, v gjson.Result) bool {
-		if k.Str == "id" && (v.Type == gjson.String || v.Type == gjson.Number && isInteger(v.Raw)) && gjson.Valid(v.Raw) {
+		if k.Str == "id" && Valid([]byte(v.Raw)) && (v.Type == gjson.String || v.Type == gjson.Number && isInteger(v.Raw)) {
 			id = ID(v.Raw)
 			return false
 		}

@@ -426,7 +426,7 @@ func TestCachePassesTheRestThrough(t *testing.T) {
 	lines := []string{
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"a":1,"a":2}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"a":{"b":{"c":1,"c":2}}}}`, // a repeated name deep enough to be allowed
 		`{"jsonrpc":"2.0","id":3,"result":{}}`,
 	}
 	for _, l := range lines {

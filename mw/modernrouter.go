@@ -423,7 +423,7 @@ func restoreStatusID(err error, minted, client frame.ID) error {
 	if !errors.As(err, &st) {
 		return err
 	}
-	if !gjson.ValidBytes(st.Body) || frame.ID(gjson.GetBytes(st.Body, "id").Raw) != minted {
+	if !frame.Valid(st.Body) || frame.ID(gjson.GetBytes(st.Body, "id").Raw) != minted {
 		return err
 	}
 	m, perr := frame.Parse(st.Body)

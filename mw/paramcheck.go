@@ -298,7 +298,7 @@ func numbersEqual(raw, got string) bool {
 
 // isJSONNumber reports whether s is a JSON number and nothing else.
 func isJSONNumber(s string) bool {
-	if s == "" || strings.TrimSpace(s) != s || !gjson.Valid(s) {
+	if s == "" || strings.TrimSpace(s) != s || !frame.Valid([]byte(s)) {
 		return false
 	}
 	return gjson.Parse(s).Type == gjson.Number

@@ -78,7 +78,6 @@ func TestCheckParamHeaders(t *testing.T) {
 		{"extra header naming no annotation", "sql", `{"query":"x"}`, hdr("Mcp-Param-Query", "y", "Mcp-Param-Other", "z"), ""},
 		{"nested", "nested", `{"opts":{"zone":"a"}}`, hdr("Mcp-Param-Zone", "a"), ""},
 		{"nested differs", "nested", `{"opts":{"zone":"a"}}`, hdr("Mcp-Param-Zone", "b"), "the Mcp-Param-Zone header does not match its argument"},
-		{"the last argument counts", "sql", `{"region":"eu","region":"us"}`, hdr("Mcp-Param-Region", "eu"), "the Mcp-Param-Region header does not match its argument"},
 		{"invalid annotations: skipped", "bad", `{"a":1.5}`, hdr("Mcp-Param-A", "nonsense"), ""},
 		{"no annotations", "plain", `{"region":"x"}`, hdr("Mcp-Param-Region", "y"), ""},
 		{"unknown tool", "nope", `{"region":"x"}`, hdr("Mcp-Param-Region", "y"), ""},

@@ -30,7 +30,7 @@ func FuzzServeListenAck(f *testing.F) {
 	st := &serveListen{log: loggerOrDiscard(nil)}
 	f.Fuzz(func(t *testing.T, filter []byte) {
 		m, err := frame.Parse(append(append([]byte(`{"jsonrpc":"2.0","id":"mcp-stdio/serve/1","method":"subscriptions/listen","params":{"notifications":`), filter...), "}}"...))
-		if err != nil {
+		if err != nil || m.Kind() != frame.Request { // a name given twice in notifications is refused
 			return
 		}
 		req := m.Get("params.notifications")

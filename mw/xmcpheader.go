@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // xMCPHeader is the JSON Schema extension keyword that asks for a tool
@@ -70,7 +72,7 @@ func (e *AnnotationError) Error() string {
 // key, the last one counts, as in the servers' JSON decoders. A schema
 // nested deeper than 128 levels is refused.
 func ToolParamHeaders(inputSchema []byte) ([]ParamHeader, error) {
-	if !gjson.ValidBytes(inputSchema) {
+	if !frame.Valid(inputSchema) {
 		return nil, &AnnotationError{Where: "#", Rule: "the inputSchema is not JSON"}
 	}
 	return toolParamHeaders(gjson.ParseBytes(inputSchema))

@@ -61,6 +61,11 @@ type RelayConfig struct {
 	// MaxMessageSize caps one message in either direction; 0 means
 	// frame.DefaultMaxMessageSize.
 	MaxMessageSize int
+	// MaxDepth bounds how deeply a message's JSON may nest, in either
+	// direction; 0 means frame.DefaultMaxDepth. A deeper request is
+	// refused with -32600, a deeper response answers its request with an
+	// error.
+	MaxDepth int
 	// MaxInFlight bounds the client requests in flight at once; stdin is not
 	// read further while the bound is reached. 0 means DefaultMaxInFlight.
 	MaxInFlight int
@@ -169,6 +174,7 @@ func Relay(ctx context.Context, cfg RelayConfig, in io.Reader, out io.Writer) er
 	var r *relay // set before stdio serves, and so before Failed is called
 	stdio := transport.NewStdio(in, out, transport.StdioConfig{
 		MaxMessageSize: cfg.MaxMessageSize,
+		MaxDepth:       cfg.MaxDepth,
 		MaxInFlight:    cfg.MaxInFlight,
 		DrainTimeout:   cfg.DrainTimeout,
 		Failed:         mw.AnswerFailures(func(err error) (error, bool) { return r.unusable(err) }),
@@ -530,6 +536,7 @@ func buildTransport(cfg RelayConfig, sink, modernSink transport.Sink, oneShot bo
 		Header:            cfg.Header,
 		ToClient:          sink,
 		MaxMessageSize:    cfg.MaxMessageSize,
+		MaxDepth:          cfg.MaxDepth,
 		IdleTimeout:       readTimeout,
 		StreamIdleTimeout: cfg.SSEReadTimeout,
 		Logger:            cfg.Logger,
@@ -540,6 +547,7 @@ func buildTransport(cfg RelayConfig, sink, modernSink transport.Sink, oneShot bo
 		Header:               cfg.Header,
 		ToClient:             sink,
 		MaxMessageSize:       cfg.MaxMessageSize,
+		MaxDepth:             cfg.MaxDepth,
 		FirstEndpointTimeout: connectTimeout,
 		EndpointWait:         readTimeout,
 		IdleTimeout:          cfg.SSEReadTimeout,

@@ -137,6 +137,11 @@ type ServeConfig struct {
 	// MaxMessageSize caps a line a child writes; 0 means
 	// frame.DefaultMaxMessageSize.
 	MaxMessageSize int
+	// MaxDepth bounds how deeply a message's JSON may nest, in a request
+	// body (400 with -32600 beyond) or a line a child writes (a response
+	// then answers its request with an error); 0 means
+	// frame.DefaultMaxDepth.
+	MaxDepth int
 	// ReadTimeout bounds the silence while a request body arrives: a body
 	// that stops arriving for this long gets 408 and its connection is
 	// closed. 0 means transport.DefaultBodyReadTimeout, negative no bound.
@@ -385,6 +390,7 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 			return eras.Handle(mw.WithExchange(ctx, x), m)
 		},
 		MaxBodySize: cfg.MaxBodySize,
+		MaxDepth:    cfg.MaxDepth,
 		ReadTimeout: cfg.ReadTimeout,
 		Budget:      cfg.Budget,
 		Logger:      cfg.Logger,
@@ -642,6 +648,7 @@ func (s *Server) startChild(conn *mw.Conn, stderrPrefix string, log *slog.Logger
 		Stderr:         stderr,
 		StderrPrefix:   stderrPrefix,
 		MaxMessageSize: s.cfg.MaxMessageSize,
+		MaxDepth:       s.cfg.MaxDepth,
 		Budget:         s.cfg.Budget,
 		StdinGrace:     s.cfg.StdinGrace,
 		TermGrace:      s.cfg.TermGrace,

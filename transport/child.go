@@ -67,6 +67,11 @@ type ChildConfig struct {
 	// frame.DefaultMaxMessageSize. A longer line is skipped and, when its id
 	// can be recovered, answered toward the client with an error.
 	MaxMessageSize int
+	// MaxDepth bounds how deeply a line the child writes may nest; 0 means
+	// frame.DefaultMaxDepth. A deeper line is handled as one whose
+	// envelope is invalid: a response's request gets an error, a request
+	// of the child's is refused on its stdin.
+	MaxDepth int
 	// Budget, when set, counts the child's lines longer than
 	// frame.BudgetMin until the Sink has taken them; a line it cannot take
 	// is skipped and answered like an oversized one.
@@ -297,6 +302,7 @@ func StartChild(cfg ChildConfig, toClient Sink) (*Child, error) {
 	c.stdin = stdinW
 	c.stdio = NewStdio(stdoutR, stdinW, StdioConfig{
 		MaxMessageSize: cfg.MaxMessageSize,
+		MaxDepth:       cfg.MaxDepth,
 		Budget:         cfg.Budget,
 		BadLine:        c.badLine,
 		Logger:         c.log,

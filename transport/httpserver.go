@@ -43,6 +43,9 @@ type HTTPServerConfig struct {
 	// MaxBodySize bounds a POST body; 0 means frame.DefaultMaxMessageSize.
 	// (Put a body cap in front to answer 413 before a long body is read.)
 	MaxBodySize int64
+	// MaxDepth bounds how deeply a POST body's JSON may nest; 0 means
+	// frame.DefaultMaxDepth. A deeper body is answered 400 with -32600.
+	MaxDepth int
 	// ReadTimeout bounds the silence while a POST body arrives (see
 	// [BodyLimits]): a body that stops arriving for this long is answered
 	// 408 and its connection closed. 0 means [DefaultBodyReadTimeout]; a
@@ -103,6 +106,7 @@ type HTTPServer struct {
 	cfg      HTTPServerConfig
 	log      *slog.Logger
 	refusals rateLog // of bodies refused for the budget
+	tooDeep  rateLog // of bodies refused for their nesting
 
 	mu       sync.Mutex
 	inflight int             // POSTs being answered (HTTP+SSE: those carrying requests)
@@ -127,6 +131,7 @@ func NewHTTPServer(cfg HTTPServerConfig) *HTTPServer {
 		cfg:      cfg,
 		log:      orDiscard(cfg.Logger),
 		refusals: rateLog{every: refusalLogEvery},
+		tooDeep:  rateLog{every: refusalLogEvery},
 	}
 }
 
@@ -245,14 +250,22 @@ func (s *HTTPServer) readMessage(w http.ResponseWriter, r *http.Request) (frame.
 		writeBodyError(w, err, s.cfg.ReadTimeout)
 		return frame.Message{}, 0, false
 	}
-	m, err := frame.ParseOwned(body) // the body is ours: no copy
-	if err != nil {
+	m, err := frame.Parser{MaxDepth: s.cfg.MaxDepth}.ParseOwned(body) // the body is ours: no copy
+	if err != nil && !errors.Is(err, frame.ErrNotJSONRPC) {
 		s.cfg.Budget.Release(held)
 		writeRPCError(w, http.StatusBadRequest, "", frame.CodeParseError, "parse error: the body is not JSON")
 		return frame.Message{}, 0, false
 	}
-	if err := m.Err(); err != nil {
+	if err == nil {
+		err = m.Err()
+	}
+	if err != nil {
 		s.cfg.Budget.Release(held)
+		if errors.Is(err, frame.ErrTooDeep) {
+			if ok, unlogged := s.tooDeep.allow(time.Now()); ok {
+				s.log.Warn("refused a request body nested deeper than the limit; raise --max-depth if a client needs more", "limit", frame.Parser{MaxDepth: s.cfg.MaxDepth}.Depth(), "refused", unlogged+1)
+			}
+		}
 		id, msg := refusal(err)
 		writeRPCError(w, http.StatusBadRequest, id, frame.CodeInvalidRequest, msg)
 		return frame.Message{}, 0, false

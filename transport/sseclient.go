@@ -54,6 +54,10 @@ type SSEClient struct {
 	ToClient Sink
 	// MaxMessageSize bounds one message; 0 means frame.DefaultMaxMessageSize.
 	MaxMessageSize int
+	// MaxDepth bounds how deeply a message's JSON may nest; 0 means
+	// frame.DefaultMaxDepth. A deeper response answers its request with an
+	// error; any other deeper message is dropped and logged.
+	MaxDepth int
 	// FirstEndpointTimeout bounds the start: when no endpoint event has
 	// arrived this long after Run began, Run fails. 0 means no bound.
 	FirstEndpointTimeout time.Duration
@@ -342,7 +346,7 @@ func (c *SSEClient) stream(ctx context.Context, base *url.URL) (gotEndpoint bool
 			hdr = resp.Header.Clone()
 			hdr.Set(frame.HeaderSessionID, ep)
 		case "message":
-			m, ok := eventMessage(log, ev)
+			m, ok := eventMessage(log, frame.Parser{MaxDepth: c.MaxDepth}, ev)
 			if !ok {
 				continue
 			}
@@ -625,8 +629,15 @@ func (c *SSEClient) post(ctx context.Context, ep string, m frame.Message) (answe
 		c.logger().Warn("could not read the body of an SSE POST answer", "err", err)
 		return false, nil
 	}
-	reply, err := frame.ParseOwned(b)
-	if err != nil || reply.Kind() == frame.Invalid {
+	reply, err := frame.Parser{MaxDepth: c.MaxDepth}.ParseOwned(b)
+	if err == nil {
+		err = reply.Err()
+	}
+	if s, ok := standIn(err); ok {
+		c.logger().Warn("the server's response is not valid JSON-RPC; its request gets an error", "id", s.ID().String(), "reason", err, "start", snippet(b))
+		reply, err = s, nil
+	}
+	if err != nil {
 		if err != frame.ErrEmpty {
 			c.logger().Warn("ignoring SSE POST answer that is not JSON-RPC", "size", len(b), "start", snippet(b))
 		}

@@ -23,6 +23,10 @@ type StdioConfig struct {
 	// frame.DefaultMaxMessageSize. A longer line is skipped and reported as
 	// a bad line.
 	MaxMessageSize int
+	// MaxDepth bounds how deeply a line's JSON may nest; 0 means
+	// frame.DefaultMaxDepth. A deeper line is a bad line (its error
+	// matches frame.ErrTooDeep and frame.ErrNotJSONRPC).
+	MaxDepth int
 	// MaxInFlight, when positive, makes Serve hand each request (and each
 	// batch) to its handler on a goroutine of its own, at most MaxInFlight
 	// at once (reading waits while they are all busy), and everything else
@@ -82,6 +86,7 @@ func NewStdio(in io.Reader, out io.Writer, cfg StdioConfig) *Stdio {
 	if in != nil {
 		s.rd = frame.NewReader(in, cfg.MaxMessageSize)
 		s.rd.SetBudget(cfg.Budget)
+		s.rd.SetMaxDepth(cfg.MaxDepth)
 	}
 	return s
 }
@@ -241,7 +246,11 @@ func (s *Stdio) batchAnswer(batch frame.Message, err error) frame.Message {
 
 // badLine deals with a line that is not a usable message.
 func (s *Stdio) badLine(ctx context.Context, le *frame.LineError) {
-	s.log.Warn("bad line", "line", le.Line, "err", le.Err)
+	if errors.Is(le.Err, frame.ErrTooDeep) {
+		s.log.Warn("bad line: nested deeper than the limit; raise --max-depth if the peer needs more", "line", le.Line, "err", le.Err)
+	} else {
+		s.log.Warn("bad line", "line", le.Line, "err", le.Err)
+	}
 	if s.cfg.BadLine != nil {
 		s.cfg.BadLine(ctx, le)
 		return

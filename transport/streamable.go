@@ -42,6 +42,10 @@ type StreamableClient struct {
 	// MaxMessageSize bounds one message (one JSON body, one event); 0 means
 	// frame.DefaultMaxMessageSize.
 	MaxMessageSize int
+	// MaxDepth bounds how deeply a message's JSON may nest; 0 means
+	// frame.DefaultMaxDepth. A deeper response answers its request with an
+	// error; any other deeper message is dropped and logged.
+	MaxDepth int
 	// IdleTimeout bounds the silence while reading a POST's response body:
 	// when no byte arrives for this long the request fails. 0 means no
 	// bound. (Waiting for the response headers is bounded by the
@@ -149,7 +153,7 @@ func (c *StreamableClient) pump(x *outgoing, resp *http.Response, rd *frame.SSER
 		if err != nil {
 			return false, err, nil
 		}
-		msg, ok := eventMessage(c.logger(), ev)
+		msg, ok := eventMessage(c.logger(), c.parser(), ev)
 		if !ok {
 			continue
 		}
@@ -298,7 +302,7 @@ func (c *StreamableClient) finishStream(x *outgoing, resp *http.Response, rd *fr
 		if err != nil {
 			return
 		}
-		if msg, ok := eventMessage(c.logger(), ev); ok {
+		if msg, ok := eventMessage(c.logger(), c.parser(), ev); ok {
 			if c.deliver(x.ctx, msg.WithHeaders(resp.Header)) != nil {
 				return
 			}
@@ -322,12 +326,15 @@ func (c *StreamableClient) readJSON(x *outgoing, resp *http.Response, body io.Re
 	if len(bytes.TrimSpace(b)) == 0 {
 		return errEmptyBody
 	}
-	msg, err := frame.ParseOwned(b)
-	if s, ok := standIn(msg.Err()); err == nil && ok {
-		c.logger().Warn("the server's response is not valid JSON-RPC; its request gets an error", "id", s.ID().String(), "reason", msg.Err(), "start", snippet(b))
+	msg, err := c.parser().ParseOwned(b)
+	if err == nil {
+		err = msg.Err()
+	}
+	if s, ok := standIn(err); ok {
+		c.logger().Warn("the server's response is not valid JSON-RPC; its request gets an error", "id", s.ID().String(), "reason", err, "start", snippet(b))
 		msg = s
 	}
-	if err != nil || msg.Kind() == frame.Invalid {
+	if msg.Kind() == frame.Invalid {
 		if ct == "" {
 			ct = "none"
 		}
@@ -402,7 +409,7 @@ func (c *StreamableClient) Listen(ctx context.Context, h http.Header, opened fun
 			}
 			return lastEventID, c.readError(x, err)
 		}
-		msg, ok := eventMessage(c.logger(), ev)
+		msg, ok := eventMessage(c.logger(), c.parser(), ev)
 		if !ok {
 			continue
 		}
@@ -445,6 +452,8 @@ func (c *StreamableClient) deliver(ctx context.Context, m frame.Message) error {
 	return c.ToClient.Handle(ctx, m)
 }
 
+func (c *StreamableClient) parser() frame.Parser { return frame.Parser{MaxDepth: c.MaxDepth} }
+
 func (c *StreamableClient) maxSize() int {
 	if c.MaxMessageSize > 0 {
 		return c.MaxMessageSize
@@ -460,11 +469,11 @@ func (c *StreamableClient) logger() *slog.Logger { return orDiscard(c.Logger) }
 // is invalid but whose id is fine, which is replaced by an error for the
 // request it answers (see standIn), so that the request is not left
 // waiting.
-func eventMessage(log *slog.Logger, ev frame.Event) (frame.Message, bool) {
+func eventMessage(log *slog.Logger, p frame.Parser, ev frame.Event) (frame.Message, bool) {
 	if ev.Type != "message" {
 		return frame.Message{}, false
 	}
-	m, err := frame.ParseOwned(ev.Data)
+	m, err := p.ParseOwned(ev.Data)
 	if err == nil {
 		err = m.Err()
 	}

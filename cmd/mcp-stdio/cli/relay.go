@@ -58,7 +58,7 @@ Also accepted, for users of other gateways (see the README):
 // relayHelp is how the relay's help lists its flags.
 var relayHelp = helpLayout{
 	order: []string{"bearer-token", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
-		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "allow-http", "log-level", "log-format",
+		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "max-depth", "allow-http", "log-level", "log-format",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
 		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "version"},
 	short:  map[string]string{"header": "H", "version": "V"},
@@ -89,6 +89,7 @@ type relayFlags struct {
 	test           bool
 	version        bool
 	maxMessage     byteSize
+	maxDepth       int
 	logLevel       logLevel
 	logFormat      logFormat
 	allowHTTP      bool
@@ -140,6 +141,7 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	fs.BoolVar(&f.version, "V", false, "shorthand for --version")
 	fs.Var(&f.maxMessage, "max-message-size", "refuse messages larger than `BYTES`, in either direction")
+	fs.IntVar(&f.maxDepth, "max-depth", frame.DefaultMaxDepth, "refuse messages whose JSON nests deeper than `N` levels, in either direction")
 	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
 	fs.Var(&f.logFormat, "log-format", "write logs on stderr as `FORMAT`: text (key=value lines) or json (one object per line, a record per request at info)")
 	fs.BoolVar(&f.allowHTTP, "allow-http", false, "send credentials over plain http to a host beyond loopback without a warning")
@@ -360,6 +362,9 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	if f.maxMessage <= 0 || f.maxMessage > math.MaxInt32 {
 		return cfg, errors.New("--max-message-size must be positive and under 2GiB")
 	}
+	if f.maxDepth <= 0 {
+		return cfg, errors.New("--max-depth must be positive")
+	}
 	if f.oauthDevice {
 		f.oauth = true
 	}
@@ -395,6 +400,7 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 		},
 		SSEReadTimeout: f.sseReadTimeout.orOff(),
 		MaxMessageSize: int(f.maxMessage),
+		MaxDepth:       f.maxDepth,
 		NoCancelFilter: f.noCancelFilter,
 		NoCache:        f.noCache,
 		ParamHeaders:   paramHeaders,

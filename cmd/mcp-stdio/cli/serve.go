@@ -57,7 +57,7 @@ func serveHelp(maxBufferedNote string) helpLayout {
 			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id",
 			"health-path", "admin-addr", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout",
-			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
+			"max-body", "max-message-size", "max-depth", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level", "log-format"},
 		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
 		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "state-key": "$" + pipeline.StateKeyEnv + ", else a new one at start", "replica-id": "$POD_NAME, else $HOSTNAME up to its first '.', else none", "max-buffered": maxBufferedNote},
@@ -116,6 +116,7 @@ type serveFlags struct {
 	cacheTTLMs    int64
 	maxBody       byteSize
 	maxMessage    byteSize
+	maxDepth      int
 	maxBuffered   byteSize
 	maxConns      int
 	readTimeout   duration
@@ -174,6 +175,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Int64Var(&f.cacheTTLMs, "cache-ttl-ms", mw.DefaultCacheTTL.Milliseconds(), "let 2026-07-28 clients keep lists and reads of a server of the session era for `MS` milliseconds (its results' ttlMs)")
 	fs.Var(&f.maxBody, "max-body", "refuse request bodies larger than `BYTES` with 413")
 	fs.Var(&f.maxMessage, "max-message-size", "refuse lines larger than `BYTES` from the server process")
+	fs.IntVar(&f.maxDepth, "max-depth", frame.DefaultMaxDepth, "refuse request bodies and server lines whose JSON nests deeper than `N` levels (400, or an error for the request a response answers)")
 	fs.Var(&f.maxBuffered, "max-buffered", "hold at most `BYTES` of messages at once, all sessions together; a request body beyond gets 503, a server's message beyond is answered with an error (at least --max-body and --max-message-size)")
 	fs.IntVar(&f.maxConns, "max-connections", transport.DefaultMaxConnections, "keep at most `N` HTTP connections open; more get an immediate 503 and are closed")
 	fs.Var(&f.readTimeout, "read-timeout", "give up a request body that stops arriving for this `DURATION` (408, connection closed; 0 = never)")
@@ -484,6 +486,9 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	if f.maxConns <= 0 {
 		return cfg, "", errors.New("--max-connections must be positive")
 	}
+	if f.maxDepth <= 0 {
+		return cfg, "", errors.New("--max-depth must be positive")
+	}
 	if f.healthPath != "" && (f.healthPath[0] != '/' || f.healthPath == f.path) {
 		return cfg, "", fmt.Errorf("--health-path %q must start with / and differ from --path", f.healthPath)
 	}
@@ -542,6 +547,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		CacheTTL:                    cacheTTL(f.cacheTTLMs),
 		MaxBodySize:                 int64(f.maxBody),
 		MaxMessageSize:              int(f.maxMessage),
+		MaxDepth:                    f.maxDepth,
 		ReadTimeout:                 readTimeout,
 		Budget:                      frame.NewBudget(int64(f.maxBuffered)),
 		StdinGrace:                  f.stdinGrace.std(),
