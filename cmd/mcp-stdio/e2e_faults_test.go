@@ -50,6 +50,9 @@ var faultTools = []string{
 	"batch-two",     // a batch of the answer and another message: an error
 	"bad-utf8",      // an answer with bytes that are not UTF-8: passed on, each such byte U+FFFD
 	"bad-envelope",  // an answer whose result is not an object: an error
+	"deep",          // a JSON answer nested 600 levels: an error
+	"deep-sse",      // an event stream with a notification and an answer each nested 600 levels: an error, the notification dropped
+	"dup-id",        // an answer with a second "id" member naming an id never sent: an error, nothing for the other id
 	"hang",          // never answers: cancelled by the client, so no answer at all
 }
 
@@ -181,6 +184,14 @@ func (fs *faultServer) callTool(w http.ResponseWriter, r *http.Request, id, tool
 		writeJSON(w, answer(id, "caf\xe9 \xff"))
 	case "bad-envelope":
 		writeJSON(w, `{"jsonrpc":"2.0","id":`+id+`,"result":["not","an","object"]}`)
+	case "deep":
+		writeJSON(w, `{"jsonrpc":"2.0","id":`+id+`,"result":{"content":[],"x":`+strings.Repeat("[", 600)+strings.Repeat("]", 600)+`}}`)
+	case "deep-sse":
+		startEvents(w)
+		event(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":"+strings.Repeat("[", 600)+strings.Repeat("]", 600)+"}}\n\n")
+		event(w, "data: {\"jsonrpc\":\"2.0\",\"id\":"+id+",\"result\":{\"x\":"+strings.Repeat("{\"a\":", 600)+"1"+strings.Repeat("}", 600)+"}}\n\n")
+	case "dup-id":
+		writeJSON(w, `{"jsonrpc":"2.0","id":`+id+`,"result":{"content":[{"type":"text","text":"dup"}]},"id":"never-sent"}`)
 	case "hang":
 		startEvents(w)
 		event(w, ": the call runs\n\n")

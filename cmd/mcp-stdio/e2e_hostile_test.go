@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"syscall"
@@ -330,4 +331,113 @@ func TestServeSurvivesADeeplyNestedChildLine(t *testing.T) {
 	default:
 	}
 	is.New(t).NoErr(g.cmd.Process.Signal(syscall.Signal(0)))
+}
+
+// hostileServer is a session-era Streamable HTTP server that answers the
+// relay's calls as an attacker would: the tool "deep" with a JSON body of
+// 6,000,000 nested arrays (12 MB, under the size cap), "deep-sse" with an
+// event as deep, "five" (once "six" is in flight) with an answer carrying
+// a second "id" member that names "six"'s id, and "six" normally once
+// "five" has been answered.
+type hostileServer struct {
+	srv      *httptest.Server
+	sixCame  chan struct{}
+	sixGo    chan struct{}
+	deepBody string
+}
+
+func startHostileServer(t *testing.T) *hostileServer {
+	hs := &hostileServer{sixCame: make(chan struct{}), sixGo: make(chan struct{}),
+		deepBody: strings.Repeat("[", 6_000_000) + strings.Repeat("]", 6_000_000)}
+	hs.srv = httptest.NewServer(http.HandlerFunc(hs.serveHTTP))
+	t.Cleanup(hs.srv.Close)
+	return hs
+}
+
+func (hs *hostileServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	id := gjson.GetBytes(body, "id").Raw
+	switch gjson.GetBytes(body, "method").Str {
+	case "initialize":
+		w.Header().Set("Mcp-Session-Id", "hostile")
+		writeJSON(w, `{"jsonrpc":"2.0","id":`+id+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}}}`)
+	case "tools/call":
+		switch gjson.GetBytes(body, "params.name").Str {
+		case "deep":
+			writeJSON(w, `{"jsonrpc":"2.0","id":`+id+`,"result":{"content":[],"x":`+hs.deepBody+`}}`)
+		case "deep-sse":
+			startEvents(w)
+			event(w, `data: {"jsonrpc":"2.0","id":`+id+`,"result":{"x":`+hs.deepBody+"}}\n\n")
+		case "six":
+			close(hs.sixCame)
+			<-hs.sixGo
+			writeJSON(w, answer(id, "six's own"))
+		case "five":
+			<-hs.sixCame
+			writeJSON(w, `{"jsonrpc":"2.0","id":`+id+`,"result":{"content":[{"type":"text","text":"for five or six?"}]},"id":6}`)
+		default:
+			writeJSON(w, answer(id, "fine"))
+		}
+	default:
+		w.WriteHeader(http.StatusAccepted)
+	}
+}
+
+// TestRelayRefusesHostileResponses: a server's answers that nest 6,000,000
+// levels deep, and one whose second "id" member names another call in
+// flight. Each call gets exactly one answer, its own; the relay lives on.
+func TestRelayRefusesHostileResponses(t *testing.T) {
+	is := is.New(t)
+	hs := startHostileServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	relay, stdin, stdout, stderr := startRelayProcess(t, ctx, "--log-level", "debug", hs.srv.URL+"/mcp")
+	lines := bufio.NewReader(stdout)
+	next := func() string {
+		line, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stdout: %v\n%s", err, stderr)
+		}
+		return line
+	}
+	send := func(line string) {
+		_, err := io.WriteString(stdin, line+"\n")
+		is.NoErr(err)
+	}
+	call := func(id, tool string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}}}`
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	is.Equal(gjson.Get(next(), "id").Raw, "0")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	for _, tool := range []string{"deep", "deep-sse"} {
+		send(call("1", tool))
+		a := next()
+		if gjson.Get(a, "id").Raw != "1" || !strings.Contains(gjson.Get(a, "error.message").Str, "JSON nested deeper than 512 levels") {
+			t.Fatalf("%s: the answer is %.300s", tool, a)
+		}
+	}
+
+	send(call("6", "six"))
+	send(call("5", "five"))
+	a := next()
+	if gjson.Get(a, "id").Raw != "5" || !strings.Contains(gjson.Get(a, "error.message").Str, `duplicate member "id"`) {
+		t.Fatalf("five's answer is %s", a)
+	}
+	close(hs.sixGo)
+	a = next()
+	is.Equal(gjson.Get(a, "id").Raw, "6")
+	is.Equal(gjson.Get(a, "result.content.0.text").Str, "six's own")
+
+	send(call("7", "fine"))
+	is.Equal(gjson.Get(next(), "result.content.0.text").Str, "fine") // alive
+	is.NoErr(stdin.Close())
+	rest, _ := io.ReadAll(lines)
+	is.Equal(string(rest), "") // nothing more: one answer each
+	is.NoErr(relay.Wait())
 }
