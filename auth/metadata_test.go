@@ -2,6 +2,7 @@ package auth
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
@@ -96,6 +97,8 @@ func FuzzParseProtectedResourceMetadata(f *testing.F) {
 		`{"resource":"https://h/mcp","authorization_servers":["https://as"],"scopes_supported":["a"]}`,
 		`{"resource":"https://h","authorization_servers":[]}`,
 		`{"resource":null}`, `{"authorization_servers":"x"}`, `[]`, `<html>`, `{`, ``,
+		`{"resource":"https://h/mcp","resource":"https://evil/mcp","authorization_servers":["https://as"],"authorization_servers":["https://evil"]}`,
+		`{"resource":"https://h/mcp","authorization_servers":["https://as"],"x":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -119,6 +122,8 @@ func FuzzParseAuthServerMetadata(f *testing.F) {
 		`{"issuer":"https://as","authorization_endpoint":"https://as/a","token_endpoint":"https://as/t","code_challenge_methods_supported":["S256"]}`,
 		`{"issuer":"https://as","registration_endpoint":null,"authorization_response_iss_parameter_supported":true}`,
 		`{"issuer":1}`, `{"issuer":"x","scopes_supported":[1]}`, `null`, `{}`, `<`,
+		`{"issuer":"https://as","token_endpoint":"https://as/t","token_endpoint":"http://evil/t"}`,
+		`{"issuer":"https://as","x":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -138,6 +143,7 @@ func FuzzParseClientRegistration(f *testing.F) {
 		`{"client_id":"c","client_secret":"s","client_secret_expires_at":0}`,
 		`{"client_id":"c","client_secret_expires_at":1e308}`,
 		`{"client_id":"c","token_endpoint_auth_method":"none"}`, `{"client_id":""}`, `{}`, `x`,
+		`{"client_id":"c","client_id":""}`, `{"client_id":"c","x":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`,
 	} {
 		f.Add([]byte(s))
 	}

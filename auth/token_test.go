@@ -124,6 +124,8 @@ func FuzzParseTokenResponse(f *testing.F) {
 		{200, "", `{"access_token":"a","expires_in":"1e400"}`},
 		{500, "text/html", `<html>`},
 		{200, "application/json", `{"access_token":"a","expires_in":9223372036854775807}`},
+		{200, "application/json", `{"access_token":"a","token_type":"Bearer","access_token":"b","expires_in":1,"expires_in":-5}`},
+		{200, "application/json", `{"access_token":"a","x":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`},
 	} {
 		f.Add(s.status, s.ctype, []byte(s.body))
 	}

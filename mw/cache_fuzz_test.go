@@ -3,6 +3,7 @@ package mw
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
@@ -19,6 +20,8 @@ func FuzzCacheKey(f *testing.F) {
 		`{ "b" : {"x":"\u00e9","y":[1,2.50,-0e3,true,null]}, "a":"<&>" }`,
 		`{"a":{"k":1,"k":2}}`,
 		`{"inputResponses":{},"requestState":"s"}`,
+		`{"cursor":"a","cursor":"b"}`,
+		`{"x":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}`,
 		`[1]`,
 	} {
 		f.Add([]byte(p))

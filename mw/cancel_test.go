@@ -300,6 +300,8 @@ func FuzzCancelledRequestID(f *testing.F) {
 	f.Add(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":[]}`)
 	f.Add(`{"method":"notifications/cancelled","params":{"requestId":1e400}}`)
 	f.Add(`[1,2]`)
+	f.Add(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"requestId":2}}`)
+	f.Add(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}}`)
 	f.Fuzz(func(t *testing.T, line string) {
 		m, err := frame.Parse([]byte(line))
 		if err != nil {

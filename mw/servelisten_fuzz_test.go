@@ -3,6 +3,7 @@ package mw
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
@@ -19,6 +20,7 @@ func FuzzServeListenAck(f *testing.F) {
 		`{"resourceSubscriptions":["a","a",1,null,"","\u00e9",{"x":[]},"file:\/\/\/x"]}`,
 		`{"resourceSubscriptions":"a","toolsListChanged":"true"}`,
 		`{"toolsListChanged":true,"toolsListChanged":false}`,
+		`{"resourceSubscriptions":["a"],"x":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}`,
 		`[]`,
 	} {
 		f.Add([]byte(p))

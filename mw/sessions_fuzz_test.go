@@ -1,6 +1,7 @@
 package mw
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
@@ -15,6 +16,8 @@ func FuzzCheckBatch(f *testing.F) {
 		`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"x"}]`,
 		`[]`, `[1]`, `[[]]`, `42`, `{"id":1}`, `[{"jsonrpc":"2.0","id":1,"method":"initialize"}]`,
 		`{"jsonrpc":"2.0","id":1,"result":{}}`, "[\n{\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n]",
+		`[{"jsonrpc":"2.0","id":1,"method":"ping","id":2},{"jsonrpc":"2.0","method":"x","params":{"a":1,"a":2}}]`,
+		`[{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}}]`,
 	} {
 		f.Add([]byte(s))
 	}

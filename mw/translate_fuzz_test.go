@@ -68,6 +68,8 @@ func FuzzStampResult(f *testing.F) {
 		`{ "_meta" : { } , "n" : 1.50 }`,
 		`{"_meta":{"k":1},"resultType":"input_required"}`,
 		`{"_meta":7,"ttlMs":-1}`,
+		`{"_meta":{"k":1,"k":2},"resultType":"complete","resultType":"input_required"}`,
+		`{"x":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}`,
 		`[]`,
 		`null`,
 	} {

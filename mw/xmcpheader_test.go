@@ -183,6 +183,7 @@ func FuzzToolParamHeaders(f *testing.F) {
 		`{"$defs":{"r":{"x-mcp-header":"R","type":"string"}},"properties":{"r":{"$ref":"#/$defs/r"}}}`,
 		`{"properties":{"a":{"type":"string","x-mcp-header":"A","x-mcp-header":"B"}}}`,
 		`{"x-mcp-header":"Root","type":"string"}`, `[]`, `null`, `{"properties":[]}`, `{"properties":{"a":true}}`,
+		strings.Repeat(`{"properties":{"a":`, 300) + `{"type":"string","x-mcp-header":"Deep"}` + strings.Repeat(`}}`, 300),
 	} {
 		f.Add([]byte(s))
 	}

@@ -270,6 +270,7 @@ func FuzzResponseID(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"id":"a","error":{}}`, `{"id":null,"error":{}}`,
 		`{"id":1,"method":"x","result":1}`, `{"id":{},"result":1}`, `{"id":1,"id":2,"result":1}`,
 		`{"id":[1],"id":3,"error":1}`, `{"method":1,"id":1,"result":1}`, `[1]`, `{}`, `{"result":1}`,
+		`{"jsonrpc":"2.0","id":5,"result":{"x":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}}`,
 	} {
 		f.Add(s)
 	}

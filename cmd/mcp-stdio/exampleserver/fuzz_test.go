@@ -52,6 +52,12 @@ func FuzzServe(f *testing.F) {
 			`[]`,
 		},
 		{`not json`, `[1,2]`, `{"id":null,"method":"x"}`, `{"jsonrpc":"2.0","id":{},"method":"ping"}`, "\xff\xfe", `{"id":1,"method":"tools/call","params":[]}`},
+		{
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}`,
+			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}}}`,
+			`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","name":"slow","arguments":{"text":"a"}},"id":4}`,
+			`{"jsonrpc":"2.0","id":5,"method":"ping","method":"tools/list"}`,
+		},
 	} {
 		f.Add([]byte(strings.Join(session, "\n") + "\n"))
 	}
