@@ -262,7 +262,9 @@ func TestServeRefusesADuplicatedMethod(t *testing.T) {
 
 // The deep child is a session-era stdio server that answers the tool
 // "deep" with a result nested 6,000,000 levels (and sends a notification
-// as deep first), and any other call normally: the attack of a hostile
+// as deep first), the tool "dup" with an answer whose second "id" member
+// names another request (and a notification whose "method" is given
+// twice first), and any other call normally: the attacks of a hostile
 // server behind serve.
 const deepChild = "deep-child"
 
@@ -285,10 +287,14 @@ func runDeepChild([]string) int {
 			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%s,"capabilities":{"tools":{}},"serverInfo":{"name":"deep-child","version":"1"}}}`+"\n",
 				id, gjson.GetBytes(line, "params.protocolVersion").Raw)
 		case "tools/call":
-			if gjson.GetBytes(line, "params.name").Str == "deep" {
+			switch gjson.GetBytes(line, "params.name").Str {
+			case "deep":
 				fmt.Fprintf(out, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%s}}`+"\n", deep)
 				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[],"x":%s}}`+"\n", id, deep)
-			} else {
+			case "dup":
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"},"method":"notifications/tools/list_changed"}`+"\n")
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"whose?"}]},"id":1}`+"\n", id)
+			default:
 				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"fine"}]}}`+"\n", id)
 			}
 		case "tools/list":
@@ -306,10 +312,11 @@ func runDeepChild([]string) int {
 	}
 }
 
-// TestServeSurvivesADeeplyNestedChildLine: a child that writes lines of
-// 6,000,000 nested arrays. The call they answer gets an error, the
-// notification is dropped, and the session goes on.
-func TestServeSurvivesADeeplyNestedChildLine(t *testing.T) {
+// TestServeSurvivesHostileChildLines: a child that writes lines of
+// 6,000,000 nested arrays, and lines that repeat "id" or "method". The
+// call each claims to answer gets an error, the notifications are dropped
+// with a warning, and the session goes on.
+func TestServeSurvivesHostileChildLines(t *testing.T) {
 	bin := relayBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -323,8 +330,19 @@ func TestServeSurvivesADeeplyNestedChildLine(t *testing.T) {
 		!strings.Contains(gjson.Get(answer, "error.message").Str, "JSON nested deeper than 512 levels") {
 		t.Fatalf("the deep answer became %s", answer)
 	}
-	answer, _ = c.post(t, ctx, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fine","arguments":{}}}`)
+	answer, _ = c.post(t, ctx, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"dup","arguments":{}}}`)
+	if gjson.Get(answer, "id").Raw != "3" || gjson.Get(answer, "error.code").Int() != frame.CodeInternalError ||
+		!strings.Contains(gjson.Get(answer, "error.message").Str, `duplicate member "id"`) {
+		t.Fatalf("the answer with two ids became %s", answer)
+	}
+	answer, _ = c.post(t, ctx, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"fine","arguments":{}}}`)
 	is.New(t).Equal(gjson.Get(answer, "result.content.0.text").Str, "fine")
+	log := g.log.tail(400)
+	for _, want := range []string{"JSON nested deeper than 512 levels", `duplicate member \"method\"`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("serve's log does not say %s:\n%s", want, log)
+		}
+	}
 	select {
 	case <-g.exited:
 		t.Fatalf("serve exited: %v", g.cmd.ProcessState)
