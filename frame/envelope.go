@@ -104,24 +104,21 @@ func (m Message) invalidate(why reason, detail string) Message {
 }
 
 // tooDeep returns the error for raw, which nests past limit: an
-// *EnvelopeError whose shape and id are read from the envelope's members.
-// raw must be trimmed; past the limit it was only skipped over, which
-// reading its top-level members (gjson passes over a nested value without
-// recursion) does not need more of.
-func tooDeep(raw []byte, limit int) error {
-	e := &EnvelopeError{Reason: depthReason(limit), limit: ErrTooDeep}
+// *EnvelopeError whose shape and id are those its envelope e gives.
+func tooDeep(raw []byte, e *envelope, limit int) error {
+	err := &EnvelopeError{Reason: depthReason(limit), limit: ErrTooDeep}
 	if raw[0] != '{' {
-		return e
+		return err
 	}
-	m := fromValid(raw)
-	e.Shape, e.ID = m.shape, m.id
+	m := classify(raw, e)
+	err.Shape, err.ID = m.shape, m.id
 	if m.kind != Invalid {
-		e.Shape = m.kind
+		err.Shape = m.kind
 	}
-	if e.Shape != Request && e.Shape != Notification && !e.Shape.IsResponse() {
-		e.ID = ""
+	if err.Shape != Request && err.Shape != Notification && !err.Shape.IsResponse() {
+		err.ID = ""
 	}
-	return e
+	return err
 }
 
 // reason is why a message is Invalid; the zero reason is none.
@@ -178,8 +175,8 @@ const (
 	hasError
 )
 
-// envelope is what fromValid gathers about the members of an object: the
-// first of each name.
+// envelope is what the members of an object say of its envelope: the
+// first member of each name.
 type envelope struct {
 	seen       uint8 // has... bits
 	version    bool  // jsonrpc is "2.0"
@@ -192,10 +189,89 @@ type envelope struct {
 	errRaw     string
 }
 
+// member takes in the member name whose value is the valid JSON raw, when
+// it is the first of an envelope member's name. raw is kept, not copied.
+func (e *envelope) member(name, raw string) {
+	switch name {
+	case "jsonrpc":
+		if e.seen&hasVersion == 0 {
+			e.seen |= hasVersion
+			e.version = raw == `"2.0"` || raw[0] == '"' && stringValue(raw) == "2.0"
+		}
+	case "id":
+		if e.seen&hasID == 0 {
+			e.seen |= hasID
+			e.idType, e.idRaw = typeOf(raw), raw
+		}
+	case "method":
+		if e.seen&hasMethod == 0 {
+			e.seen |= hasMethod
+			e.methodType = typeOf(raw)
+			if e.methodType == gjson.String {
+				e.method = stringValue(raw)
+			}
+		}
+	case "params":
+		if e.seen&hasParams == 0 {
+			e.seen |= hasParams
+			e.params = raw[0] == '{'
+		}
+	case "result":
+		if e.seen&hasResult == 0 {
+			e.seen |= hasResult
+			e.result = raw[0] == '{'
+		}
+	case "error":
+		if e.seen&hasError == 0 {
+			e.seen |= hasError
+			e.errRaw = raw
+		}
+	}
+}
+
+// typeOf returns the type of the valid JSON value raw.
+func typeOf(raw string) gjson.Type {
+	switch raw[0] {
+	case '"':
+		return gjson.String
+	case 't':
+		return gjson.True
+	case 'f':
+		return gjson.False
+	case 'n':
+		return gjson.Null
+	case '{', '[':
+		return gjson.JSON
+	}
+	return gjson.Number
+}
+
+// stringValue returns the text of the valid JSON string raw.
+func stringValue(raw string) string {
+	if strings.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1]
+	}
+	return gjson.Parse(raw).Str
+}
+
 // fromValid classifies raw, which must be valid, trimmed, single-line JSON
-// that nobody will mutate, by the rules [EnvelopeError] lists. It runs on
-// every message: keep it cheap.
+// that nobody will mutate, by the rules [EnvelopeError] lists.
 func fromValid(raw []byte) Message {
+	if raw[0] != '{' {
+		return classify(raw, nil)
+	}
+	var e envelope
+	view(raw).ForEach(func(k, v gjson.Result) bool {
+		e.member(k.Str, v.Raw)
+		return true
+	})
+	return classify(raw, &e)
+}
+
+// classify returns raw as a Message of the kind its envelope e gives it (e
+// is nil for what is not an object). It runs on every message: keep it
+// cheap.
+func classify(raw []byte, e *envelope) Message {
 	m := Message{raw: raw}
 	switch raw[0] {
 	case '[':
@@ -206,43 +282,6 @@ func fromValid(raw []byte) Message {
 		m.why = notJSONRPC
 		return m
 	}
-	var e envelope
-	view(raw).ForEach(func(k, v gjson.Result) bool {
-		// Each case takes the first member of its name only.
-		switch k.Str {
-		case "jsonrpc":
-			if e.seen&hasVersion == 0 {
-				e.seen |= hasVersion
-				e.version = v.Type == gjson.String && (v.Raw == `"2.0"` || v.Str == "2.0")
-			}
-		case "id":
-			if e.seen&hasID == 0 {
-				e.seen |= hasID
-				e.idType, e.idRaw = v.Type, v.Raw
-			}
-		case "method":
-			if e.seen&hasMethod == 0 {
-				e.seen |= hasMethod
-				e.methodType, e.method = v.Type, v.Str
-			}
-		case "params":
-			if e.seen&hasParams == 0 {
-				e.seen |= hasParams
-				e.params = v.IsObject()
-			}
-		case "result":
-			if e.seen&hasResult == 0 {
-				e.seen |= hasResult
-				e.result = v.IsObject()
-			}
-		case "error":
-			if e.seen&hasError == 0 {
-				e.seen |= hasError
-				e.errRaw = v.Raw
-			}
-		}
-		return true
-	})
 	seen, version, idType, idRaw, methodType, method, params, result, errRaw :=
 		e.seen, e.version, e.idType, e.idRaw, e.methodType, e.method, e.params, e.result, e.errRaw
 

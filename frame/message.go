@@ -174,11 +174,16 @@ func (p Parser) parse(b []byte, mustCopy bool) (Message, error) {
 	switch err := s.scan(b, p.Depth(), true); err {
 	case nil:
 	case ErrTooDeep:
-		return Message{}, tooDeep(b, p.Depth())
+		return Message{}, tooDeep(b, &s.env, p.Depth())
 	default:
 		return Message{}, ErrSyntax
 	}
-	m := fromValid(normalize(b, mustCopy))
+	var m Message
+	if raw, same := normalize(b, mustCopy); same {
+		m = classify(raw, &s.env) // what the scan read of the envelope holds for raw
+	} else {
+		m = fromValid(raw)
+	}
 	if s.repeated {
 		m = m.invalidate(duplicateMember, s.dup)
 	}
@@ -196,12 +201,14 @@ func MustParse(s string) Message {
 
 // normalize returns valid JSON b as the bytes of a message: valid UTF-8
 // (see fixUTF8) on one line (see oneLine). b is returned as it is when it is
-// both already, copied if mustCopy.
-func normalize(b []byte, mustCopy bool) []byte {
+// both already, copied if mustCopy; same reports that case.
+func normalize(b []byte, mustCopy bool) (out []byte, same bool) {
+	same = true
 	if fixed, ok := fixUTF8(b); ok {
-		b, mustCopy = fixed, false
+		b, mustCopy, same = fixed, false, false
 	}
-	return oneLine(b, mustCopy)
+	out = oneLine(b, mustCopy)
+	return out, same && len(out) == len(b)
 }
 
 // oneLine returns valid JSON b as a single line. In valid JSON a CR or LF can

@@ -68,18 +68,21 @@ func validUnbounded(b []byte) bool {
 // object), and, for the objects of the first [uniqueLevels] levels when it
 // is asked to, the member names seen so far, to find a name given twice.
 type scanner struct {
-	depth int
-	open  [8]uint64 // levels 1 to 512
-	more  []uint64  // levels beyond
-	names [uniqueLevels]nameSet
+	depth    int
+	inObject bool      // the innermost open container is an object
+	open     [8]uint64 // levels 1 to 512
+	more     []uint64  // levels beyond
+	names    [uniqueLevels]nameSet
 	// path[d] is the name of the member of the object at level d+1 whose
 	// value is being read, while that value is a container.
 	path [uniqueLevels - 1]string
 
-	dup      string // where a member name first repeated, as a path
-	repeated bool   // a member name repeated (dup says where)
-	tooDeep  bool   // a value went past the limit (and was skipped)
-	tracking bool   // names are checked: the message is an object
+	env      envelope // what the envelope's members say, while tracking
+	member   int      // where the value of the envelope member being read starts, or -1
+	dup      string   // where a member name first repeated, as a path
+	repeated bool     // a member name repeated (dup says where)
+	tooDeep  bool     // a value went past the limit (and was skipped)
+	tracking bool     // names are checked: the message is an object
 }
 
 // scan validates b, which must hold no surrounding whitespace worth
@@ -90,6 +93,7 @@ type scanner struct {
 // member names of the first levels of an object are checked (s.dup).
 func (s *scanner) scan(b []byte, max int, names bool) error {
 	s.tracking = names && len(b) > 0 && b[0] == '{'
+	s.member = -1
 	var (
 		i   int
 		c   byte
@@ -169,11 +173,18 @@ member:
 	if i >= len(b) || b[i] != ':' {
 		return ErrSyntax
 	}
-	i++
+	i = skipSpace(b, i+1)
+	if s.tracking && s.depth == 1 {
+		s.member = i // the value of an envelope member starts here
+	}
 	goto value
 
 next:
 	// A value ended at b[i-1].
+	if s.member >= 0 && s.depth == 1 {
+		s.env.member(s.path[0], unsafe.String(&b[s.member], i-s.member))
+		s.member = -1
+	}
 	i = skipSpace(b, i)
 	if s.depth == 0 {
 		if i != len(b) {
@@ -187,7 +198,7 @@ next:
 	if i >= len(b) {
 		return ErrSyntax
 	}
-	if s.isObject() {
+	if s.inObject {
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
@@ -215,6 +226,7 @@ next:
 func (s *scanner) push(object bool) {
 	d := s.depth // its bit
 	s.depth++
+	s.inObject = object
 	if d >= 64*len(s.open) {
 		w := d/64 - len(s.open)
 		if w == len(s.more) {
@@ -238,10 +250,10 @@ func (s *scanner) push(object bool) {
 }
 
 // pop closes the innermost container.
-func (s *scanner) pop() { s.depth-- }
-
-// isObject reports whether the innermost open container is an object.
-func (s *scanner) isObject() bool { return s.objectAt(s.depth) }
+func (s *scanner) pop() {
+	s.depth--
+	s.inObject = s.depth > 0 && s.objectAt(s.depth)
+}
 
 // objectAt reports whether the container open at level (1-based) is an
 // object.
@@ -323,7 +335,7 @@ func memberName(raw []byte, esc bool) string {
 // one by one; an object with many members gets a map.
 type nameSet struct {
 	n     int
-	small [16]string
+	small [8]string
 	big   map[string]struct{}
 }
 
