@@ -166,15 +166,21 @@ func (p Parser) Parse(b []byte) (Message, error) { return p.parse(b, true) }
 func (p Parser) ParseOwned(b []byte) (Message, error) { return p.parse(b, false) }
 
 func (p Parser) parse(b []byte, mustCopy bool) (Message, error) {
+	return parseDepth(b, mustCopy, p.Depth())
+}
+
+// parseDepth is Parse with the nesting limit maxDepth (-1: none, for a
+// batch's elements, which nest less deeply than their batch).
+func parseDepth(b []byte, mustCopy bool, maxDepth int) (Message, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return Message{}, ErrEmpty
 	}
 	var s scanner
-	switch err := s.scan(b, p.Depth(), true); err {
+	switch err := s.scan(b, maxDepth, true); err {
 	case nil:
 	case ErrTooDeep:
-		return Message{}, tooDeep(b, &s.env, p.Depth())
+		return Message{}, tooDeep(b, &s.env, maxDepth)
 	default:
 		return Message{}, ErrSyntax
 	}
@@ -393,7 +399,7 @@ func (m Message) Elements() iter.Seq[Message] {
 			return
 		}
 		view(m.raw).ForEach(func(_, el gjson.Result) bool {
-			e, err := Parse([]byte(el.Raw))
+			e, err := parseDepth([]byte(el.Raw), true, -1) // the batch was held to the limit
 			if err != nil {
 				e = Message{}
 			}

@@ -208,3 +208,19 @@ func BenchmarkParseLargeResult(b *testing.B) {
 		}
 	}
 }
+
+// A batch is held to its parser's limit once; its elements are not held
+// to the default limit again.
+func TestBatchElementsKeepTheBatchsLimit(t *testing.T) {
+	is := is.New(t)
+	el := nested(1000, "1")
+	batch, err := frame.Parser{MaxDepth: 2000}.Parse([]byte("[" + string(el) + "]"))
+	is.NoErr(err)
+	is.Equal(batch.Kind(), frame.Batch)
+	for e := range batch.Elements() {
+		is.Equal(e.Kind(), frame.Request)
+		is.Equal(e.ID(), frame.ID("1"))
+	}
+	_, err = frame.Parse([]byte("[" + string(el) + "]"))
+	is.True(errors.Is(err, frame.ErrTooDeep))
+}
