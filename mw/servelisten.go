@@ -2,6 +2,7 @@ package mw
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -47,6 +48,10 @@ const maxGoneListens = 16
 
 // ServeListenOptions configures [ServeListen].
 type ServeListenOptions struct {
+	// Rand is read once per child for the random part of the ids of the
+	// stage's own requests (see [IDMinter.Randomize]); nil means
+	// crypto/rand.
+	Rand io.Reader
 	// Logger receives what happens to the listens; nil discards.
 	Logger *slog.Logger
 }
@@ -89,7 +94,7 @@ type ServeListenOptions struct {
 // Subscribe. After the ack, a goroutine takes the listen's references on
 // its URIs: the first reference to a URI on the child sends it
 // resources/subscribe, the last one released sends resources/unsubscribe,
-// both under ids minted as "mcp-stdio/serve-listen/<n>", whose answers are
+// both under ids minted as "mcp-stdio/serve-listen/<random>/<n>", whose answers are
 // swallowed. The counts are guarded by a lock held across the send, so a
 // URI's subscribe and unsubscribe reach the child in order; the stage's
 // other lock (the listens) is only ever taken inside it, never the other
@@ -139,6 +144,9 @@ func ServeListen(o ServeListenOptions) (Middleware, *ListenStreams) {
 			refs:    make(map[string]int),
 			streams: make(map[frame.ID]*servedListen),
 			pending: make(map[frame.ID]string),
+		}
+		if err := st.ids.Randomize(o.Rand); err != nil {
+			log.Error("the ids minted for this server are a plain counter", "err", err)
 		}
 		return Duplex{ToServer: HandlerFunc(st.toServer), ToClient: HandlerFunc(st.toClient)}
 	}, ctl

@@ -188,6 +188,11 @@ type ServeConfig struct {
 	// Version is the gateway's version, named in the clientInfo of the
 	// handshakes it performs itself; "" means "0".
 	Version string
+	// Rand is read for the random part of the ids serve mints toward the
+	// children of 2026-07-28 clients, drawn once per child and stage (see
+	// mw.IDMinter.Randomize); it must be safe for concurrent use. nil
+	// means crypto/rand; tests that pin minted ids give a fixed one.
+	Rand io.Reader
 	// CacheTTL is the ttlMs serve gives the cacheable results of a child
 	// that speaks only the session era, for its 2026-07-28 clients (see
 	// mw.StampResults): 0 means mw.DefaultCacheTTL, negative ttlMs 0.
@@ -369,7 +374,7 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 		cfg.ReplicaID = mw.NewReplicaID()
 	}
 	s.cfg = cfg
-	s.listen, s.listens = mw.ServeListen(mw.ServeListenOptions{Logger: cfg.Logger})
+	s.listen, s.listens = mw.ServeListen(mw.ServeListenOptions{Rand: cfg.Rand, Logger: cfg.Logger})
 	s.passListen, s.passedListens = mw.PassListens(mw.PassListensOptions{Logger: cfg.Logger})
 	s.park = mw.ParkChildRequests(mw.ParkOptions{StateKey: cfg.StateKey, ReplicaID: cfg.ReplicaID, StateTTL: cfg.InputTimeout, Gather: ParkGather, Parked: s.parked, Logger: cfg.Logger})
 	s.pool = mw.NewPool(mw.PoolOptions{
@@ -745,8 +750,8 @@ func runUntilDone(ctx context.Context, done <-chan struct{}, f func(context.Cont
 // pooledStages lists the stages in front of a pooled child, nearest the
 // client first, for the kind of child its handshake found.
 func (s *Server) pooledStages(conn *mw.Conn, log *slog.Logger) []mw.Middleware {
-	router := mw.ModernRouter(mw.ModernRouterOptions{Conn: conn, Logger: log})
-	paramHeaders := mw.CheckParamHeaders(mw.ParamCheckOptions{Logger: log})
+	router := mw.ModernRouter(mw.ModernRouterOptions{Conn: conn, Rand: s.cfg.Rand, Logger: log})
+	paramHeaders := mw.CheckParamHeaders(mw.ParamCheckOptions{Rand: s.cfg.Rand, Logger: log})
 	if conn.Era() == mw.EraStateless { // dual-era: its own 2026-07-28 face
 		return []mw.Middleware{
 			router,

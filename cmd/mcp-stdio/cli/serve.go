@@ -224,7 +224,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		f.maxBuffered = byteSize(defaultMaxBuffered(mem, known, int64(max(f.maxBody, f.maxMessage))))
 	}
 	cfg, desc, err := f.config(fs.Args(), stderr, logger)
-	cfg.Version = opt.Version
+	cfg.Version, cfg.Rand = opt.Version, opt.Rand
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v (run 'mcp-stdio serve --help' for the flags)\n", err)
 		return &ExitError{Code: ExitUsage}
