@@ -66,6 +66,7 @@ func TestPassListens(t *testing.T) {
 	var st *frame.StatusError
 	is.True(errors.As(err, &st))
 	is.Equal(st.Code, http.StatusServiceUnavailable) // refused once closed
+	is.Equal(st.Header.Get("Retry-After"), "1")
 	is.Equal(len(server.take()), 0)
 	is.NoErr(ctl.Close(context.Background())) // again: nothing left
 	is.Equal(len(client.take()), 0)
