@@ -175,7 +175,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Var(&f.maxBody, "max-body", "refuse request bodies larger than `BYTES` with 413")
 	fs.Var(&f.maxMessage, "max-message-size", "refuse lines larger than `BYTES` from the server process")
 	fs.Var(&f.maxBuffered, "max-buffered", "hold at most `BYTES` of messages at once, all sessions together; a request body beyond gets 503, a server's message beyond is answered with an error (at least --max-body and --max-message-size)")
-	fs.IntVar(&f.maxConns, "max-connections", transport.DefaultMaxConnections, "keep at most `N` HTTP connections open; more get an immediate 503 and are closed")
+	fs.IntVar(&f.maxConns, "max-connections", transport.DefaultMaxConnections, "keep at most `N` HTTP connections open; at the limit a new one takes the place of the longest idle (silent since accept, or between requests), and when none is idle it gets 503 with Retry-After and is closed")
 	fs.Var(&f.readTimeout, "read-timeout", "give up a request body that stops arriving for this `DURATION` (408, connection closed; 0 = never)")
 	fs.Var(&f.connIdle, "conn-idle-timeout", "close a keep-alive connection that carries no request for this `DURATION`")
 	fs.Var(&f.stdinGrace, "stdin-grace", "when a session ends, wait this `DURATION` after closing its process's stdin before SIGTERM (at shutdown, SIGTERM comes at once)")
@@ -282,7 +282,8 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 			return &ExitError{Code: ExitFailure}
 		}
 	}
-	ln = transport.LimitConnections(ln, f.maxConns, logger)
+	limited := transport.LimitConnections(ln, f.maxConns, logger)
+	ln = limited
 	logger.Debug("limits", "max_connections", f.maxConns, "max_buffered", int64(f.maxBuffered), "read_timeout", f.readTimeout.std(), "conn_idle_timeout", f.connIdle.std())
 	reach := reachability(ln.Addr())
 	if reach != reachLoopback && cfg.AuthToken == "" && cfg.OAuth == nil {
@@ -290,6 +291,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	}
 	httpSrv := &http.Server{
 		Handler:           srv.Handler(),
+		ConnState:         limited.ConnState, // which connections are idle, to make room at the limit
 		ReadHeaderTimeout: serveHeaderTimeout,
 		IdleTimeout:       f.connIdle.std(),
 		MaxHeaderBytes:    serveMaxHeaderBytes,
