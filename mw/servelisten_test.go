@@ -127,7 +127,7 @@ type listenRig struct {
 	logs   *transporttest.SyncBuffer
 }
 
-func newListenRig(t *testing.T, caps string) *listenRig {
+func newListenRig(t *testing.T, caps string, maxListens ...int) *listenRig {
 	t.Helper()
 	conn := NewConn(EraSession)
 	conn.Initialized(
@@ -135,7 +135,11 @@ func newListenRig(t *testing.T, caps string) *listenRig {
 		frame.MustParse(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"serverInfo":{"name":"child","version":"1"}}}`),
 	)
 	log, logs := testLogger()
-	stage, ctl := ServeListen(ServeListenOptions{Logger: log, Rand: zeros{}})
+	o := ServeListenOptions{Logger: log, Rand: zeros{}}
+	if len(maxListens) > 0 {
+		o.MaxListens = maxListens[0]
+	}
+	stage, ctl := ServeListen(o)
 	r := &listenRig{
 		ctx:    WithConn(context.Background(), conn),
 		conn:   conn,
@@ -421,8 +425,8 @@ func (r *listenRig) settle() {
 
 func TestServeListenCap(t *testing.T) {
 	is := is.New(t)
-	r := newListenRig(t, allCaps)
-	for n := range MaxListenStreams {
+	r := newListenRig(t, allCaps, 4)
+	for n := range 4 {
 		is.NoErr(r.listen(n, `{"toolsListChanged":true}`, nil))
 		r.client.next(t)
 	}
@@ -430,7 +434,9 @@ func TestServeListenCap(t *testing.T) {
 	var se *frame.StatusError
 	is.True(errors.As(err, &se))
 	is.Equal(se.Code, 503)
-	is.Equal(string(se.Body), `{"jsonrpc":"2.0","id":"mcp-stdio/serve/9","error":{"code":-32603,"message":"too many listens on this server"}}`)
+	is.Equal(se.Header.Get("Retry-After"), "1")
+	is.Equal(string(se.Body), `{"jsonrpc":"2.0","id":"mcp-stdio/serve/9","error":{"code":-32603,"message":"this server already has 4 listeners, the most the gateway allows (--max-listens); try again later"}}`)
+	is.True(strings.Contains(r.logs.String(), "raise --max-listens"))
 	r.client.none(t) // no ack
 
 	r.cancel(t, 0)

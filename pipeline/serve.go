@@ -166,6 +166,11 @@ type ServeConfig struct {
 	// (one per principal) alive at once; 0 means
 	// mw.DefaultMaxPooledChildren.
 	MaxModernChildren int
+	// MaxListens bounds the subscriptions/listen streams open on one of
+	// those children at once, its clients' together (mw.ServeListen for a
+	// child of the session era, mw.ShareListens for a dual-era one); 0
+	// means mw.DefaultMaxListens. One more gets 503 with Retry-After.
+	MaxListens int
 	// StateKey seals the requestState of the multi round-trip requests
 	// serve makes for a session-era child's own requests (see
 	// mw.ParkChildRequests): mw.StateKeySize bytes, shared by replicas
@@ -265,10 +270,11 @@ type Server struct {
 	listen  mw.Middleware
 	listens *mw.ListenStreams
 	park    mw.Middleware
-	// The stage that follows the listens the pool's dual-era children
-	// serve themselves, and the handle that ends them.
-	passListen    mw.Middleware
-	passedListens *mw.PassedListens
+	// The stage that shares the listens of the pool's dual-era children
+	// (one listen on the child for all the clients asking the same), and
+	// the handle that ends them.
+	shareListen   mw.Middleware
+	sharedListens *mw.SharedListens
 	http          *transport.HTTPServer
 	sse           *transport.SSEServer // nil when NoSSE
 	handler       http.Handler
@@ -374,8 +380,8 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 		cfg.ReplicaID = mw.NewReplicaID()
 	}
 	s.cfg = cfg
-	s.listen, s.listens = mw.ServeListen(mw.ServeListenOptions{Rand: cfg.Rand, Logger: cfg.Logger})
-	s.passListen, s.passedListens = mw.PassListens(mw.PassListensOptions{Logger: cfg.Logger})
+	s.listen, s.listens = mw.ServeListen(mw.ServeListenOptions{MaxListens: cfg.MaxListens, Rand: cfg.Rand, Logger: cfg.Logger})
+	s.shareListen, s.sharedListens = mw.ShareListens(mw.ShareListensOptions{MaxListens: cfg.MaxListens, Rand: cfg.Rand, Logger: cfg.Logger})
 	s.park = mw.ParkChildRequests(mw.ParkOptions{StateKey: cfg.StateKey, ReplicaID: cfg.ReplicaID, StateTTL: cfg.InputTimeout, Gather: ParkGather, Parked: s.parked, Logger: cfg.Logger})
 	s.pool = mw.NewPool(mw.PoolOptions{
 		Start:       s.startPooledChild,
@@ -755,7 +761,7 @@ func (s *Server) pooledStages(conn *mw.Conn, log *slog.Logger) []mw.Middleware {
 	if conn.Era() == mw.EraStateless { // dual-era: its own 2026-07-28 face
 		return []mw.Middleware{
 			router,
-			s.passListen, // ends the child's own listens at the drain
+			s.shareListen, // one listen on the child per filter, fanned out
 			paramHeaders,
 			mw.AwaitAnswers(conn),
 		}

@@ -56,7 +56,7 @@ func serveHelp(maxBufferedNote string) helpLayout {
 		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
 			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id",
 			"health-path", "admin-addr", "drop-client-capability", "session-idle-timeout", "max-sessions",
-			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout",
+			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "max-listens", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level", "log-format"},
 		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
@@ -107,6 +107,7 @@ type serveFlags struct {
 	maxSessions   int
 	modernIdle    duration
 	maxModern     int
+	maxListens    int
 	modernOnly    bool
 	claimless     bool
 	stateKey      string
@@ -167,6 +168,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.BoolVar(&f.claimless, "accept-claimless-resource-read", false, "take a resources/read that names no protocol version and no session (the Claude iOS app's) as a 2026-07-28 request")
 	fs.Var(&f.modernIdle, "modern-idle-ttl", "stop the process serving a user's 2026-07-28 clients once it has had no request for `DURATION` (0 = never)")
 	fs.IntVar(&f.maxModern, "max-modern-children", mw.DefaultMaxPooledChildren, "run at most `N` processes for 2026-07-28 clients (one per user) at once; more users get 503")
+	fs.IntVar(&f.maxListens, "max-listens", mw.DefaultMaxListens, "keep at most `N` subscriptions/listen streams open on one 2026-07-28 process, its clients' together (a dual-era server gets one listen per distinct filter, fanned out); more get 503")
 	fs.StringVar(&f.stateKey, "state-key", "", "seal the requestState of 2026-07-28 multi round-trip requests with `KEY` (32 bytes, hex or base64; replicas that share clients share it; prefer the "+pipeline.StateKeyEnv+" env var)")
 	fs.StringVar(&f.stateKeyFile, "state-key-file", "", "read the --state-key from `PATH` once at start (hex or base64; the file must not be readable by group or others)")
 	fs.StringVar(&f.replicaID, "replica-id", "", "begin every session id with `ID` and a '.', so that a proxy can route a session to this replica (letters, digits, '-', '_'); requestStates given out here are honoured here only")
@@ -471,6 +473,9 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	if f.maxModern <= 0 {
 		return cfg, "", errors.New("--max-modern-children must be positive")
 	}
+	if f.maxListens <= 0 {
+		return cfg, "", errors.New("--max-listens must be positive")
+	}
 	if f.inputTimeout <= 0 {
 		return cfg, "", errors.New("--input-timeout must be positive")
 	}
@@ -535,6 +540,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		MaxSessions:                 f.maxSessions,
 		SessionIdleTimeout:          idle,
 		MaxModernChildren:           f.maxModern,
+		MaxListens:                  f.maxListens,
 		ModernOnly:                  f.modernOnly,
 		AcceptClaimlessResourceRead: f.claimless,
 		ModernIdleTTL:               time.Duration(f.modernIdle),
