@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -110,4 +111,73 @@ func TestServeMintedIDsAreNotGuessable(t *testing.T) {
 		salts = append(salts, a[1])
 	}
 	is.True(salts[0] != salts[1]) // another child, another random part
+}
+
+// childListenLine is the example server's debug line for a
+// subscriptions/listen it was sent.
+var childListenLine = regexp.MustCompile(`msg=request component=example-server .*method=subscriptions/listen`)
+
+// toggleDone is the example server's debug line for the toggle call.
+var toggleDone = regexp.MustCompile(`msg=request component=example-server .*method=tools/call`)
+
+// Many clients listen on one pooled child (the attack found the fifth one
+// left without list_changed): up to --max-listens each gets its own ack
+// and its own copy of the child's tools/list_changed, under its own
+// subscription id; a dual-era child is sent one listen for them all (a
+// child of the session era none: serve serves the listens). One more
+// listen gets 503 with Retry-After and an error naming --max-listens.
+func TestServeListenersShareOnePooledChild(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		child      []string
+		listens    int
+		childSaw   int // subscriptions/listen requests the child got
+		maxListens string
+	}{
+		{"dual-era, 5", nil, 5, 1, "5"},
+		{"dual-era, 300", nil, 300, 1, "300"},
+		{"session era, 300", []string{"--session-era-only"}, 300, 0, "300"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			_, stderr, endpoint := startGateway(t, append([]string{"--max-listens", tc.maxListens}, exampleChild(t, tc.child...)...)...)
+			listens := make([]*listenStream, tc.listens)
+			for i := range listens {
+				listens[i] = openListen(t, endpoint, strconv.Itoa(i+1)) // each reads its own ack
+			}
+
+			// One more is refused, and says why.
+			client := &http.Client{Transport: &http.Transport{}}
+			defer client.CloseIdleConnections()
+			resp, err := client.Do(modernRequest(t, endpoint, "0", "subscriptions/listen", `"notifications":{"toolsListChanged":true}`))
+			is.NoErr(err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
+			is.Equal(resp.Header.Get("Retry-After"), "1")
+			is.Equal(string(body), `{"jsonrpc":"2.0","id":0,"error":{"code":-32603,"message":"this server already has `+tc.maxListens+` listeners, the most the gateway allows (--max-listens); try again later"}}`)
+
+			// The child's tools list changes: every listener hears of it.
+			req := modernRequest(t, endpoint, "99", "tools/call", `"name":"toggle","arguments":{}`)
+			req.Header.Set("Mcp-Name", "toggle")
+			resp, err = client.Do(req)
+			is.NoErr(err)
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			is.Equal(resp.StatusCode, http.StatusOK)
+			is.Equal(strings.Count(string(body), `"id":99,"result"`), 1)
+			for i, l := range listens {
+				m := l.next(t)
+				is.Equal(m.Method(), "notifications/tools/list_changed")
+				is.Equal(m.Get(`params._meta.io\.modelcontextprotocol\/subscriptionId`).Raw, strconv.Itoa(i+1)) // its own id
+			}
+
+			// The child logged the listens it got before the toggle call.
+			stderr.Watch(toggleDone).Next(t, cmdTestWait)
+			log := stderr.String()
+			log = log[:toggleDone.FindStringIndex(log)[0]]
+			is.Equal(len(childListenLine.FindAllString(log, -1)), tc.childSaw)
+			stillServing(t, endpoint)
+		})
+	}
 }
