@@ -33,6 +33,9 @@ const (
 	// refuseDrainMax is how much a refusal reads after answering, while
 	// it waits for the client to close its end.
 	refuseDrainMax = 256 << 10
+	// slowHead is how long a connection may take over a request head
+	// before, at the limit with none idle, it may be closed to make room.
+	slowHead = 5 * time.Second
 )
 
 // LimitConnections returns a listener that accepts from ln and keeps at
@@ -44,16 +47,20 @@ const (
 // idle longest: a connection is idle from its accept, and (with
 // [LimitedListener.ConnState] set as the http.Server's ConnState) again
 // from the end of each answer, until the first bytes of its next request
-// arrive; one whose bytes have arrived (the kernel holds them, unread), is
-// reading a request head, has a request in flight or was hijacked is never
-// closed. The idle one is closed without a word: a client that has sent
-// nothing loses nothing, and one on a keep-alive connection opens another,
-// as it does when a server's idle timeout closes one. So connections
-// opened and left silent cannot keep a client out: the oldest of them
-// make room.
+// arrive; one whose bytes have arrived (the kernel holds them, unread), has
+// a request in flight or was hijacked is never closed. The idle one is
+// closed without a word: a client that has sent nothing loses nothing,
+// and one on a keep-alive connection opens another, as it does when a
+// server's idle timeout closes one. So connections opened and left silent
+// cannot keep a client out: the oldest of them make room. When none is
+// idle, the connection that has been sending a request head the longest,
+// for 5 seconds at least (with ConnState set: the server has not read the
+// whole head), makes room the same way: a client trickling its head out
+// byte by byte holds its place 5 seconds, not the server's whole header
+// timeout. Its request was never taken.
 //
-// When no connection is idle, the new one is not queued: it is refused, on
-// a goroutine of its own, with an HTTP/1.1 answer —
+// When no connection can make room, the new one is not queued: it is
+// refused, on a goroutine of its own, with an HTTP/1.1 answer —
 //
 //	503 Service Unavailable
 //	Content-Type: application/json
@@ -89,6 +96,7 @@ func LimitConnections(ln net.Listener, max int, logger *slog.Logger) *LimitedLis
 		"\r\n" + string(body)
 	return &LimitedListener{
 		Listener:  ln,
+		now:       time.Now,
 		max:       max,
 		answer:    []byte(answer),
 		log:       orDiscard(logger),
@@ -100,6 +108,7 @@ func LimitConnections(ln net.Listener, max int, logger *slog.Logger) *LimitedLis
 // LimitedListener is the listener of [LimitConnections].
 type LimitedListener struct {
 	net.Listener
+	now       func() time.Time // the clock of slow heads; tests set it
 	max       int
 	answer    []byte // the refusal
 	log       *slog.Logger
@@ -109,6 +118,7 @@ type LimitedListener struct {
 	mu       sync.Mutex
 	open     int      // connections counted against max
 	idle     connList // those that may be closed to make room, longest idle first
+	heads    connList // those sending a request head (with ConnState), oldest first
 	refusals connList // refusals whose client has sent nothing yet, oldest first
 	refusing int      // refusals under way
 }
@@ -143,7 +153,11 @@ func (l *LimitedListener) admit(c *limitedConn) (bool, *limitedConn) {
 	defer l.mu.Unlock()
 	var victim *limitedConn
 	if l.open >= l.max {
-		if victim = l.idle.takeSilent(); victim == nil {
+		victim = l.idle.takeSilent()
+		if victim == nil {
+			victim = l.heads.takeOlder(l.now().Add(-slowHead))
+		}
+		if victim == nil {
 			return false, nil
 		}
 		victim.gone = true
@@ -164,6 +178,10 @@ func (l *LimitedListener) ConnState(c net.Conn, s http.ConnState) {
 		return
 	}
 	switch s {
+	case http.StateNew:
+		l.mu.Lock()
+		lc.tracked = true
+		l.mu.Unlock()
 	case http.StateActive, http.StateHijacked:
 		l.mu.Lock()
 		lc.state.Store(connBusy)
@@ -246,17 +264,29 @@ func (q *connList) remove(c *limitedConn) {
 
 // takeSilent takes out and returns the oldest connection of q whose
 // client has sent nothing the kernel holds; those that have are taken out
-// too, as busy (a request is arriving). nil when there is none.
+// too, as busy (a request is arriving). nil when there is none. l.mu is
+// held.
 func (q *connList) takeSilent() *limitedConn {
 	for c := q.head; c != nil; c = q.head {
 		q.remove(c)
 		if unreadBytes(c.Conn) > 0 {
-			c.state.Store(connBusy)
+			c.busyLocked()
 			continue
 		}
 		return c
 	}
 	return nil
+}
+
+// takeOlder takes out and returns the oldest connection of q if it
+// joined q at t or before; else nil.
+func (q *connList) takeOlder(t time.Time) *limitedConn {
+	c := q.head
+	if c == nil || c.since.After(t) {
+		return nil
+	}
+	q.remove(c)
+	return c
 }
 
 // States of a limitedConn.
@@ -273,10 +303,24 @@ type limitedConn struct {
 	state atomic.Uint32 // read without the lock on every Read
 
 	// Guarded by l.mu.
-	list       *connList // idle or refusals, or nil
+	list       *connList // idle, heads or refusals, or nil
 	prev, next *limitedConn
-	refusal    bool // refused: not counted in open, but in refusing
-	gone       bool // closed, or chosen to be: no longer counted
+	since      time.Time // when it joined heads
+	refusal    bool      // refused: not counted in open, but in refusing
+	gone       bool      // closed, or chosen to be: no longer counted
+	tracked    bool      // the server reports its states (ConnState)
+}
+
+// busyLocked marks c busy: a request is arriving on it. One whose states
+// the server reports joins the heads until the server has read the head
+// (StateActive). l.mu is held.
+func (c *limitedConn) busyLocked() {
+	c.state.Store(connBusy)
+	c.leave()
+	if c.tracked && !c.refusal && !c.gone {
+		c.since = c.l.now()
+		c.l.heads.push(c)
+	}
 }
 
 // Read reads from the connection; the first bytes after an idle spell
@@ -285,8 +329,9 @@ func (c *limitedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 && c.state.Load() == connIdle {
 		c.l.mu.Lock()
-		c.state.Store(connBusy)
-		c.leave()
+		if c.state.Load() == connIdle {
+			c.busyLocked()
+		}
 		c.l.mu.Unlock()
 	}
 	return n, err

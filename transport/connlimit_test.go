@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,6 +101,7 @@ func refusedWith503(t *testing.T, addr string) {
 	is.Equal(resp.Header.Get("Content-Type"), "application/json")
 	is.Equal(got, refusalBody)
 	is.True(transporttest.ClosedByPeer(br))
+	c.Close() // the refusal waits for it
 }
 
 // At the limit a new connection takes the place of the one silent
@@ -328,4 +330,64 @@ func (l *LimitedListener) idleLen() int {
 		n++
 	}
 	return n
+}
+
+// headsLen returns the number of connections sending a request head.
+func (l *LimitedListener) headsLen() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for c := l.heads.head; c != nil; c = c.next {
+		n++
+	}
+	return n
+}
+
+// Connections trickling a request head (the slow-header attack) hold
+// their place for slowHead, not for the server's header timeout: past it,
+// with none idle, the one that started longest ago makes room for a new
+// connection, whose request is answered.
+func TestLimitConnectionsMakesRoomFromASlowHead(t *testing.T) {
+	is := is.New(t)
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	ln := LimitConnections(inner, 2, nil)
+	var clock atomic.Int64 // seconds
+	ln.now = func() time.Time { return time.Unix(clock.Load(), 0) }
+	srv := &http.Server{
+		Handler:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }),
+		ConnState: ln.ConnState,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+	})
+	addr := inner.Addr().String()
+	var slow []net.Conn
+	for i := range 2 {
+		c := dialRaw(t, addr)
+		_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: loc") // and no more
+		is.NoErr(err)
+		slow = append(slow, c)
+		deadline := time.Now().Add(serverTestWait)
+		for ln.headsLen() != i+1 { // the server has read what came of the head
+			if time.Now().After(deadline) {
+				t.Fatal("the head never arrived")
+			}
+			runtime.Gosched()
+		}
+	}
+
+	refusedWith503(t, addr) // too soon to call them slow
+	clock.Add(int64(slowHead / time.Second))
+	fresh := dialRaw(t, addr)
+	_, err = io.WriteString(fresh, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	is.NoErr(err)
+	resp, body := transporttest.ReadResponse(t, bufio.NewReader(fresh))
+	is.Equal(resp.StatusCode, http.StatusOK)
+	is.Equal(body, "ok")
+	got, _ := io.ReadAll(slow[0]) // the first slow head was closed, unanswered
+	is.Equal(len(got), 0)
 }
