@@ -135,7 +135,7 @@ func (l *LimitedListener) Accept() (net.Conn, error) {
 		taken, victim := l.admit(lc)
 		if victim != nil {
 			if ok, unlogged := l.evictLogs.allow(time.Now()); ok {
-				l.log.Warn("connections at the limit: closing the longest idle to make room (raise --max-connections if they are clients of yours)", "max", l.max, "closed", unlogged+1)
+				l.log.Warn("connections at the limit: closing the longest idle (or slowest to send its request) to make room; raise --max-connections if they are clients of yours", "max", l.max, "closed", unlogged+1)
 			}
 			_ = victim.Conn.Close()
 		}

@@ -326,6 +326,7 @@ func TestServeLimitFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"serve", "--max-buffered", "1MiB"}, // below --max-body's 64 MiB
 		{"serve", "--max-connections", "0"},
+		{"serve", "--max-listens", "0"},
 		{"serve", "--conn-idle-timeout", "0"},
 		{"serve", "--read-timeout", "-1s"},
 	} {
