@@ -126,6 +126,7 @@ func TestServeCapsConnections(t *testing.T) {
 		_, err := io.WriteString(d, rawGET)
 		is.NoErr(err)
 		resp, _ := transporttest.ReadResponse(t, dbr)
+		d.Close() // a refusal ends when its client has gone
 		if resp.StatusCode == http.StatusNotFound {
 			break
 		}
