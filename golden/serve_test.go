@@ -420,7 +420,7 @@ func runServe(c serveCase) serveOutcome {
 	served := make(chan struct{}) // closed when cli.Serve has returned serveErr
 	go func() {
 		defer close(served)
-		serveErr = cli.Serve(ctx, args, getenv, strings.NewReader(""), io.Discard, stderr, cli.Options{Version: serveVersion})
+		serveErr = cli.Serve(ctx, args, getenv, strings.NewReader(""), io.Discard, stderr, cli.Options{Version: serveVersion, Rand: zeros{}})
 	}()
 
 	// One deadline for the whole run: once it has passed, every wait below
@@ -1048,4 +1048,14 @@ func writeServeWants(t *testing.T, file string, ar *txtar.Archive, got serveOutc
 	if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// zeros reads as an endless run of zero bytes: the random part of the ids
+// serve mints toward its children is then the same in every run, so that
+// transcripts can name them ("mcp-stdio/serve/AAAAAAAAAAAAAAAA/1").
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

@@ -15,7 +15,8 @@ import (
 // that server keep, for the requests stages originate, the contract the
 // relay's transport keeps for every request: Handle of a request whose id
 // a stage minted ([IDMinter]; not the ids [ModernRouter] gives its
-// clients' requests) returns once the answer has been handed client-bound
+// clients' requests, nor a subscriptions/listen, answered only when it
+// ends) returns once the answer has been handed client-bound
 // — so [Remap.Call] works over it — or fails when ctx ends or conn
 // closes first. Every other message passes without waiting.
 func AwaitAnswers(conn *Conn) Middleware {
@@ -42,7 +43,7 @@ type awaitAnswers struct {
 
 func (a *awaitAnswers) toServer(ctx context.Context, m frame.Message) error {
 	id := m.ID()
-	if m.Kind() != frame.Request || !IsMinted(id) || strings.HasPrefix(string(id), routerIDPrefix) {
+	if m.Kind() != frame.Request || !IsMinted(id) || strings.HasPrefix(string(id), routerIDPrefix) || m.Method() == listenMethod {
 		return a.next.ToServer.Handle(ctx, m)
 	}
 	done := make(chan struct{})

@@ -2,6 +2,10 @@ package mw
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -136,13 +140,49 @@ func ClientBound(f func(next Handler) Handler) Middleware {
 const MintedIDPrefix = `"mcp-stdio/`
 
 // IDMinter mints ids for messages a stage originates. The zero value is ready
-// to use and safe for concurrent use.
-type IDMinter struct{ n atomic.Uint64 }
+// to use and safe for concurrent use; it mints a counter, which whoever
+// sees one id can guess the next from. [IDMinter.Randomize] puts a random
+// part before the counter, for ids minted toward a server many clients
+// share.
+type IDMinter struct {
+	n    atomic.Uint64
+	salt string // "" or "<random>/"
+}
 
-// Mint returns a fresh id, the JSON string "mcp-stdio/<stage>/<n>".
+// IDRandomBytes is how many random bytes [IDMinter.Randomize] reads: 96
+// bits, 16 characters of unpadded base64url in every id.
+const IDRandomBytes = 12
+
+// Randomize has g mint "mcp-stdio/<stage>/<random>/<n>" from now on, with
+// <random> the unpadded base64url of IDRandomBytes bytes read from r (nil
+// means crypto/rand): no one can guess an id of g's from another g's, nor
+// from a counter alone. Call it before g mints, from one goroutine. It
+// fails only when r does.
+func (g *IDMinter) Randomize(r io.Reader) error {
+	if r == nil {
+		r = rand.Reader
+	}
+	var b [IDRandomBytes]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return fmt.Errorf("mw: reading the random part of minted ids: %w", err)
+	}
+	g.salt = base64.RawURLEncoding.EncodeToString(b[:]) + "/"
+	return nil
+}
+
+// Mint returns a fresh id, the JSON string "mcp-stdio/<stage>/<n>", or
+// "mcp-stdio/<stage>/<random>/<n>" once g is randomized; it allocates the
+// id's bytes and nothing else.
 func (g *IDMinter) Mint(stage string) frame.ID {
 	n := g.n.Add(1)
-	return frame.ID(MintedIDPrefix + stage + "/" + strconv.FormatUint(n, 10) + `"`)
+	var buf [80]byte
+	b := append(buf[:0], MintedIDPrefix...)
+	b = append(b, stage...)
+	b = append(b, '/')
+	b = append(b, g.salt...)
+	b = strconv.AppendUint(b, n, 10)
+	b = append(b, '"')
+	return frame.ID(b)
 }
 
 // IsMinted reports whether id was minted by a stage.

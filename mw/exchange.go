@@ -79,11 +79,17 @@ func ExchangeOf(ctx context.Context) Exchange {
 	return x
 }
 
+// RefuseRetryAfter is the Retry-After, in seconds, that [Refuse] gives a
+// 503 (the request was not taken; try again later) unless the stage sets
+// its own on the error's Header.
+const RefuseRetryAfter = "1"
+
 // Refuse returns the error a stage of serve returns to refuse a request at
 // the HTTP level: the transport answers with status and the JSON-RPC error
-// {code, msg} under id (null when id is empty) as the body. In the relay
-// the same error reaches the client as that JSON-RPC error (see
-// [ErrorFor]).
+// {code, msg} under id (null when id is empty) as the body. A 503 carries
+// Retry-After (RefuseRetryAfter): every 503 of serve means the request was
+// not taken and may be sent again later. In the relay the same error
+// reaches the client as that JSON-RPC error (see [ErrorFor]).
 func Refuse(status int, id frame.ID, code int, msg string) error {
 	return RefuseWithData(status, id, code, msg, nil)
 }
@@ -92,7 +98,10 @@ func Refuse(status int, id frame.ID, code int, msg string) error {
 // must be valid JSON (nil for none): a 2026-07-28 server's -32022, say,
 // names the versions it supports there.
 func RefuseWithData(status int, id frame.ID, code int, msg string, data []byte) error {
-	h := make(http.Header, 1)
+	h := make(http.Header, 2)
 	h.Set("Content-Type", "application/json")
+	if status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", RefuseRetryAfter)
+	}
 	return &frame.StatusError{Code: status, Header: h, Body: frame.ErrorResponseData(id, code, msg, data).Bytes()}
 }

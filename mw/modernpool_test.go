@@ -168,6 +168,7 @@ func TestPoolIsBounded(t *testing.T) {
 	var st *frame.StatusError
 	is.True(errors.As(err, &st))
 	is.Equal(st.Code, http.StatusServiceUnavailable)
+	is.Equal(st.Header.Get("Retry-After"), "1") // try again later
 	alice.finish()
 	is.True(!h.pool.Full())                    // idle: it would make room
 	is.NoErr(h.request("bob", newPOST(false))) // alice's idle server makes room
@@ -185,6 +186,7 @@ func TestPoolRefusesAfterClose(t *testing.T) {
 	var st *frame.StatusError
 	is.True(errors.As(h.request("", newPOST(false)), &st))
 	is.Equal(st.Code, http.StatusServiceUnavailable)
+	is.Equal(st.Header.Get("Retry-After"), "1")
 }
 
 func TestPoolReportsAServerThatCannotStart(t *testing.T) {

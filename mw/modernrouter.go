@@ -3,6 +3,7 @@ package mw
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -17,7 +18,8 @@ import (
 // answer unstarted while it waits for the request's first message.
 const DefaultFirstAnswerWait = 10 * time.Second
 
-// routerStage names the ids the router mints: "mcp-stdio/serve/<n>".
+// routerStage names the ids the router mints:
+// "mcp-stdio/serve/<random>/<n>".
 const routerStage = "serve"
 
 // metaSubscriptionIDPath is the gjson path of a listen frame's
@@ -42,6 +44,10 @@ type ModernRouterOptions struct {
 	// keeps its HTTP status (404 for -32601, 400 for -32602 and the
 	// header and version errors of 2026-07-28).
 	FirstAnswerWait time.Duration
+	// Rand is read once per server for the random part of the ids the
+	// router mints (see [IDMinter.Randomize]); nil means crypto/rand.
+	// Tests that pin minted ids give a fixed one.
+	Rand io.Reader
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
@@ -49,9 +55,11 @@ type ModernRouterOptions struct {
 // ModernRouter is the stage nearest the client in front of a server that
 // many 2026-07-28 clients share (serve's pooled child; see the package
 // documentation). Server-bound, it
-// sends each request under an id it mints, "mcp-stdio/serve/<n>", unique on
-// the server whatever ids the clients chose, with its progressToken, if
-// any, swapped for a minted one too, and remembers the HTTP exchange the
+// sends each request under an id it mints,
+// "mcp-stdio/serve/<random>/<n>", unique on the server whatever ids the
+// clients chose and guessable by none of them (<random> is drawn once per
+// server, see [IDMinter.Randomize]), with its progressToken, if any,
+// swapped for a minted one too ("mcp-stdio/serve-progress/<random>/<n>"), and remembers the HTTP exchange the
 // request came on ([ExchangeOf]). The stages behind it therefore see only
 // minted request ids, unique on their server, and answer a request by
 // sending its response client-bound: they never write to an exchange.
@@ -89,6 +97,9 @@ func ModernRouter(o ModernRouterOptions) Middleware {
 			next:   next,
 			calls:  make(map[frame.ID]*routedCall),
 			tokens: make(map[string]*routedCall),
+		}
+		if err := r.ids.Randomize(o.Rand); err != nil {
+			r.log.Error("the ids minted for this server are a plain counter", "err", err)
 		}
 		if o.Conn != nil {
 			o.Conn.OnClose(r.serverGone)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -205,4 +206,53 @@ func TestModernRouterRestoresTheIDOfARefusal(t *testing.T) {
 	is.True(errors.As(err, &st))
 	is.Equal(st.Code, http.StatusServiceUnavailable)
 	is.Equal(string(st.Body), `{"jsonrpc":"2.0","id":"mine","error":{"code":-32603,"message":"too many"}}`)
+}
+
+// zeros reads as an endless run of zero bytes: a fixed random part for the
+// ids stages mint, "AAAAAAAAAAAAAAAA".
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// Two routers — two children — mint ids no one can guess from the other's:
+// each has a random part of its own before its counter, and the progress
+// tokens too.
+func TestModernRouterMintsUnguessableIDs(t *testing.T) {
+	is := is.New(t)
+	shape := regexp.MustCompile(`^"mcp-stdio/serve(-progress)?/([A-Za-z0-9_-]{16})/([0-9]+)"$`)
+	mint := func() (id, tok []string) {
+		h, child := routerChain(t, NewConn(EraStateless), time.Minute)
+		x := newPOST(false)
+		done := handleAsync(h, on(context.Background(), x), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":"p"}}}`)
+		m := child.next(t)
+		child.say(t, `{"jsonrpc":"2.0","id":`+string(m.ID())+`,"result":{}}`)
+		is.NoErr(<-done)
+		id = shape.FindStringSubmatch(string(m.ID()))
+		tok = shape.FindStringSubmatch(m.Get("params._meta.progressToken").Raw)
+		is.True(id != nil && tok != nil) // mcp-stdio/serve/<random>/<n>, mcp-stdio/serve-progress/<random>/<n>
+		return id, tok
+	}
+	id1, tok1 := mint()
+	id2, tok2 := mint()
+	is.Equal(id1[2], tok1[2])   // one random part per router
+	is.True(id1[2] != id2[2])   // another router, another one
+	is.Equal(id1[3], id2[3])    // the counters alone would collide
+	is.True(tok1[0] != tok2[0]) // and so would the tokens
+}
+
+// The random part can be fixed, for transcripts, and a failing source
+// leaves a counter (logged), never a crash.
+func TestIDMinterRandomize(t *testing.T) {
+	is := is.New(t)
+	var g IDMinter
+	is.Equal(g.Mint("s"), frame.ID(`"mcp-stdio/s/1"`))
+	is.NoErr(g.Randomize(zeros{}))
+	is.Equal(g.Mint("s"), frame.ID(`"mcp-stdio/s/AAAAAAAAAAAAAAAA/2"`))
+	var f IDMinter
+	is.True(f.Randomize(strings.NewReader("short")) != nil)
+	is.Equal(f.Mint("s"), frame.ID(`"mcp-stdio/s/1"`))
+	is.True(testing.AllocsPerRun(100, func() { g.Mint("serve") }) <= 1) // the id's bytes only
 }

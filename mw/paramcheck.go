@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -27,6 +28,10 @@ type ParamCheckOptions struct {
 	// ListTimeout bounds the wait for the stage's own tools/list, all
 	// pages; 0 (or less) means [DefaultParamListTimeout].
 	ListTimeout time.Duration
+	// Rand is read once per server for the random part of the ids of the
+	// stage's own tools/list (see [IDMinter.Randomize]); nil means
+	// crypto/rand.
+	Rand io.Reader
 	// Logger receives a debug line per call let through unchecked and per
 	// refusal; nil discards.
 	Logger *slog.Logger
@@ -88,6 +93,9 @@ func CheckParamHeaders(o ParamCheckOptions) Middleware {
 			log:     loggerOrDiscard(o.Logger),
 			waiting: make(map[frame.ID]chan frame.Message),
 			dead:    make(chan struct{}),
+		}
+		if err := p.ids.Randomize(o.Rand); err != nil {
+			p.log.Error("the ids minted for this server are a plain counter", "err", err)
 		}
 		return Duplex{ToServer: HandlerFunc(p.toServer), ToClient: HandlerFunc(p.toClient)}
 	}

@@ -26,7 +26,7 @@ const checkTools = `{"tools":[` +
 	`{"name":"plain","inputSchema":{"type":"object"}}]}`
 
 // ownList is the stage's own tools/list, first one.
-const ownList = `{"jsonrpc":"2.0","id":"mcp-stdio/paramcheck/1","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+const ownList = `{"jsonrpc":"2.0","id":"mcp-stdio/paramcheck/AAAAAAAAAAAAAAAA/1","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 
 // checkCall is a 2026-07-28 tools/call under a minted id, as the router
 // hands it down.
@@ -85,7 +85,7 @@ func TestCheckParamHeaders(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			srv := newToolServer(checkTools)
-			toServer, client := pipeline(&srv.fakeServer, CheckParamHeaders(ParamCheckOptions{}))
+			toServer, client := pipeline(&srv.fakeServer, CheckParamHeaders(ParamCheckOptions{Rand: zeros{}}))
 			call := checkCall(1, tt.tool, tt.args).WithHeaders(tt.header)
 			err := toServer.Handle(modernCtx(t), call)
 			sent := srv.sent.lines()
@@ -109,7 +109,7 @@ func TestCheckParamHeaders(t *testing.T) {
 func TestCheckParamHeadersPassesTheRest(t *testing.T) {
 	is := is.New(t)
 	srv := newToolServer(checkTools)
-	toServer, client := pipeline(&srv.fakeServer, CheckParamHeaders(ParamCheckOptions{}))
+	toServer, client := pipeline(&srv.fakeServer, CheckParamHeaders(ParamCheckOptions{Rand: zeros{}}))
 	ctx := modernCtx(t)
 	list := frame.MustParse(`{"jsonrpc":"2.0","id":"mcp-stdio/serve/1","method":"tools/list","params":{` + modernMeta + `}}`)
 	cancel := frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"mcp-stdio/serve/1"}}`)
@@ -136,12 +136,12 @@ func TestCheckParamHeadersPages(t *testing.T) {
 		}
 		return nil, nil
 	}
-	toServer, _ := pipeline(&srv.fakeServer, CheckParamHeaders(ParamCheckOptions{}))
+	toServer, _ := pipeline(&srv.fakeServer, CheckParamHeaders(ParamCheckOptions{Rand: zeros{}}))
 	status, _ := refusal(toServer.Handle(modernCtx(t), checkCall(1, "sql", `{"region":"eu"}`)))
 	is.Equal(status, 400) // the tool on page 2 is checked
 	is.Equal(srv.sent.lines(), []string{
 		ownList,
-		`{"jsonrpc":"2.0","id":"mcp-stdio/paramcheck/2","method":"tools/list","params":{"cursor":"p2","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		`{"jsonrpc":"2.0","id":"mcp-stdio/paramcheck/AAAAAAAAAAAAAAAA/2","method":"tools/list","params":{"cursor":"p2","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
 	}) // a cursor seen before ends the listing
 }
 
@@ -151,7 +151,7 @@ func TestCheckParamHeadersMaxPages(t *testing.T) {
 	srv.answer = func(_ context.Context, m frame.Message) ([]frame.Message, error) {
 		return []frame.Message{answerWith(m, `{"tools":[],"nextCursor":"`+string(m.ID()[1:len(m.ID())-1])+`"}`)}, nil
 	}
-	toServer, _ := pipeline(&srv.fakeServer, CheckParamHeaders(ParamCheckOptions{MaxPages: 3}))
+	toServer, _ := pipeline(&srv.fakeServer, CheckParamHeaders(ParamCheckOptions{MaxPages: 3, Rand: zeros{}}))
 	is.NoErr(toServer.Handle(modernCtx(t), checkCall(1, "sql", `{}`)))
 	is.Equal(len(srv.sent.all()), 3+1) // three pages, then the call
 }
@@ -160,10 +160,10 @@ func TestCheckParamHeadersVersion(t *testing.T) {
 	// the stage's tools/list claims the version of the call that needs it
 	is := is.New(t)
 	srv := newToolServer(checkTools)
-	toServer, _ := pipeline(&srv.fakeServer, CheckParamHeaders(ParamCheckOptions{}))
+	toServer, _ := pipeline(&srv.fakeServer, CheckParamHeaders(ParamCheckOptions{Rand: zeros{}}))
 	call := frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"plain","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-12-01","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`)
 	is.NoErr(toServer.Handle(modernCtx(t), call))
-	is.Equal(srv.sent.lines()[0], `{"jsonrpc":"2.0","id":"mcp-stdio/paramcheck/1","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-12-01","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	is.Equal(srv.sent.lines()[0], `{"jsonrpc":"2.0","id":"mcp-stdio/paramcheck/AAAAAAAAAAAAAAAA/1","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-12-01","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 }
 
 func TestCheckParamHeadersListFails(t *testing.T) {
@@ -192,7 +192,7 @@ func TestCheckParamHeadersListFails(t *testing.T) {
 				}
 				return inner(ctx, m)
 			}
-			toServer, client := pipeline(&srv.fakeServer, CheckParamHeaders(ParamCheckOptions{Logger: log}))
+			toServer, client := pipeline(&srv.fakeServer, CheckParamHeaders(ParamCheckOptions{Logger: log, Rand: zeros{}}))
 			ctx := modernCtx(t)
 			bad := checkCall(1, "sql", `{"region":"eu"}`).WithHeaders(hdr("Mcp-Param-Region", "us"))
 			is.NoErr(toServer.Handle(ctx, bad)) // unchecked, not blocked
@@ -213,7 +213,7 @@ func TestCheckParamHeadersListFails(t *testing.T) {
 func TestCheckParamHeadersCache(t *testing.T) {
 	is := is.New(t)
 	srv := newToolServer(checkTools)
-	toServer, client := pipeline(&srv.fakeServer, CheckParamHeaders(ParamCheckOptions{}))
+	toServer, client := pipeline(&srv.fakeServer, CheckParamHeaders(ParamCheckOptions{Rand: zeros{}}))
 	ctx := modernCtx(t)
 	lists := func() int {
 		n := 0
@@ -417,7 +417,7 @@ func TestCheckParamHeadersOverAwaitAnswers(t *testing.T) {
 		conn := NewConn(EraStateless)
 		defer conn.Close(context.Canceled)
 		client := &recorder{}
-		d := Chain(CheckParamHeaders(ParamCheckOptions{}), AwaitAnswers(conn))(Duplex{ToServer: child, ToClient: client})
+		d := Chain(CheckParamHeaders(ParamCheckOptions{Rand: zeros{}}), AwaitAnswers(conn))(Duplex{ToServer: child, ToClient: client})
 		child.up.Bind(d.ToClient)
 		ctx := WithConn(t.Context(), conn)
 		done := make(chan error, 1)

@@ -2,6 +2,8 @@ package mw
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -11,12 +13,11 @@ import (
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
-// Limits of [ServeListen].
+// Limits of [ServeListen] (and [ShareListens]).
 const (
-	// MaxListenStreams is how many listens one child serves at once.
-	MaxListenStreams = 4
 	// ListenQueueSize is how many notifications wait for one listen's
-	// client; one more ends that listen.
+	// client; one more ends that listen. The queue takes memory only for
+	// what waits.
 	ListenQueueSize = 1024
 	// MaxListenResourceSubscriptions is how many URIs of one listen's
 	// resourceSubscriptions are honoured; the rest are dropped.
@@ -38,7 +39,7 @@ const (
 // maxPendingSubscribes bounds the subscribe and unsubscribe requests whose
 // answers ServeListen waits for, to learn of a failure; beyond it an
 // answer is still swallowed, but a failure goes unreported.
-const maxPendingSubscribes = 2 * MaxListenStreams * MaxListenResourceSubscriptions
+const maxPendingSubscribes = 2048
 
 // maxGoneListens bounds the ids of listens ended without a final response
 // whose notifications/cancelled (sent by the Router once their exchange is
@@ -47,6 +48,13 @@ const maxGoneListens = 16
 
 // ServeListenOptions configures [ServeListen].
 type ServeListenOptions struct {
+	// MaxListens bounds the listens served on one child at once; 0 means
+	// DefaultMaxListens.
+	MaxListens int
+	// Rand is read once per child for the random part of the ids of the
+	// stage's own requests (see [IDMinter.Randomize]); nil means
+	// crypto/rand.
+	Rand io.Reader
 	// Logger receives what happens to the listens; nil discards.
 	Logger *slog.Logger
 }
@@ -73,8 +81,8 @@ type ServeListenOptions struct {
 // advertises resources.subscribe: its non-empty strings, first spelling of
 // each value kept, duplicates dropped, at most
 // MaxListenResourceSubscriptions, the rest truncated. A listen beyond
-// MaxListenStreams on one child, or once the handle is closed, is refused
-// with [Refuse] (503, -32603) before any ack.
+// MaxListens on one child, or once the handle is closed, is refused
+// with [Refuse] (503 with Retry-After, -32603) before any ack.
 //
 // Ack. The listen is attached to the child's fan-out first, and then its
 // first frame is handed client-bound from Handle:
@@ -89,7 +97,7 @@ type ServeListenOptions struct {
 // Subscribe. After the ack, a goroutine takes the listen's references on
 // its URIs: the first reference to a URI on the child sends it
 // resources/subscribe, the last one released sends resources/unsubscribe,
-// both under ids minted as "mcp-stdio/serve-listen/<n>", whose answers are
+// both under ids minted as "mcp-stdio/serve-listen/<random>/<n>", whose answers are
 // swallowed. The counts are guarded by a lock held across the send, so a
 // URI's subscribe and unsubscribe reach the child in order; the stage's
 // other lock (the listens) is only ever taken inside it, never the other
@@ -129,6 +137,9 @@ type ServeListenOptions struct {
 // Subscribe). Every goroutine of the stage ends with its listen, or after
 // its sends to the child once the child is gone.
 func ServeListen(o ServeListenOptions) (Middleware, *ListenStreams) {
+	if o.MaxListens <= 0 {
+		o.MaxListens = DefaultMaxListens
+	}
 	ctl := &ListenStreams{stages: make(map[*serveListen]struct{})}
 	log := loggerOrDiscard(o.Logger)
 	return func(next Duplex) Duplex {
@@ -136,9 +147,13 @@ func ServeListen(o ServeListenOptions) (Middleware, *ListenStreams) {
 			next:    next,
 			log:     log,
 			ctl:     ctl,
+			max:     o.MaxListens,
 			refs:    make(map[string]int),
 			streams: make(map[frame.ID]*servedListen),
 			pending: make(map[frame.ID]string),
+		}
+		if err := st.ids.Randomize(o.Rand); err != nil {
+			log.Error("the ids minted for this server are a plain counter", "err", err)
 		}
 		return Duplex{ToServer: HandlerFunc(st.toServer), ToClient: HandlerFunc(st.toClient)}
 	}, ctl
@@ -191,6 +206,7 @@ type serveListen struct {
 	next Duplex
 	log  *slog.Logger
 	ctl  *ListenStreams
+	max  int
 	ids  IDMinter
 
 	subMu sync.Mutex
@@ -228,7 +244,7 @@ type servedListen struct {
 	uris  []listenURI
 	set   map[string]bool // uris by decoded value
 
-	queue    chan frame.Message
+	q        fanQueue
 	graceful chan struct{} // closed to end it gracefully
 	dctx     context.Context
 	stop     context.CancelFunc
@@ -308,10 +324,10 @@ func (st *serveListen) newListen(ctx context.Context, id frame.ID, req gjson.Res
 			prompts:   honour("promptsListChanged", "prompts.listChanged"),
 			resources: honour("resourcesListChanged", "resources.listChanged"),
 		},
-		queue:    make(chan frame.Message, ListenQueueSize),
 		graceful: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	s.q.init()
 	if subs := req.Get("resourceSubscriptions"); subs.IsArray() && ServesResourceSubscriptions(caps) {
 		s.set = make(map[string]bool)
 		s.uris = []listenURI{}
@@ -394,10 +410,11 @@ func (st *serveListen) attachLocked(ctx context.Context, s *servedListen) (*Conn
 			live++
 		}
 	}
-	if live >= MaxListenStreams {
+	if live >= st.max {
 		st.mu.Unlock()
-		st.log.Warn("refused a listen: the child serves as many as it may", "listen", s.id, "max", MaxListenStreams)
-		return nil, Refuse(503, s.id, frame.CodeInternalError, "too many listens on this server")
+		st.log.Warn("refused a listen: the server has as many listeners as it may; raise --max-listens", "listen", s.id, "max", st.max)
+		return nil, Refuse(503, s.id, frame.CodeInternalError,
+			fmt.Sprintf("this server already has %d listeners, the most the gateway allows (--max-listens); try again later", st.max))
 	}
 	first := !st.started
 	var conn *Conn
@@ -514,20 +531,16 @@ func (st *serveListen) deliver(s *servedListen) {
 		case <-s.dctx.Done():
 			st.end(s, false)
 			return
-		case m := <-s.queue:
-			if !send(m) {
-				return
+		case <-s.q.wake:
+			for _, m := range s.q.take() {
+				if !send(m) {
+					return
+				}
 			}
 		case <-s.graceful:
-		drain:
-			for {
-				select {
-				case m := <-s.queue:
-					if !send(m) {
-						return
-					}
-				default:
-					break drain
+			for _, m := range s.q.take() {
+				if !send(m) {
+					return
 				}
 			}
 			if !send(s.final()) {
@@ -687,9 +700,7 @@ func (st *serveListen) fanOut(m frame.Message, wants func(*servedListen) bool) {
 			st.log.Debug("dropped a notification that cannot be stamped", "listen", s.id, "method", m.Method(), "err", err)
 			continue
 		}
-		select {
-		case s.queue <- out:
-		default:
+		if !s.q.push(out, ListenQueueSize) {
 			over = append(over, s)
 		}
 	}

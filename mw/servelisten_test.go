@@ -127,7 +127,7 @@ type listenRig struct {
 	logs   *transporttest.SyncBuffer
 }
 
-func newListenRig(t *testing.T, caps string) *listenRig {
+func newListenRig(t *testing.T, caps string, maxListens ...int) *listenRig {
 	t.Helper()
 	conn := NewConn(EraSession)
 	conn.Initialized(
@@ -135,7 +135,11 @@ func newListenRig(t *testing.T, caps string) *listenRig {
 		frame.MustParse(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"serverInfo":{"name":"child","version":"1"}}}`),
 	)
 	log, logs := testLogger()
-	stage, ctl := ServeListen(ServeListenOptions{Logger: log})
+	o := ServeListenOptions{Logger: log, Rand: zeros{}}
+	if len(maxListens) > 0 {
+		o.MaxListens = maxListens[0]
+	}
+	stage, ctl := ServeListen(o)
 	r := &listenRig{
 		ctx:    WithConn(context.Background(), conn),
 		conn:   conn,
@@ -206,13 +210,13 @@ func TestServeListenAckFirstAndBeforeSubscribe(t *testing.T) {
 	is := is.New(t)
 	r := newListenRig(t, allCaps)
 	oc := &orderedClient{child: r.child}
-	stage, _ := ServeListen(ServeListenOptions{})
+	stage, _ := ServeListen(ServeListenOptions{Rand: zeros{}})
 	r.d = stage(Duplex{ToServer: r.child, ToClient: oc})
 	r.child.up.Bind(r.d.ToClient)
 
 	is.NoErr(r.listen(7, `{"toolsListChanged":true,"resourceSubscriptions":["file:///a"]}`, nil))
 	sub := r.child.next(t) // the subscribe comes after the ack was handed on
-	is.Equal(sub.String(), `{"jsonrpc":"2.0","id":"mcp-stdio/serve-listen/1","method":"resources/subscribe","params":{"uri":"file:///a"}}`)
+	is.Equal(sub.String(), `{"jsonrpc":"2.0","id":"mcp-stdio/serve-listen/AAAAAAAAAAAAAAAA/1","method":"resources/subscribe","params":{"uri":"file:///a"}}`)
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
 	is.Equal(oc.seen, []string{
@@ -358,14 +362,14 @@ func TestServeListenRefCountedSubscribe(t *testing.T) {
 	r := newListenRig(t, allCaps)
 	is.NoErr(r.listen(1, `{"resourceSubscriptions":["x","y"]}`, nil))
 	r.client.next(t)
-	is.Equal(r.child.next(t).String(), `{"jsonrpc":"2.0","id":"mcp-stdio/serve-listen/1","method":"resources/subscribe","params":{"uri":"x"}}`)
-	is.Equal(r.child.next(t).String(), `{"jsonrpc":"2.0","id":"mcp-stdio/serve-listen/2","method":"resources/subscribe","params":{"uri":"y"}}`)
+	is.Equal(r.child.next(t).String(), `{"jsonrpc":"2.0","id":"mcp-stdio/serve-listen/AAAAAAAAAAAAAAAA/1","method":"resources/subscribe","params":{"uri":"x"}}`)
+	is.Equal(r.child.next(t).String(), `{"jsonrpc":"2.0","id":"mcp-stdio/serve-listen/AAAAAAAAAAAAAAAA/2","method":"resources/subscribe","params":{"uri":"y"}}`)
 	is.NoErr(r.listen(2, `{"resourceSubscriptions":["x","z"]}`, nil))
 	r.client.next(t)
-	is.Equal(r.child.next(t).String(), `{"jsonrpc":"2.0","id":"mcp-stdio/serve-listen/3","method":"resources/subscribe","params":{"uri":"z"}}`)
+	is.Equal(r.child.next(t).String(), `{"jsonrpc":"2.0","id":"mcp-stdio/serve-listen/AAAAAAAAAAAAAAAA/3","method":"resources/subscribe","params":{"uri":"z"}}`)
 
 	r.cancel(t, 1) // x is still held by listen 2
-	is.Equal(r.child.next(t).String(), `{"jsonrpc":"2.0","id":"mcp-stdio/serve-listen/4","method":"resources/unsubscribe","params":{"uri":"y"}}`)
+	is.Equal(r.child.next(t).String(), `{"jsonrpc":"2.0","id":"mcp-stdio/serve-listen/AAAAAAAAAAAAAAAA/4","method":"resources/unsubscribe","params":{"uri":"y"}}`)
 	r.fromChild(t, `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"y"}}`)
 	r.fromChild(t, `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"x"}}`)
 	is.Equal(r.client.next(t), stamped(2, "notifications/resources/updated", `"uri":"x"`)) // listen 1 gets nothing more
@@ -421,8 +425,8 @@ func (r *listenRig) settle() {
 
 func TestServeListenCap(t *testing.T) {
 	is := is.New(t)
-	r := newListenRig(t, allCaps)
-	for n := range MaxListenStreams {
+	r := newListenRig(t, allCaps, 4)
+	for n := range 4 {
 		is.NoErr(r.listen(n, `{"toolsListChanged":true}`, nil))
 		r.client.next(t)
 	}
@@ -430,7 +434,9 @@ func TestServeListenCap(t *testing.T) {
 	var se *frame.StatusError
 	is.True(errors.As(err, &se))
 	is.Equal(se.Code, 503)
-	is.Equal(string(se.Body), `{"jsonrpc":"2.0","id":"mcp-stdio/serve/9","error":{"code":-32603,"message":"too many listens on this server"}}`)
+	is.Equal(se.Header.Get("Retry-After"), "1")
+	is.Equal(string(se.Body), `{"jsonrpc":"2.0","id":"mcp-stdio/serve/9","error":{"code":-32603,"message":"this server already has 4 listeners, the most the gateway allows (--max-listens); try again later"}}`)
+	is.True(strings.Contains(r.logs.String(), "raise --max-listens"))
 	r.client.none(t) // no ack
 
 	r.cancel(t, 0)

@@ -171,6 +171,11 @@ type ServeConfig struct {
 	// (one per principal) alive at once; 0 means
 	// mw.DefaultMaxPooledChildren.
 	MaxModernChildren int
+	// MaxListens bounds the subscriptions/listen streams open on one of
+	// those children at once, its clients' together (mw.ServeListen for a
+	// child of the session era, mw.ShareListens for a dual-era one); 0
+	// means mw.DefaultMaxListens. One more gets 503 with Retry-After.
+	MaxListens int
 	// StateKey seals the requestState of the multi round-trip requests
 	// serve makes for a session-era child's own requests (see
 	// mw.ParkChildRequests): mw.StateKeySize bytes, shared by replicas
@@ -193,6 +198,11 @@ type ServeConfig struct {
 	// Version is the gateway's version, named in the clientInfo of the
 	// handshakes it performs itself; "" means "0".
 	Version string
+	// Rand is read for the random part of the ids serve mints toward the
+	// children of 2026-07-28 clients, drawn once per child and stage (see
+	// mw.IDMinter.Randomize); it must be safe for concurrent use. nil
+	// means crypto/rand; tests that pin minted ids give a fixed one.
+	Rand io.Reader
 	// CacheTTL is the ttlMs serve gives the cacheable results of a child
 	// that speaks only the session era, for its 2026-07-28 clients (see
 	// mw.StampResults): 0 means mw.DefaultCacheTTL, negative ttlMs 0.
@@ -265,10 +275,11 @@ type Server struct {
 	listen  mw.Middleware
 	listens *mw.ListenStreams
 	park    mw.Middleware
-	// The stage that follows the listens the pool's dual-era children
-	// serve themselves, and the handle that ends them.
-	passListen    mw.Middleware
-	passedListens *mw.PassedListens
+	// The stage that shares the listens of the pool's dual-era children
+	// (one listen on the child for all the clients asking the same), and
+	// the handle that ends them.
+	shareListen   mw.Middleware
+	sharedListens *mw.SharedListens
 	http          *transport.HTTPServer
 	sse           *transport.SSEServer // nil when NoSSE
 	handler       http.Handler
@@ -374,8 +385,8 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 		cfg.ReplicaID = mw.NewReplicaID()
 	}
 	s.cfg = cfg
-	s.listen, s.listens = mw.ServeListen(mw.ServeListenOptions{Logger: cfg.Logger})
-	s.passListen, s.passedListens = mw.PassListens(mw.PassListensOptions{Logger: cfg.Logger})
+	s.listen, s.listens = mw.ServeListen(mw.ServeListenOptions{MaxListens: cfg.MaxListens, Rand: cfg.Rand, Logger: cfg.Logger})
+	s.shareListen, s.sharedListens = mw.ShareListens(mw.ShareListensOptions{MaxListens: cfg.MaxListens, Rand: cfg.Rand, Logger: cfg.Logger})
 	s.park = mw.ParkChildRequests(mw.ParkOptions{StateKey: cfg.StateKey, ReplicaID: cfg.ReplicaID, StateTTL: cfg.InputTimeout, Gather: ParkGather, Parked: s.parked, Logger: cfg.Logger})
 	s.pool = mw.NewPool(mw.PoolOptions{
 		Start:       s.startPooledChild,
@@ -752,12 +763,12 @@ func runUntilDone(ctx context.Context, done <-chan struct{}, f func(context.Cont
 // pooledStages lists the stages in front of a pooled child, nearest the
 // client first, for the kind of child its handshake found.
 func (s *Server) pooledStages(conn *mw.Conn, log *slog.Logger) []mw.Middleware {
-	router := mw.ModernRouter(mw.ModernRouterOptions{Conn: conn, Logger: log})
-	paramHeaders := mw.CheckParamHeaders(mw.ParamCheckOptions{Logger: log})
+	router := mw.ModernRouter(mw.ModernRouterOptions{Conn: conn, Rand: s.cfg.Rand, Logger: log})
+	paramHeaders := mw.CheckParamHeaders(mw.ParamCheckOptions{Rand: s.cfg.Rand, Logger: log})
 	if conn.Era() == mw.EraStateless { // dual-era: its own 2026-07-28 face
 		return []mw.Middleware{
 			router,
-			s.passListen, // ends the child's own listens at the drain
+			s.shareListen, // one listen on the child per filter, fanned out
 			paramHeaders,
 			mw.AwaitAnswers(conn),
 		}

@@ -54,7 +54,7 @@ func (s *Server) drain(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
 	defer cancel()
 	// A listen lasts until it is ended: end them first, gracefully.
-	err := errors.Join(s.passedListens.Close(dctx), s.listens.Close(dctx))
+	err := errors.Join(s.sharedListens.Close(dctx), s.listens.Close(dctx))
 	if err == nil {
 		err = s.http.WaitIdle(dctx)
 	}

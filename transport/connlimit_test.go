@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,10 +67,46 @@ func limitedListener(t *testing.T, max int, log io.Writer) (string, <-chan net.C
 
 const refusalBody = `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many connections (at most 2); try again later"}}`
 
-// Beyond the cap, a connection gets an immediate 503 and is closed; those
-// within are not disturbed, and closing one makes room. A flood of
-// refusals is logged once.
-func TestLimitConnections(t *testing.T) {
+// carries checks that bytes written on w arrive on r: both are open.
+func carries(t *testing.T, w, r net.Conn) {
+	t.Helper()
+	if _, err := w.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(r, got); err != nil || string(got) != "ping" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+}
+
+// closedQuietly reports whether the peer closed c without sending a byte.
+func closedQuietly(c net.Conn) bool {
+	got, err := io.ReadAll(c)
+	return len(got) == 0 && err == nil
+}
+
+// refusedWith503 sends a request head on a new connection and checks the
+// answer is the refusal, with Retry-After, before the close.
+func refusedWith503(t *testing.T, addr string) {
+	t.Helper()
+	is := is.New(t)
+	c := dialRaw(t, addr)
+	_, err := io.WriteString(c, "GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n")
+	is.NoErr(err)
+	br := bufio.NewReader(c)
+	resp, got := transporttest.ReadResponse(t, br)
+	is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
+	is.True(resp.Close)
+	is.Equal(resp.Header.Get("Retry-After"), "1")
+	is.Equal(resp.Header.Get("Content-Type"), "application/json")
+	is.Equal(got, refusalBody)
+	is.True(transporttest.ClosedByPeer(br))
+	c.Close() // the refusal waits for it
+}
+
+// At the limit a new connection takes the place of the one silent
+// longest; one whose client has sent bytes is never closed for it.
+func TestLimitConnectionsMakesRoomFromTheLongestIdle(t *testing.T) {
 	is := is.New(t)
 	var logs transporttest.SyncBuffer
 	addr, accepted := limitedListener(t, 2, &logs)
@@ -76,64 +114,162 @@ func TestLimitConnections(t *testing.T) {
 	sa := next(t, accepted)
 	b := dialRaw(t, addr)
 	sb := next(t, accepted)
+	carries(t, b, sb) // b has spoken: busy from now on
 
-	refused := func() {
-		t.Helper()
-		c := dialRaw(t, addr)
-		_, err := io.WriteString(c, "GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n")
-		is.NoErr(err)
-		br := bufio.NewReader(c)
-		resp, got := transporttest.ReadResponse(t, br)
-		is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
-		is.True(resp.Close)
-		is.Equal(resp.Header.Get("Retry-After"), "1")
-		is.Equal(resp.Header.Get("Content-Type"), "application/json")
-		is.Equal(got, refusalBody)
-		is.True(transporttest.ClosedByPeer(br))
-	}
-	refused()
+	c := dialRaw(t, addr) // the limit: a, silent since its accept, makes room
+	sc := next(t, accepted)
+	is.True(closedQuietly(a))
+	carries(t, sc, c)
+	carries(t, b, sb) // untouched
+	_ = sa
 
-	// The connections within the cap still carry bytes both ways.
-	for _, pair := range [][2]net.Conn{{a, sa}, {sb, b}} {
-		_, err := pair[0].Write([]byte("ping"))
-		is.NoErr(err)
-		got := make([]byte, 4)
-		_, err = io.ReadFull(pair[1], got)
-		is.NoErr(err)
-		is.Equal(string(got), "ping")
-	}
+	d := dialRaw(t, addr) // c has only been written to: it is the idle one now
+	sd := next(t, accepted)
+	is.True(closedQuietly(c))
+	carries(t, d, sd)
+	carries(t, b, sb)
+	is.Equal(strings.Count(logs.String(), "closing the longest idle"), 1) // one line for the lot
 
-	for range 5 {
-		refused()
+	refusedWith503(t, addr) // b and d are busy: no room
+}
+
+// Bytes the kernel holds for a connection no one has read yet are a
+// request arriving: it is not idle, and a newcomer is refused instead.
+func TestLimitConnectionsKeepsAConnectionWithUnreadBytes(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("unread bytes are counted on Linux")
 	}
+	is := is.New(t)
+	addr, accepted := limitedListener(t, 2, io.Discard)
+	a := dialRaw(t, addr)
+	sa := next(t, accepted).(*limitedConn)
+	b := dialRaw(t, addr)
+	sb := next(t, accepted)
+	carries(t, b, sb)
+	_, err := io.WriteString(a, "GET / HTTP/1.1\r\n") // not read by the server
+	is.NoErr(err)
+	deadline := time.Now().Add(serverTestWait)
+	for unreadBytes(sa.Conn) == 0 { // loopback hands the bytes over at once; this waits for the kernel, not for time
+		if time.Now().After(deadline) {
+			t.Fatal("the bytes never arrived")
+		}
+		runtime.Gosched()
+	}
+	refusedWith503(t, addr)
+	got := make([]byte, 16)
+	n, err := io.ReadFull(sa, got)
+	is.NoErr(err)
+	is.Equal(string(got[:n]), "GET / HTTP/1.1\r\n") // a's request is whole
+}
+
+// Beyond the cap with nothing idle, a connection gets an immediate 503 and
+// is closed; those within are not disturbed, and closing one makes room.
+// A flood of refusals is logged once.
+func TestLimitConnectionsRefusesWhenNoneIsIdle(t *testing.T) {
+	is := is.New(t)
+	var logs transporttest.SyncBuffer
+	addr, accepted := limitedListener(t, 2, &logs)
+	a := dialRaw(t, addr)
+	sa := next(t, accepted)
+	b := dialRaw(t, addr)
+	sb := next(t, accepted)
+	carries(t, a, sa)
+	carries(t, b, sb)
+
+	for range 6 {
+		refusedWith503(t, addr)
+	}
+	carries(t, a, sa) // the connections within the cap still carry bytes
+	carries(t, sb, b)
 	is.Equal(strings.Count(logs.String(), "refusing connections"), 1) // one line for the flood
 	is.True(strings.Contains(logs.String(), "max=2"))
 
 	sa.Close() // makes room at once
 	d := dialRaw(t, addr)
 	sd := next(t, accepted)
-	_, err := d.Write([]byte("pong"))
-	is.NoErr(err)
-	got := make([]byte, 4)
-	_, err = io.ReadFull(sd, got)
-	is.NoErr(err)
-	is.Equal(string(got), "pong")
+	carries(t, d, sd)
 }
 
-// While 64 refusals are under way, a further connection is closed at once,
-// without an answer.
+// With the http.Server's ConnState, a keep-alive connection between
+// requests is idle and makes room; one with a request in flight is never
+// closed, and its request is answered.
+func TestLimitConnectionsFollowsTheServersConnState(t *testing.T) {
+	is := is.New(t)
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	ln := LimitConnections(inner, 2, nil)
+	release := make(chan struct{})
+	inHandler := make(chan struct{}, 1)
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/slow" {
+				inHandler <- struct{}{}
+				<-release
+			}
+			_, _ = io.WriteString(w, "ok")
+		}),
+		ConnState: ln.ConnState,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+	})
+	addr := inner.Addr().String()
+	get := func(c net.Conn, br *bufio.Reader, path string) *http.Response {
+		t.Helper()
+		_, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: localhost\r\n\r\n")
+		is.NoErr(err)
+		resp, body := transporttest.ReadResponse(t, br)
+		is.Equal(body, "ok")
+		return resp
+	}
+
+	slow := dialRaw(t, addr) // a request in flight
+	_, err = io.WriteString(slow, "GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	is.NoErr(err)
+	<-inHandler
+	keep := dialRaw(t, addr) // answered, then idle between requests
+	kbr := bufio.NewReader(keep)
+	is.Equal(get(keep, kbr, "/").StatusCode, http.StatusOK)
+	deadline := time.Now().Add(serverTestWait)
+	for ln.Open() != 2 || ln.idleLen() != 1 { // the server reports the keep-alive idle after it wrote the answer
+		if time.Now().After(deadline) {
+			t.Fatal("the keep-alive connection never went idle")
+		}
+		runtime.Gosched()
+	}
+
+	fresh := dialRaw(t, addr)
+	is.Equal(get(fresh, bufio.NewReader(fresh), "/").StatusCode, http.StatusOK) // in keep's place
+	is.True(transporttest.ClosedByPeer(kbr))
+
+	close(release) // the request in flight was never cut
+	resp, body := transporttest.ReadResponse(t, bufio.NewReader(slow))
+	is.Equal(resp.StatusCode, http.StatusOK)
+	is.Equal(body, "ok")
+}
+
+// While 64 refusals wait for silent clients, the oldest of them makes room
+// for a further refusal, so that a client that does send its request
+// still reads the 503.
 func TestLimitConnectionsBoundsTheRefusals(t *testing.T) {
 	is := is.New(t)
 	addr, accepted := limitedListener(t, 1, io.Discard)
-	dialRaw(t, addr)
-	next(t, accepted)
-	for range maxRefusing {
-		dialRaw(t, addr) // sends nothing: its refusal waits for a request head
+	busy := dialRaw(t, addr)
+	carries(t, busy, next(t, accepted))
+	silent := make([]net.Conn, maxRefusing)
+	for i := range silent {
+		silent[i] = dialRaw(t, addr) // sends nothing: its refusal waits for a request head
 	}
 	c := dialRaw(t, addr)
-	io.WriteString(c, "GET /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n")
-	got, _ := io.ReadAll(c) // EOF, or a reset: the request was never read
-	is.Equal(len(got), 0)
+	_, err := io.WriteString(c, "GET /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	is.NoErr(err)
+	resp, _ := transporttest.ReadResponse(t, bufio.NewReader(c))
+	is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
+	is.Equal(resp.Header.Get("Retry-After"), "1")
+	is.True(closedQuietly(silent[0])) // the oldest silent refusal made room
 }
 
 // FuzzHeadScanner feeds arbitrary bytes, split at an arbitrary point, to
@@ -183,4 +319,75 @@ func (r *oneByteReader) Read(p []byte) (int, error) {
 	p[0] = r.b[0]
 	r.b = r.b[1:]
 	return 1, nil
+}
+
+// idleLen returns the number of connections idle now.
+func (l *LimitedListener) idleLen() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for c := l.idle.head; c != nil; c = c.next {
+		n++
+	}
+	return n
+}
+
+// headsLen returns the number of connections sending a request head.
+func (l *LimitedListener) headsLen() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for c := l.heads.head; c != nil; c = c.next {
+		n++
+	}
+	return n
+}
+
+// Connections trickling a request head (the slow-header attack) hold
+// their place for slowHead, not for the server's header timeout: past it,
+// with none idle, the one that started longest ago makes room for a new
+// connection, whose request is answered.
+func TestLimitConnectionsMakesRoomFromASlowHead(t *testing.T) {
+	is := is.New(t)
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	ln := LimitConnections(inner, 2, nil)
+	var clock atomic.Int64 // seconds
+	ln.now = func() time.Time { return time.Unix(clock.Load(), 0) }
+	srv := &http.Server{
+		Handler:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }),
+		ConnState: ln.ConnState,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+	})
+	addr := inner.Addr().String()
+	var slow []net.Conn
+	for i := range 2 {
+		c := dialRaw(t, addr)
+		_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: loc") // and no more
+		is.NoErr(err)
+		slow = append(slow, c)
+		deadline := time.Now().Add(serverTestWait)
+		for ln.headsLen() != i+1 { // the server has read what came of the head
+			if time.Now().After(deadline) {
+				t.Fatal("the head never arrived")
+			}
+			runtime.Gosched()
+		}
+	}
+
+	refusedWith503(t, addr) // too soon to call them slow
+	clock.Add(int64(slowHead / time.Second))
+	fresh := dialRaw(t, addr)
+	_, err = io.WriteString(fresh, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	is.NoErr(err)
+	resp, body := transporttest.ReadResponse(t, bufio.NewReader(fresh))
+	is.Equal(resp.StatusCode, http.StatusOK)
+	is.Equal(body, "ok")
+	got, _ := io.ReadAll(slow[0]) // the first slow head was closed, unanswered
+	is.Equal(len(got), 0)
 }

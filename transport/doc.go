@@ -28,7 +28,7 @@
 //     [SSEServer], its face for clients of the HTTP+SSE transport of
 //     2024-11-05, whose POSTs' exchanges are carried by their session's
 //     stream; [LimitConnections], the listener that caps their
-//     connections.
+//     connections, making room from the idle ones.
 //
 // Resource limits are the transports' too: a request body that stops
 // arriving is given up ([BodyLimits.ReadTimeout]), and a [frame.Budget]

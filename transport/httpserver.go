@@ -33,7 +33,8 @@ const (
 // notifications and responses gets 202, a DELETE 204. An error is the
 // answer instead: a *frame.StatusError is written as it is (its status,
 // header fields and body; Content-Type application/json unless it names
-// another), anything else as 502 with a JSON-RPC error.
+// another; a 503 without Retry-After gets "Retry-After: 1"), anything else
+// as 502 with a JSON-RPC error.
 type ServeFunc func(ctx context.Context, m frame.Message, x *Exchange) error
 
 // HTTPServerConfig configures an [HTTPServer].
@@ -299,6 +300,9 @@ func (s *HTTPServer) refuse(w http.ResponseWriter, id frame.ID, err error) {
 		if h.Get("Content-Type") == "" && len(st.Body) > 0 {
 			h.Set("Content-Type", "application/json") // a JSON-RPC error, as a rule
 		}
+		if st.Code == http.StatusServiceUnavailable && h.Get("Retry-After") == "" {
+			h.Set("Retry-After", unavailableRetryAfter) // not taken: try again
+		}
 		h.Set("Content-Length", strconv.Itoa(len(st.Body)))
 		w.WriteHeader(st.Code)
 		_, _ = w.Write(st.Body)
@@ -307,6 +311,10 @@ func (s *HTTPServer) refuse(w http.ResponseWriter, id frame.ID, err error) {
 	s.log.Debug("could not deliver a client message", "err", err)
 	writeRPCError(w, http.StatusBadGateway, id, frame.CodeGateway, "the server could not take the message: "+err.Error())
 }
+
+// unavailableRetryAfter is the Retry-After, in seconds, of a 503 refusal
+// that names none.
+const unavailableRetryAfter = "1"
 
 // beginRequest counts a POST in flight, until endRequest.
 func (s *HTTPServer) beginRequest() {

@@ -233,6 +233,9 @@ func TestServerRefusals(t *testing.T) {
 		if m.Method() == "teapot" {
 			return &frame.StatusError{Code: http.StatusTeapot, Header: http.Header{"X-Why": {"tea"}}, Body: []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"no"}}`)}
 		}
+		if m.Method() == "later" {
+			return &frame.StatusError{Code: http.StatusServiceUnavailable, Body: []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"later"}}`)}
+		}
 		_ = x.Send(ctx, frame.MustParse(`{"jsonrpc":"2.0","method":"queued"}`), "")
 		return errors.New("the pipe broke")
 	}})
@@ -241,6 +244,12 @@ func TestServerRefusals(t *testing.T) {
 	is.Equal(resp.StatusCode, http.StatusTeapot)
 	is.Equal(resp.Header.Get("X-Why"), "tea")
 	is.Equal(resp.Header.Get("Content-Type"), "application/json")
+	is.Equal(resp.Header.Get("Retry-After"), "")
+
+	resp = h.do(t, t.Context(), "POST", `{"jsonrpc":"2.0","id":1,"method":"later"}`, "Accept", acceptBoth)
+	is.Equal(body(t, resp), `{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"later"}}`)
+	is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
+	is.Equal(resp.Header.Get("Retry-After"), "1") // a 503 always says when to come back
 
 	resp = h.do(t, t.Context(), "POST", `[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":7,"method":"a"}]`, "Accept", acceptBoth)
 	is.Equal(body(t, resp), `{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"the server could not take the message: the pipe broke"}}`)

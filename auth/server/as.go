@@ -399,11 +399,19 @@ func errServer(format string, args ...any) *OAuthError {
 
 // writeError answers err as RFC 6749 §5.2 JSON.
 func writeError(w http.ResponseWriter, err *OAuthError) {
-	if err.status == http.StatusUnauthorized {
+	switch err.status {
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Basic realm="mcp-stdio"`)
+	case http.StatusServiceUnavailable: // temporarily_unavailable: a table is full
+		w.Header().Set("Retry-After", unavailableRetryAfter)
 	}
 	writeJSON(w, err.status, err)
 }
+
+// unavailableRetryAfter is the Retry-After, in seconds, of a 503
+// temporarily_unavailable: the client may try again once sign-ins in
+// progress have finished or expired.
+const unavailableRetryAfter = "10"
 
 // readForm reads a POST form body of at most maxFormBody bytes.
 func readForm(w http.ResponseWriter, r *http.Request) (string, *OAuthError) {

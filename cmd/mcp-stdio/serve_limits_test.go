@@ -93,23 +93,15 @@ func TestServeClosesIdleConnections(t *testing.T) {
 	is.True(time.Since(answered) >= 300*time.Millisecond)
 }
 
-// Beyond --max-connections a connection gets an immediate 503 and is
-// closed, while those within are served; the refusals are logged once,
-// and a connection closed makes room.
+// At --max-connections with every connection carrying a request (two
+// listens, whose streams stay open), a new connection gets an immediate
+// 503 with Retry-After and is closed, while those within are served; the
+// refusals are logged once, and a connection closed makes room.
 func TestServeCapsConnections(t *testing.T) {
 	is := is.New(t)
-	_, stderr, endpoint := startGateway(t, "--max-connections", "2")
-	served := func(c net.Conn, br *bufio.Reader) {
-		t.Helper()
-		_, err := io.WriteString(c, rawGET)
-		is.NoErr(err)
-		resp, _ := transporttest.ReadResponse(t, br)
-		is.Equal(resp.StatusCode, http.StatusNotFound)
-	}
-	a, abr := gatewayConn(t, endpoint)
-	served(a, abr)
-	b, bbr := gatewayConn(t, endpoint)
-	served(b, bbr)
+	_, stderr, endpoint := startGateway(t, append([]string{"--max-connections", "2"}, exampleChild(t)...)...)
+	a := openListen(t, endpoint, "1")
+	b := openListen(t, endpoint, "2")
 
 	for range 5 {
 		c, cbr := gatewayConn(t, endpoint)
@@ -122,30 +114,130 @@ func TestServeCapsConnections(t *testing.T) {
 		is.Equal(body, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many connections (at most 2); try again later"}}`)
 		is.True(transporttest.ClosedByPeer(cbr))
 	}
-	served(a, abr) // still served
-	served(b, bbr)
 	// The first refusal is logged (stderr comes through a pipe: wait for
 	// it); the others, within 10 s of it, are only counted.
 	stderr.Watch(refusingConnections).Next(t, cmdTestWait)
 	is.Equal(strings.Count(stderr.String(), "refusing connections"), 1)
 
-	a.Close()
-	// The gateway sees the close when its read of the idle connection
-	// ends; until then a new connection is still refused.
+	a.close() // the client goes: its connection makes room...
 	deadline := time.Now().Add(cmdTestWait)
 	for {
 		d, dbr := gatewayConn(t, endpoint)
 		_, err := io.WriteString(d, rawGET)
 		is.NoErr(err)
 		resp, _ := transporttest.ReadResponse(t, dbr)
+		d.Close() // a refusal ends when its client has gone
 		if resp.StatusCode == http.StatusNotFound {
 			break
 		}
+		// ...once the gateway has seen the close, which it learns when its
+		// read of the stream's connection ends; until then, still 503.
 		is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
+		is.Equal(resp.Header.Get("Retry-After"), "1")
 		if time.Now().After(deadline) {
 			t.Fatal("closing a connection made no room")
 		}
-		time.Sleep(20 * time.Millisecond) // a pause between attempts, not a synchronisation
+	}
+	b.close()
+	stillServing(t, endpoint)
+}
+
+// listenStream is an open subscriptions/listen whose ack has come.
+type listenStream struct {
+	resp   *http.Response
+	events *bufio.Reader
+	client *http.Client
+}
+
+// openListen opens a 2026-07-28 listen for tools/list_changed on a
+// connection of its own and reads its ack.
+func openListen(t *testing.T, endpoint, id string) *listenStream {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{}}
+	resp, err := client.Do(modernRequest(t, endpoint, id, "subscriptions/listen", `"notifications":{"toolsListChanged":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("listen %s: %d %s", id, resp.StatusCode, b)
+	}
+	l := &listenStream{resp: resp, events: bufio.NewReader(resp.Body), client: client}
+	t.Cleanup(l.close)
+	ack := l.next(t)
+	if ack.Method() != "notifications/subscriptions/acknowledged" || ack.Get(`params._meta.io\.modelcontextprotocol\/subscriptionId`).Raw != id {
+		t.Fatalf("listen %s: want its ack first, got %s", id, ack)
+	}
+	return l
+}
+
+// next returns the stream's next message.
+func (l *listenStream) next(t *testing.T) frame.Message {
+	t.Helper()
+	for {
+		line, err := l.events.ReadString('\n')
+		if err != nil {
+			t.Fatalf("listen stream: %v", err)
+		}
+		if data, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data: "); ok {
+			return frame.MustParse(data)
+		}
+	}
+}
+
+func (l *listenStream) close() {
+	l.resp.Body.Close()
+	l.client.CloseIdleConnections()
+}
+
+// A flood of connections opened and left silent (the attack: more than
+// --max-connections of them, holding every slot until the header timeout)
+// keeps no client out: each new connection takes the place of the one
+// silent longest, so a request after the flood is answered, not reset,
+// and the oldest silent connections were closed without a word.
+func TestServeSurvivesASilentConnectionFlood(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		flood int
+	}{
+		{"max 100", []string{"--max-connections", "100"}, 1100},
+		{"default", nil, 1100}, // the default limit, 1024
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			_, _, endpoint := startGateway(t, append(tc.flags, exampleChild(t)...)...)
+			u, err := url.Parse(endpoint)
+			is.NoErr(err)
+			silent := make([]net.Conn, tc.flood)
+			for i := range silent {
+				c, err := net.DialTimeout("tcp", u.Host, cmdTestWait)
+				is.NoErr(err)
+				silent[i] = c
+			}
+			t.Cleanup(func() {
+				for _, c := range silent {
+					c.Close()
+				}
+			})
+
+			client := &http.Client{Transport: &http.Transport{}}
+			defer client.CloseIdleConnections()
+			for _, id := range []string{"1", "2"} { // two requests, each answered once
+				resp, err := client.Do(modernRequest(t, endpoint, id, "tools/list", ""))
+				is.NoErr(err) // not reset
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				is.NoErr(err)
+				is.Equal(resp.StatusCode, http.StatusOK)
+				is.Equal(strings.Count(string(body), `"id":`+id+`,"result"`), 1)
+			}
+			silent[0].SetDeadline(time.Now().Add(cmdTestWait))
+			got, err := io.ReadAll(silent[0]) // the oldest made room: closed, nothing written
+			is.NoErr(err)
+			is.Equal(len(got), 0)
+			stillServing(t, endpoint)
+		})
 	}
 }
 
@@ -235,6 +327,7 @@ func TestServeLimitFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"serve", "--max-buffered", "1MiB"}, // below --max-body's 64 MiB
 		{"serve", "--max-connections", "0"},
+		{"serve", "--max-listens", "0"},
 		{"serve", "--conn-idle-timeout", "0"},
 		{"serve", "--read-timeout", "-1s"},
 	} {

@@ -28,6 +28,10 @@ type Options struct {
 	// callers leave it unset). The commands then tune the process: see
 	// tuneStdioProcess and tuneServeProcess.
 	OwnProcess bool
+	// Rand, when set, is serve's source of the random part of the ids it
+	// mints toward its children (pipeline.ServeConfig.Rand) instead of
+	// crypto/rand: transcript tests give a fixed one.
+	Rand io.Reader
 }
 
 // Exit codes.

@@ -56,7 +56,7 @@ func serveHelp(maxBufferedNote string) helpLayout {
 		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
 			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id",
 			"health-path", "admin-addr", "drop-client-capability", "session-idle-timeout", "max-sessions",
-			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout",
+			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "max-listens", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout",
 			"max-body", "max-message-size", "max-depth", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level", "log-format"},
 		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
@@ -107,6 +107,7 @@ type serveFlags struct {
 	maxSessions   int
 	modernIdle    duration
 	maxModern     int
+	maxListens    int
 	modernOnly    bool
 	claimless     bool
 	stateKey      string
@@ -168,6 +169,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.BoolVar(&f.claimless, "accept-claimless-resource-read", false, "take a resources/read that names no protocol version and no session (the Claude iOS app's) as a 2026-07-28 request")
 	fs.Var(&f.modernIdle, "modern-idle-ttl", "stop the process serving a user's 2026-07-28 clients once it has had no request for `DURATION` (0 = never)")
 	fs.IntVar(&f.maxModern, "max-modern-children", mw.DefaultMaxPooledChildren, "run at most `N` processes for 2026-07-28 clients (one per user) at once; more users get 503")
+	fs.IntVar(&f.maxListens, "max-listens", mw.DefaultMaxListens, "keep at most `N` subscriptions/listen streams open on one 2026-07-28 process, its clients' together (a dual-era server gets one listen per distinct filter, fanned out); more get 503")
 	fs.StringVar(&f.stateKey, "state-key", "", "seal the requestState of 2026-07-28 multi round-trip requests with `KEY` (32 bytes, hex or base64; replicas that share clients share it; prefer the "+pipeline.StateKeyEnv+" env var)")
 	fs.StringVar(&f.stateKeyFile, "state-key-file", "", "read the --state-key from `PATH` once at start (hex or base64; the file must not be readable by group or others)")
 	fs.StringVar(&f.replicaID, "replica-id", "", "begin every session id with `ID` and a '.', so that a proxy can route a session to this replica (letters, digits, '-', '_'); requestStates given out here are honoured here only")
@@ -177,7 +179,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Var(&f.maxMessage, "max-message-size", "refuse lines larger than `BYTES` from the server process")
 	fs.IntVar(&f.maxDepth, "max-depth", frame.DefaultMaxDepth, "refuse request bodies and server lines whose JSON nests deeper than `N` levels (400, or an error for the request a response answers)")
 	fs.Var(&f.maxBuffered, "max-buffered", "hold at most `BYTES` of messages at once, all sessions together; a request body beyond gets 503, a server's message beyond is answered with an error (at least --max-body and --max-message-size)")
-	fs.IntVar(&f.maxConns, "max-connections", transport.DefaultMaxConnections, "keep at most `N` HTTP connections open; more get an immediate 503 and are closed")
+	fs.IntVar(&f.maxConns, "max-connections", transport.DefaultMaxConnections, "keep at most `N` HTTP connections open; at the limit a new one takes the place of the longest idle (silent since accept, or between requests), and when none is idle it gets 503 with Retry-After and is closed")
 	fs.Var(&f.readTimeout, "read-timeout", "give up a request body that stops arriving for this `DURATION` (408, connection closed; 0 = never)")
 	fs.Var(&f.connIdle, "conn-idle-timeout", "close a keep-alive connection that carries no request for this `DURATION`")
 	fs.Var(&f.stdinGrace, "stdin-grace", "when a session ends, wait this `DURATION` after closing its process's stdin before SIGTERM (at shutdown, SIGTERM comes at once)")
@@ -226,7 +228,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		f.maxBuffered = byteSize(defaultMaxBuffered(mem, known, int64(max(f.maxBody, f.maxMessage))))
 	}
 	cfg, desc, err := f.config(fs.Args(), stderr, logger)
-	cfg.Version = opt.Version
+	cfg.Version, cfg.Rand = opt.Version, opt.Rand
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v (run 'mcp-stdio serve --help' for the flags)\n", err)
 		return &ExitError{Code: ExitUsage}
@@ -284,7 +286,8 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 			return &ExitError{Code: ExitFailure}
 		}
 	}
-	ln = transport.LimitConnections(ln, f.maxConns, logger)
+	limited := transport.LimitConnections(ln, f.maxConns, logger)
+	ln = limited
 	logger.Debug("limits", "max_connections", f.maxConns, "max_buffered", int64(f.maxBuffered), "read_timeout", f.readTimeout.std(), "conn_idle_timeout", f.connIdle.std())
 	reach := reachability(ln.Addr())
 	if reach != reachLoopback && cfg.AuthToken == "" && cfg.OAuth == nil {
@@ -292,6 +295,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	}
 	httpSrv := &http.Server{
 		Handler:           srv.Handler(),
+		ConnState:         limited.ConnState, // which connections are idle, to make room at the limit
 		ReadHeaderTimeout: serveHeaderTimeout,
 		IdleTimeout:       f.connIdle.std(),
 		MaxHeaderBytes:    serveMaxHeaderBytes,
@@ -471,6 +475,9 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	if f.maxModern <= 0 {
 		return cfg, "", errors.New("--max-modern-children must be positive")
 	}
+	if f.maxListens <= 0 {
+		return cfg, "", errors.New("--max-listens must be positive")
+	}
 	if f.inputTimeout <= 0 {
 		return cfg, "", errors.New("--input-timeout must be positive")
 	}
@@ -538,6 +545,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		MaxSessions:                 f.maxSessions,
 		SessionIdleTimeout:          idle,
 		MaxModernChildren:           f.maxModern,
+		MaxListens:                  f.maxListens,
 		ModernOnly:                  f.modernOnly,
 		AcceptClaimlessResourceRead: f.claimless,
 		ModernIdleTTL:               time.Duration(f.modernIdle),
