@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -17,32 +18,46 @@ import (
 // flood does to authenticated traffic: the latency of requests bearing a
 // valid access token (through Verify, as serve's gate calls it) while
 // four flooders register clients as fast as they can over loopback, from
-// many sources, against a store file holding a full client table. It
-// reports the authenticated requests' p50 and p99, and the store writes
-// per registration.
+// many sources, against a store file holding a full client table whose
+// clients may make room. It reports the authenticated requests' p50 and
+// p99, and the registrations taken and refused per second.
 func BenchmarkVerifyDuringRegistrationFlood(b *testing.B) {
-	b.Run("quiet", func(b *testing.B) { benchVerify(b, 0) })
-	b.Run("flood", func(b *testing.B) { benchVerify(b, 4) })
+	b.Run("quiet", func(b *testing.B) { benchVerify(b, 0, "/register") })
+	b.Run("flood", func(b *testing.B) { benchVerify(b, 4, "/register") })
+	// The floor: as many requests to a path that answers 404 at once.
+	b.Run("flood-404", func(b *testing.B) { benchVerify(b, 4, "/nothing") })
 }
 
-func benchVerify(b *testing.B, flooders int) {
+func benchVerify(b *testing.B, flooders int, target string) {
 	path := filepath.Join(b.TempDir(), "oauth.json")
 	ta := &testAS{clock: newFakeClock()}
-	a, err := NewAuthorizationServer(AuthorizationServerConfig{
+	var past atomic.Int64 // the table is filled in the past: its clients may make room
+	past.Store(int64(2 * clientGrace))
+	cfg := AuthorizationServerConfig{
 		Issuer:     testIssuer,
 		Resource:   testResource,
 		SignInCode: func(c string) { ta.mu.Lock(); ta.codes = append(ta.codes, c); ta.mu.Unlock() },
 		StorePath:  path,
-		Now:        time.Now,
-	})
+		Now:        func() time.Time { return time.Now().Add(-time.Duration(past.Load())) },
+	}
+	loopbackProxies(&cfg)
+	a, err := NewAuthorizationServer(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer a.Close()
 	ta.AuthorizationServer = a
 	_, access, _ := ta.signIn(&testing.T{})
-	for range DefaultMaxClients {
-		ta.register(&testing.T{})
+	for i := range DefaultMaxClients - 1 {
+		req := httptest.NewRequest(http.MethodPost, "/register", strings.NewReader(`{"redirect_uris":["http://127.0.0.1:1/cb"]}`))
+		req.RemoteAddr = fmt.Sprintf("10.9.%d.%d:1", i/250, i%250)
+		w := httptest.NewRecorder()
+		a.Handler().ServeHTTP(w, req)
+		if w.Code != http.StatusCreated {
+			b.Fatalf("register: %d %s", w.Code, w.Body)
+		}
 	}
+	past.Store(0)
 
 	mux := http.NewServeMux()
 	mux.Handle("/register", a.Handler())
@@ -58,7 +73,7 @@ func benchVerify(b *testing.B, flooders int) {
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var registered atomic.Int64
+	var registered, refused atomic.Int64
 	body := `{"redirect_uris":["http://127.0.0.1:1/cb"],"client_name":"` + strings.Repeat("x", 200) + `"}`
 	for f := range flooders {
 		wg.Add(1)
@@ -70,16 +85,19 @@ func benchVerify(b *testing.B, flooders int) {
 					return
 				default:
 				}
-				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/register", strings.NewReader(body))
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+target, strings.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("X-Forwarded-For", fmt.Sprintf("10.%d.%d.%d", f, i/256%256, i%256))
 				resp, err := srv.Client().Do(req)
 				if err != nil {
 					continue
 				}
+				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusCreated {
 					registered.Add(1)
+				} else {
+					refused.Add(1)
 				}
 			}
 		}()
@@ -107,4 +125,5 @@ func benchVerify(b *testing.B, flooders int) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 	b.ReportMetric(float64(registered.Load())/b.Elapsed().Seconds(), "registrations/s")
+	b.ReportMetric(float64(refused.Load())/b.Elapsed().Seconds(), "refusals/s")
 }

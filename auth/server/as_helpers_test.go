@@ -24,10 +24,31 @@ const (
 	testVerifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk_verifier"
 )
 
-// fakeClock is a clock moved by hand.
+// fakeClock is a clock moved by hand; its timers fire when Advance
+// reaches them.
 type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu     sync.Mutex
+	t      time.Time
+	timers []fakeTimer
+}
+
+type fakeTimer struct {
+	at time.Time
+	c  chan time.Time
+}
+
+// After returns a channel that receives the time once Advance has moved
+// the clock d on.
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.t
+		return ch
+	}
+	c.timers = append(c.timers, fakeTimer{at: c.t.Add(d), c: ch})
+	return ch
 }
 
 func newFakeClock() *fakeClock { return &fakeClock{t: time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)} }
@@ -41,6 +62,15 @@ func (c *fakeClock) Now() time.Time {
 func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
+	kept := c.timers[:0]
+	for _, tm := range c.timers {
+		if tm.at.After(c.t) {
+			kept = append(kept, tm)
+			continue
+		}
+		tm.c <- c.t
+	}
+	c.timers = kept
 	c.mu.Unlock()
 }
 
@@ -69,7 +99,8 @@ func newTestAS(t *testing.T, edit func(*AuthorizationServerConfig)) *testAS {
 			ta.codes = append(ta.codes, c)
 			ta.mu.Unlock()
 		},
-		Now: ta.clock.Now,
+		Now:   ta.clock.Now,
+		After: ta.clock.After,
 	}
 	if edit != nil {
 		edit(&cfg)
@@ -78,6 +109,7 @@ func newTestAS(t *testing.T, edit func(*AuthorizationServerConfig)) *testAS {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = a.Close() })
 	ta.AuthorizationServer = a
 	return ta
 }
