@@ -54,7 +54,7 @@ Also accepted:
 func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
 		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
-			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "trusted-proxy", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id",
+			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "trusted-proxy", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id", "oauth-introspection-rate",
 			"health-path", "admin-addr", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout",
 			"max-body", "max-message-size", "max-buffered", "max-connections", "read-timeout",
