@@ -47,7 +47,7 @@ func benchVerify(b *testing.B, flooders int, target string) {
 	}
 	defer a.Close()
 	ta.AuthorizationServer = a
-	_, access, _ := ta.signIn(&testing.T{})
+	_, access, _ := ta.signIn(b)
 	for i := range DefaultMaxClients - 1 {
 		req := httptest.NewRequest(http.MethodPost, "/register", strings.NewReader(`{"redirect_uris":["http://127.0.0.1:1/cb"]}`))
 		req.RemoteAddr = fmt.Sprintf("10.9.%d.%d:1", i/250, i%250)

@@ -133,7 +133,7 @@ func (ta *testAS) post(target string, form url.Values) *httptest.ResponseRecorde
 }
 
 // register registers a client with redirect URIs and returns its id.
-func (ta *testAS) register(t *testing.T, redirects ...string) string {
+func (ta *testAS) register(t testing.TB, redirects ...string) string {
 	t.Helper()
 	if len(redirects) == 0 {
 		redirects = []string{testRedirect}
@@ -181,7 +181,7 @@ var (
 )
 
 // consentPage loads the consent page for q.
-func (ta *testAS) consentPage(t *testing.T, q url.Values) page {
+func (ta *testAS) consentPage(t testing.TB, q url.Values) page {
 	t.Helper()
 	w := ta.do(http.MethodGet, "/authorize?"+q.Encode(), "", "")
 	if w.Code != http.StatusOK {
@@ -190,7 +190,7 @@ func (ta *testAS) consentPage(t *testing.T, q url.Values) page {
 	return pageOf(t, w)
 }
 
-func pageOf(t *testing.T, w *httptest.ResponseRecorder) page {
+func pageOf(t testing.TB, w *httptest.ResponseRecorder) page {
 	t.Helper()
 	body := w.Body.String()
 	rm, cm := requestField.FindStringSubmatch(body), csrfField.FindStringSubmatch(body)
@@ -211,7 +211,7 @@ func (ta *testAS) answer(p page, fields url.Values) *httptest.ResponseRecorder {
 }
 
 // redirected returns the query of a 303 to the test redirect URI.
-func redirected(t *testing.T, w *httptest.ResponseRecorder) url.Values {
+func redirected(t testing.TB, w *httptest.ResponseRecorder) url.Values {
 	t.Helper()
 	if w.Code != http.StatusSeeOther {
 		t.Fatalf("want a redirect, got %d %s", w.Code, w.Body)
@@ -225,7 +225,7 @@ func redirected(t *testing.T, w *httptest.ResponseRecorder) url.Values {
 
 // approvedCode signs client in with the one-time code and returns the
 // authorization code.
-func (ta *testAS) approvedCode(t *testing.T, client string) string {
+func (ta *testAS) approvedCode(t testing.TB, client string) string {
 	t.Helper()
 	p := ta.consentPage(t, authQuery(client))
 	q := redirected(t, ta.answer(p, url.Values{"code": {ta.code()}}))
@@ -261,7 +261,7 @@ func decode(w *httptest.ResponseRecorder) map[string]any {
 
 // signIn registers a client and signs it in: client id, access token,
 // refresh token.
-func (ta *testAS) signIn(t *testing.T) (client, access, refresh string) {
+func (ta *testAS) signIn(t testing.TB) (client, access, refresh string) {
 	t.Helper()
 	client = ta.register(t)
 	status, tok := ta.exchange(client, ta.approvedCode(t, client))
