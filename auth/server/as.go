@@ -21,8 +21,18 @@
 // kept in memory and, with a store path, in a 0600 file written atomically
 // (as_store.go); pending authorizations and codes live in memory only.
 //
-// One mutex guards the state. Nothing slow runs under it but the store's
-// write; a client-ID-URL fetch (part C) runs outside it (row 186).
+// One read-write mutex guards the state. Nothing slow runs under it: the
+// store is written outside it (as_store.go), from a snapshot taken under
+// the read lock, which token checks share; a client-ID-URL fetch (part C)
+// runs outside it (row 186).
+//
+// What a stranger can make the server hold or do is bounded per source
+// (as_source.go: the peer's address, or the client's behind a trusted
+// proxy) and in total, and a limit reached refuses the newcomer with
+// when to retry, never someone else's sign-in in progress: registrations
+// (a rate per source; a full client table makes room from the oldest
+// client not in use), consent pages waiting (per source, per client) and
+// wrong sign-in answers (a rate per source, a budget per one-time code).
 
 package server
 
@@ -37,10 +47,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -51,7 +64,12 @@ const (
 	// DefaultRefreshTokenLifetime is how long a grant lasts unused: each
 	// refresh starts it again.
 	DefaultRefreshTokenLifetime = 30 * 24 * time.Hour
-	// DefaultMaxClients bounds the registered clients.
+	// DefaultMaxClients bounds the registered clients. When the table is
+	// full, a registration takes the place of the oldest client not in
+	// use: none of its sign-ins in progress (a consent page or a code not
+	// yet exchanged), no grant, registered over clientGrace ago. When
+	// every client is in use or that new, it is refused (503, with
+	// Retry-After saying when one may make room).
 	DefaultMaxClients = 1000
 	// DefaultMaxGrants bounds the grants (sign-ins) alive at once.
 	DefaultMaxGrants = 1000
@@ -63,12 +81,43 @@ const (
 const (
 	codeLifetime     = time.Minute      // an authorization code
 	pendingLifetime  = 10 * time.Minute // a consent page waiting for its person
-	maxPending       = 256              // consent pages waiting at once
 	maxUsedCodes     = 1024             // spent codes remembered until they expire (reuse detection)
 	maxRetired       = 8                // rotated refresh tokens remembered per grant
 	maxTokensByGrant = 16               // live access tokens per grant
 	maxFormBody      = 16 << 10         // /token, /revoke and the consent form
 	maxRegisterBody  = 16 << 10         // /register
+)
+
+// Limits on what strangers can make the server hold, per source and in
+// all. Each refusal says when to retry.
+const (
+	// registerBurst registrations are taken at once from one source, and
+	// one more each registerEvery; beyond, 429 with Retry-After. A client
+	// registers once, and again only when it lost its registration.
+	registerBurst = 20
+	registerEvery = time.Minute
+	// clientGrace is how long a new client is kept out of the eviction
+	// of a full client table although not in use: it is about to open
+	// its consent page.
+	clientGrace = time.Minute
+	// maxPendingPerSource consent pages may wait at once for one source,
+	// and maxPendingPerClient for one client; beyond, the authorization
+	// request is refused (temporarily_unavailable, saying when the oldest
+	// page expires). Nobody else's pages are touched.
+	maxPendingPerSource = 16
+	maxPendingPerClient = 64
+	// maxPending bounds the consent pages waiting in all (their memory):
+	// at it, a new page takes the place of the oldest page of the source
+	// holding the most, so that it is a flooder's page that goes.
+	maxPending = 4096
+	// maxSources bounds the sources each per-source rate remembers.
+	maxSources = 4096
+	// storeFlushInterval is the least time between two writes of the
+	// store that registrations cause: a flood of them is written in
+	// batches, at most once per interval. A sign-in, a refresh and a
+	// revocation are written before they are answered (with whatever
+	// else changed: concurrent ones share a write).
+	storeFlushInterval = time.Second
 )
 
 // AuthorizationServerConfig configures [NewAuthorizationServer].
@@ -109,8 +158,17 @@ type AuthorizationServerConfig struct {
 	// MaxClients and MaxGrants bound the state; 0 means the defaults.
 	MaxClients int
 	MaxGrants  int
+	// TrustedProxies are the addresses of proxies in front of the server
+	// (a tunnel, a reverse proxy) whose X-Forwarded-For names the client:
+	// the per-source limits count the address they forwarded for. Without
+	// them, every request is counted by its peer address, and behind a
+	// proxy every client shares the proxy's.
+	TrustedProxies []netip.Prefix
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// After is the timer of the store's batched writes, on the clock of
+	// Now; nil means time.After.
+	After func(time.Duration) <-chan time.Time
 	// Logger receives diagnostics (never a token, code or password); nil
 	// discards them.
 	Logger *slog.Logger
@@ -136,19 +194,29 @@ type AuthorizationServer struct {
 	resource string // canonical form
 	log      *slog.Logger
 	now      func() time.Time
-	limiter  *failureLimiter
 	mux      *http.ServeMux
 	redirect []string
 
-	mu      sync.Mutex
-	st      state                   // what persists
-	pending map[string]*pendingAuth // by request id
-	codes   map[string]*codeEntry   // by code hash
-	access  map[string]*accessEntry // by token hash (also in st)
-	refresh map[string]refreshEntry // by token hash
-	grants  map[string]*grantEntry  // by id (also in st)
-	clients map[string]*clientEntry // by id (also in st)
-	signIn  string                  // the current one-time code; "" with passwords
+	store    *storeWriter  // nil without a store path
+	proxied  atomic.Bool   // X-Forwarded-For from an untrusted peer was logged
+	checks   chan struct{} // password checks running at once
+	refusals *quietLog     // limits reached, logged once a minute per kind
+
+	mu        sync.RWMutex
+	gen       uint64                  // counts changes to what persists
+	pending   map[string]*pendingAuth // by request id
+	bySource  map[string]int          // pending, by source
+	byClient  map[string]int          // pending, by client id
+	registers *buckets                // registrations, by source
+	failures  *buckets                // wrong sign-in answers, by source
+	wrong     int                     // wrong answers to the current one-time code
+	noRoom    time.Time               // before it, no client can make room (cleared when one may)
+	codes     map[string]*codeEntry   // by code hash
+	access    map[string]*accessEntry // by token hash (persisted)
+	refresh   map[string]refreshEntry // by token hash
+	grants    map[string]*grantEntry  // by id (persisted)
+	clients   map[string]*clientEntry // by id (persisted)
+	signIn    string                  // the current one-time code; "" with passwords
 }
 
 // NewAuthorizationServer checks cfg, loads the store when there is one,
@@ -198,19 +266,24 @@ func NewAuthorizationServer(cfg AuthorizationServerConfig) (*AuthorizationServer
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	a := &AuthorizationServer{
-		cfg:      cfg,
-		issuer:   iss.Scheme + "://" + strings.ToLower(iss.Host),
-		resource: resource,
-		log:      cfg.Logger,
-		now:      cfg.Now,
-		limiter:  newFailureLimiter(cfg.Now),
-		redirect: slices.Clone(cfg.AllowRedirectURIs),
-		pending:  map[string]*pendingAuth{},
-		codes:    map[string]*codeEntry{},
-		access:   map[string]*accessEntry{},
-		refresh:  map[string]refreshEntry{},
-		grants:   map[string]*grantEntry{},
-		clients:  map[string]*clientEntry{},
+		cfg:       cfg,
+		issuer:    iss.Scheme + "://" + strings.ToLower(iss.Host),
+		resource:  resource,
+		log:       cfg.Logger,
+		now:       cfg.Now,
+		redirect:  slices.Clone(cfg.AllowRedirectURIs),
+		checks:    make(chan struct{}, maxPasswordChecks),
+		refusals:  newQuietLog(cfg.Logger),
+		pending:   map[string]*pendingAuth{},
+		bySource:  map[string]int{},
+		byClient:  map[string]int{},
+		registers: newBuckets(registerBurst, registerEvery, maxSources),
+		failures:  newBuckets(failureBurst, failureEvery, maxSources),
+		codes:     map[string]*codeEntry{},
+		access:    map[string]*accessEntry{},
+		refresh:   map[string]refreshEntry{},
+		grants:    map[string]*grantEntry{},
+		clients:   map[string]*clientEntry{},
 	}
 	if cfg.StorePath != "" {
 		st, err := loadState(cfg.StorePath)
@@ -218,6 +291,11 @@ func NewAuthorizationServer(cfg AuthorizationServerConfig) (*AuthorizationServer
 			return nil, err
 		}
 		a.adopt(st)
+		after := cfg.After
+		if after == nil {
+			after = time.After
+		}
+		a.store = newStoreWriter(a, cfg.StorePath, after)
 	}
 	if cfg.Passwords == nil {
 		a.signIn = newSignInCode()
@@ -230,6 +308,16 @@ func NewAuthorizationServer(cfg AuthorizationServerConfig) (*AuthorizationServer
 	a.mux.HandleFunc("/register", a.serveRegister)
 	a.mux.HandleFunc("/revoke", a.serveRevoke)
 	return a, nil
+}
+
+// Close writes what the store has not yet been given, and stops the
+// batched writes: call it when the server stops serving. Changes after it
+// are written at once. Without a store it does nothing.
+func (a *AuthorizationServer) Close() error {
+	if a.store == nil {
+		return nil
+	}
+	return a.store.close()
 }
 
 // Issuer returns the issuer identifier.
@@ -301,8 +389,8 @@ func (a *AuthorizationServer) serveMetadata(w http.ResponseWriter, r *http.Reque
 func (a *AuthorizationServer) Verify(_ context.Context, token string) (Principal, error) {
 	h := hashToken(token)
 	now := a.now()
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.mu.RLock()
+	defer a.mu.RUnlock()
 	t, ok := a.access[h]
 	if !ok {
 		return Principal{}, fmt.Errorf("%w: unknown or revoked", ErrInvalidToken)
@@ -395,6 +483,13 @@ func errInvalidClient(format string, args ...any) *OAuthError {
 
 func errServer(format string, args ...any) *OAuthError {
 	return &OAuthError{http.StatusInternalServerError, "server_error", fmt.Sprintf(format, args...)}
+}
+
+// writeLimited answers err, a limit reached, with Retry-After: the
+// seconds after which the same request may succeed.
+func writeLimited(w http.ResponseWriter, err *OAuthError, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
+	writeError(w, err)
 }
 
 // writeError answers err as RFC 6749 §5.2 JSON.

@@ -116,13 +116,13 @@ type client struct {
 // lookupClient finds a registered client, or resolves a URL client_id
 // through URLClients — outside the lock (row 186).
 func (a *AuthorizationServer) lookupClient(ctx context.Context, id string) (client, error) {
-	a.mu.Lock()
+	a.mu.RLock()
 	c, ok := a.clients[id]
 	var found client
 	if ok {
 		found = client{id: c.ID, name: c.Name, redirectURIs: slices.Clone(c.RedirectURIs)}
 	}
-	a.mu.Unlock()
+	a.mu.RUnlock()
 	if ok {
 		return found, nil
 	}
@@ -203,6 +203,7 @@ func (a *AuthorizationServer) authorizeRequest(w http.ResponseWriter, r *http.Re
 		id:            newSecret(),
 		csrf:          newSecret(),
 		client:        c,
+		source:        a.source(r),
 		redirectURI:   req.RedirectURI,
 		state:         req.State,
 		codeChallenge: req.CodeChallenge,
@@ -211,15 +212,71 @@ func (a *AuthorizationServer) authorizeRequest(w http.ResponseWriter, r *http.Re
 	}
 	a.mu.Lock()
 	a.prune(now)
-	if len(a.pending) >= maxPending {
+	if refusal := a.addPending(p, now); refusal != nil {
 		a.mu.Unlock()
-		a.log.Warn("oauth: too many consent pages waiting; an authorization request was refused", "max", maxPending)
-		a.redirectError(w, r, req.RedirectURI, req.State, &OAuthError{http.StatusServiceUnavailable, "temporarily_unavailable", "too many sign-ins in progress; try again in a few minutes"})
+		a.refusals.warn(now, "pending", "oauth: an authorization request was refused: too many consent pages waiting for one address or one client", "source", p.source, "per_source", maxPendingPerSource, "per_client", maxPendingPerClient)
+		a.redirectError(w, r, req.RedirectURI, req.State, refusal)
 		return
 	}
-	a.pending[p.id] = p
 	a.mu.Unlock()
 	a.showConsent(w, r, p, http.StatusOK, "")
+}
+
+// addPending adds p unless its source or its client has as many consent
+// pages waiting as it may; the refusal says when the oldest of them
+// expires. At maxPending in all, the oldest page of the source with the
+// most makes room. Called with a.mu held.
+func (a *AuthorizationServer) addPending(p *pendingAuth, now time.Time) *OAuthError {
+	full := func(same func(*pendingAuth) bool, what string, limit int) *OAuthError {
+		first := p.expires
+		for _, q := range a.pending {
+			if same(q) && q.expires.Before(first) {
+				first = q.expires
+			}
+		}
+		return &OAuthError{http.StatusServiceUnavailable, "temporarily_unavailable", fmt.Sprintf("%d sign-ins are in progress for %s, as many as may be; finish or close one, or try again in %d s", limit, what, retryAfter(first.Sub(now)))}
+	}
+	if a.bySource[p.source] >= maxPendingPerSource {
+		return full(func(q *pendingAuth) bool { return q.source == p.source }, "your address", maxPendingPerSource)
+	}
+	if a.byClient[p.client.id] >= maxPendingPerClient {
+		return full(func(q *pendingAuth) bool { return q.client.id == p.client.id }, "this client", maxPendingPerClient)
+	}
+	if len(a.pending) >= maxPending {
+		heaviest := ""
+		for s, n := range a.bySource {
+			if heaviest == "" || n > a.bySource[heaviest] {
+				heaviest = s
+			}
+		}
+		var oldest *pendingAuth
+		for _, q := range a.pending {
+			if q.source == heaviest && (oldest == nil || q.expires.Before(oldest.expires)) {
+				oldest = q
+			}
+		}
+		a.dropPending(oldest.id)
+	}
+	a.pending[p.id] = p
+	a.bySource[p.source]++
+	a.byClient[p.client.id]++
+	return nil
+}
+
+// dropPending forgets a pending authorization. Called with a.mu held.
+func (a *AuthorizationServer) dropPending(id string) {
+	p, ok := a.pending[id]
+	if !ok {
+		return
+	}
+	delete(a.pending, id)
+	a.noRoom = time.Time{}
+	if a.bySource[p.source]--; a.bySource[p.source] <= 0 {
+		delete(a.bySource, p.source)
+	}
+	if a.byClient[p.client.id]--; a.byClient[p.client.id] <= 0 {
+		delete(a.byClient, p.client.id)
+	}
 }
 
 // redirectError sends an error to the client's redirect URI, with state
@@ -258,6 +315,7 @@ func (a *AuthorizationServer) redirectTo(w http.ResponseWriter, r *http.Request,
 type pendingAuth struct {
 	id, csrf      string
 	client        client
+	source        string // where the request came from (as_source.go)
 	redirectURI   string
 	state         string
 	codeChallenge string

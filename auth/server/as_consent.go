@@ -2,10 +2,12 @@ package server
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"html"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -200,22 +202,46 @@ func (a *AuthorizationServer) consentAnswer(w http.ResponseWriter, r *http.Reque
 		a.redirectError(w, r, p.redirectURI, p.state, &OAuthError{http.StatusBadRequest, "access_denied", "the person denied access"})
 		return
 	}
-	if !a.limiter.allow() {
-		a.log.Warn("oauth: too many wrong sign-in answers; answers are refused unchecked for up to a minute")
-		a.showConsent(w, r, p, http.StatusTooManyRequests, "Too many wrong answers. Wait a minute, then try again.")
+	source := a.source(r)
+	a.mu.Lock()
+	ready, wait := a.failures.ready(source, now)
+	a.mu.Unlock()
+	if !ready {
+		a.refusals.warn(now, "answers", "oauth: sign-in answers from one address are refused unchecked: too many were wrong", "source", source, "burst", failureBurst, "every", failureEvery)
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
+		a.showConsent(w, r, p, http.StatusTooManyRequests, fmt.Sprintf("Too many wrong answers from your address. Wait %d seconds, then try again.", retryAfter(wait)))
 		return
+	}
+	if a.cfg.Passwords != nil {
+		select {
+		case a.checks <- struct{}{}:
+			defer func() { <-a.checks }()
+		case <-r.Context().Done():
+			return
+		}
 	}
 	subject, spent, ok := a.checkPerson(form)
 	if !ok {
-		a.limiter.fail()
 		a.mu.Lock()
+		a.failures.spend(source, now)
+		replaced := ""
+		if a.cfg.Passwords == nil {
+			if a.wrong++; a.wrong >= maxWrongPerCode {
+				a.signIn, a.wrong = newSignInCode(), 0
+				replaced = a.signIn
+			}
+		}
 		p.attempts++
 		void := p.attempts >= maxAttemptsPerPage
 		if void {
-			delete(a.pending, p.id)
+			a.dropPending(p.id)
 		}
 		a.mu.Unlock()
-		a.log.Warn("oauth: a wrong sign-in answer on the consent page", "client_name", p.client.name)
+		a.refusals.warn(now, "wrong", "oauth: a wrong sign-in answer on the consent page", "client_name", p.client.name, "source", source)
+		if replaced != "" {
+			a.log.Warn("oauth: the one-time sign-in code got too many wrong answers; a new one replaces it", "wrong_answers", maxWrongPerCode)
+			a.cfg.SignInCode(replaced)
+		}
 		if void {
 			a.errorPage(w, http.StatusForbidden, "Too many wrong answers on this page. Start the sign-in again from the app.")
 			return
@@ -248,11 +274,11 @@ func (a *AuthorizationServer) consentAnswer(w http.ResponseWriter, r *http.Reque
 		a.redirectError(w, r, p.redirectURI, p.state, &OAuthError{http.StatusServiceUnavailable, "temporarily_unavailable", "too many sign-ins at once; try again in a minute"})
 		return
 	}
-	delete(a.pending, p.id)
+	a.dropPending(p.id)
 	next := ""
 	if spent != "" {
 		next = newSignInCode()
-		a.signIn = next
+		a.signIn, a.wrong = next, 0
 	}
 	a.codes[hashToken(code)] = &codeEntry{
 		client:        p.client.id,
@@ -292,6 +318,6 @@ func (a *AuthorizationServer) checkPerson(form url.Values) (subject, spent strin
 // forget drops a pending authorization.
 func (a *AuthorizationServer) forget(id string) {
 	a.mu.Lock()
-	delete(a.pending, id)
+	a.dropPending(id)
 	a.mu.Unlock()
 }

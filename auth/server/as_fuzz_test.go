@@ -1,12 +1,15 @@
 package server
 
 import (
+	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 )
 
 // Fuzz targets for the parsers that see attacker bytes: the authorization
-// request's query, the token request's form and the registration body.
+// request's query, the token request's form, the registration body, and
+// the X-Forwarded-For a request's source is read from.
 
 func FuzzAuthorizeQuery(f *testing.F) {
 	f.Add(authQuery("client").Encode())
@@ -87,6 +90,41 @@ func FuzzRegistrationBody(f *testing.F) {
 			if u != allowed[0] && checkLoopbackRedirect(u) != nil {
 				t.Fatalf("accepted redirect URI %q", u)
 			}
+		}
+	})
+}
+
+// FuzzRequestSource: whatever X-Forwarded-For and the peer address say,
+// the source is one address (or an IPv6 /64, or "local"), and an
+// untrusted peer's header is never read.
+func FuzzRequestSource(f *testing.F) {
+	f.Add("127.0.0.1:1", "198.51.100.1")
+	f.Add("127.0.0.1:1", "1.2.3.4, 198.51.100.1, 10.0.0.1")
+	f.Add("127.0.0.1:1", "[2001:db8::1]:80, nonsense")
+	f.Add("127.0.0.1:1", "fe80::1%eth0")
+	f.Add("127.0.0.1:1", strings.Repeat("10.0.0.1,", 40)+"198.51.100.1")
+	f.Add("127.0.0.1:1", ",,, ,")
+	f.Add("203.0.113.1:1", "198.51.100.1")
+	f.Add("[::ffff:127.0.0.1]:1", "::ffff:198.51.100.1")
+	f.Add("@", "198.51.100.1")
+	trusted := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8")}
+	f.Fuzz(func(t *testing.T, peer, xff string) {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = peer
+		r.Header.Set("X-Forwarded-For", xff)
+		s, _ := requestSource(r, trusted)
+		if s == "local" {
+			return
+		}
+		if a, err := netip.ParseAddr(s); err == nil {
+			if !a.Is4() || a.Zone() != "" {
+				t.Fatalf("source %q is not an IPv4 address", s)
+			}
+		} else if p, err := netip.ParsePrefix(s); err != nil || p.Bits() != ipv6SourceBits || p.Masked() != p {
+			t.Fatalf("source %q is neither an IPv4 address nor an IPv6 /64", s)
+		}
+		if p, ok := parseIP(peer); ok && !isTrusted(p, trusted) && s != sourceKey(p) {
+			t.Fatalf("an untrusted peer %q was read through its header: %q", peer, s)
 		}
 	})
 }

@@ -24,10 +24,31 @@ const (
 	testVerifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk_verifier"
 )
 
-// fakeClock is a clock moved by hand.
+// fakeClock is a clock moved by hand; its timers fire when Advance
+// reaches them.
 type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu     sync.Mutex
+	t      time.Time
+	timers []fakeTimer
+}
+
+type fakeTimer struct {
+	at time.Time
+	c  chan time.Time
+}
+
+// After returns a channel that receives the time once Advance has moved
+// the clock d on.
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.t
+		return ch
+	}
+	c.timers = append(c.timers, fakeTimer{at: c.t.Add(d), c: ch})
+	return ch
 }
 
 func newFakeClock() *fakeClock { return &fakeClock{t: time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)} }
@@ -41,6 +62,15 @@ func (c *fakeClock) Now() time.Time {
 func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
+	kept := c.timers[:0]
+	for _, tm := range c.timers {
+		if tm.at.After(c.t) {
+			kept = append(kept, tm)
+			continue
+		}
+		tm.c <- c.t
+	}
+	c.timers = kept
 	c.mu.Unlock()
 }
 
@@ -69,7 +99,8 @@ func newTestAS(t *testing.T, edit func(*AuthorizationServerConfig)) *testAS {
 			ta.codes = append(ta.codes, c)
 			ta.mu.Unlock()
 		},
-		Now: ta.clock.Now,
+		Now:   ta.clock.Now,
+		After: ta.clock.After,
 	}
 	if edit != nil {
 		edit(&cfg)
@@ -78,6 +109,7 @@ func newTestAS(t *testing.T, edit func(*AuthorizationServerConfig)) *testAS {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = a.Close() })
 	ta.AuthorizationServer = a
 	return ta
 }
@@ -101,7 +133,7 @@ func (ta *testAS) post(target string, form url.Values) *httptest.ResponseRecorde
 }
 
 // register registers a client with redirect URIs and returns its id.
-func (ta *testAS) register(t *testing.T, redirects ...string) string {
+func (ta *testAS) register(t testing.TB, redirects ...string) string {
 	t.Helper()
 	if len(redirects) == 0 {
 		redirects = []string{testRedirect}
@@ -149,7 +181,7 @@ var (
 )
 
 // consentPage loads the consent page for q.
-func (ta *testAS) consentPage(t *testing.T, q url.Values) page {
+func (ta *testAS) consentPage(t testing.TB, q url.Values) page {
 	t.Helper()
 	w := ta.do(http.MethodGet, "/authorize?"+q.Encode(), "", "")
 	if w.Code != http.StatusOK {
@@ -158,7 +190,7 @@ func (ta *testAS) consentPage(t *testing.T, q url.Values) page {
 	return pageOf(t, w)
 }
 
-func pageOf(t *testing.T, w *httptest.ResponseRecorder) page {
+func pageOf(t testing.TB, w *httptest.ResponseRecorder) page {
 	t.Helper()
 	body := w.Body.String()
 	rm, cm := requestField.FindStringSubmatch(body), csrfField.FindStringSubmatch(body)
@@ -179,7 +211,7 @@ func (ta *testAS) answer(p page, fields url.Values) *httptest.ResponseRecorder {
 }
 
 // redirected returns the query of a 303 to the test redirect URI.
-func redirected(t *testing.T, w *httptest.ResponseRecorder) url.Values {
+func redirected(t testing.TB, w *httptest.ResponseRecorder) url.Values {
 	t.Helper()
 	if w.Code != http.StatusSeeOther {
 		t.Fatalf("want a redirect, got %d %s", w.Code, w.Body)
@@ -193,7 +225,7 @@ func redirected(t *testing.T, w *httptest.ResponseRecorder) url.Values {
 
 // approvedCode signs client in with the one-time code and returns the
 // authorization code.
-func (ta *testAS) approvedCode(t *testing.T, client string) string {
+func (ta *testAS) approvedCode(t testing.TB, client string) string {
 	t.Helper()
 	p := ta.consentPage(t, authQuery(client))
 	q := redirected(t, ta.answer(p, url.Values{"code": {ta.code()}}))
@@ -229,7 +261,7 @@ func decode(w *httptest.ResponseRecorder) map[string]any {
 
 // signIn registers a client and signs it in: client id, access token,
 // refresh token.
-func (ta *testAS) signIn(t *testing.T) (client, access, refresh string) {
+func (ta *testAS) signIn(t testing.TB) (client, access, refresh string) {
 	t.Helper()
 	client = ta.register(t)
 	status, tok := ta.exchange(client, ta.approvedCode(t, client))

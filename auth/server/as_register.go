@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Dynamic client registration (RFC 7591). Anyone may register: a client
@@ -18,7 +19,7 @@ import (
 // codes can go — loopback redirect URIs (the client is on the person's own
 // machine) and the --allow-redirect-uri list, exactly — and how much a
 // stranger can make the server keep: a bounded table whose oldest client
-// without a grant makes room.
+// not in use makes room, and a rate per source (registerBurst).
 
 // Registration limits.
 const (
@@ -186,21 +187,33 @@ func (a *AuthorizationServer) serveRegister(w http.ResponseWriter, r *http.Reque
 		return
 	}
 	now := a.now()
+	source := a.source(r)
 	c := &clientEntry{ID: newSecret(), Name: req.ClientName, RedirectURIs: slices.Clone(req.RedirectURIs), Created: now.UTC()}
 	a.mu.Lock()
-	if len(a.clients) >= a.cfg.MaxClients && !a.evictClient() {
+	if ok, wait := a.registers.take(source, now); !ok {
 		a.mu.Unlock()
-		a.log.Warn("oauth: a client registration was refused: every registered client has a live sign-in", "max_clients", a.cfg.MaxClients)
-		writeError(w, &OAuthError{http.StatusServiceUnavailable, "temporarily_unavailable", "too many registered clients; try again later"})
+		a.refusals.warn(now, "register-source", "oauth: a client registration was refused: too many from one address", "source", source, "burst", registerBurst, "every", registerEvery)
+		writeLimited(w, &OAuthError{http.StatusTooManyRequests, "temporarily_unavailable", fmt.Sprintf("too many client registrations from your address (%d, then one per %s); try again in %d s", registerBurst, registerEvery, retryAfter(wait))}, wait)
 		return
+	}
+	if len(a.clients) >= a.cfg.MaxClients {
+		wait, ok := a.noRoom.Sub(now), false
+		if wait <= 0 {
+			a.prune(now)
+			wait, ok = a.evictClient(now)
+		}
+		if !ok {
+			a.noRoom = now.Add(wait)
+			a.mu.Unlock()
+			a.refusals.warn(now, "register-full", "oauth: a client registration was refused: every registered client is in use or new", "max_clients", a.cfg.MaxClients)
+			writeLimited(w, &OAuthError{http.StatusServiceUnavailable, "temporarily_unavailable", fmt.Sprintf("this server holds as many clients as it may (%d), all in use; try again in %d s", a.cfg.MaxClients, retryAfter(wait))}, wait)
+			return
+		}
 	}
 	a.clients[c.ID] = c
-	serr := a.save(now)
+	gen := a.changed()
 	a.mu.Unlock()
-	if serr != nil {
-		writeError(w, serr)
-		return
-	}
+	a.saveSoon(gen)
 	a.log.Info("oauth: client registered", "client_name", c.Name, "redirect_uris", c.RedirectURIs)
 	writeJSON(w, http.StatusCreated, RegistrationResponse{
 		ClientID:                c.ID,
@@ -213,22 +226,50 @@ func (a *AuthorizationServer) serveRegister(w http.ResponseWriter, r *http.Reque
 	})
 }
 
-// evictClient forgets the oldest client without a grant, and reports
-// whether there was one. Called with a.mu held.
-func (a *AuthorizationServer) evictClient() bool {
-	inUse := map[string]bool{}
+// evictClient forgets the oldest client not in use, and reports whether
+// there was one; else how long until one may be: the soonest a new client
+// comes out of clientGrace, or a consent page, a code or a grant expires.
+// A client is in use while it has a grant (so tokens alive), a consent
+// page waiting, or a code not yet expired; a client registered less than
+// clientGrace ago is kept too. Called with a.mu held.
+func (a *AuthorizationServer) evictClient(now time.Time) (time.Duration, bool) {
+	inUse := make(map[string]bool, len(a.grants)+len(a.pending)+len(a.codes))
+	next := now.Add(pendingLifetime)
 	for _, g := range a.grants {
 		inUse[g.Client] = true
+		next = earlier(next, g.Expires)
+	}
+	for _, p := range a.pending {
+		inUse[p.client.id] = true
+		next = earlier(next, p.expires)
+	}
+	for _, c := range a.codes {
+		inUse[c.client] = true
+		next = earlier(next, c.expires)
 	}
 	var oldest *clientEntry
 	for _, c := range a.clients {
-		if !inUse[c.ID] && (oldest == nil || c.Created.Before(oldest.Created)) {
+		if inUse[c.ID] {
+			continue
+		}
+		if of := c.Created.Add(clientGrace); of.After(now) {
+			next = earlier(next, of)
+			continue
+		}
+		if oldest == nil || c.Created.Before(oldest.Created) {
 			oldest = c
 		}
 	}
 	if oldest == nil {
-		return false
+		return next.Sub(now), false
 	}
 	delete(a.clients, oldest.ID)
-	return true
+	return 0, true
+}
+
+func earlier(t, u time.Time) time.Time {
+	if u.Before(t) {
+		return u
+	}
+	return t
 }

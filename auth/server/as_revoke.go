@@ -35,10 +35,9 @@ func (a *AuthorizationServer) serveRevoke(w http.ResponseWriter, r *http.Request
 		writeError(w, &OAuthError{http.StatusBadRequest, "unsupported_token_type", "token_type_hint must be access_token or refresh_token"})
 		return
 	}
-	now := a.now()
 	h := hashToken(token)
 	a.mu.Lock()
-	var serr *OAuthError
+	var gen uint64
 	if e, ok := a.refresh[h]; ok {
 		g := a.grants[e.grant]
 		if g.Client != clientID {
@@ -47,7 +46,7 @@ func (a *AuthorizationServer) serveRevoke(w http.ResponseWriter, r *http.Request
 			return
 		}
 		a.dropGrant(g.ID)
-		serr = a.save(now)
+		gen = a.changed()
 		a.log.Info("oauth: grant revoked", "subject", g.Subject, "client_id", g.Client)
 	} else if t, ok := a.access[h]; ok {
 		g := a.grants[t.Grant]
@@ -57,13 +56,15 @@ func (a *AuthorizationServer) serveRevoke(w http.ResponseWriter, r *http.Request
 			return
 		}
 		delete(a.access, h)
-		serr = a.save(now)
+		gen = a.changed()
 		a.log.Info("oauth: access token revoked", "client_id", clientID)
 	}
 	a.mu.Unlock()
-	if serr != nil {
-		writeError(w, serr)
-		return
+	if gen != 0 {
+		if serr := a.save(gen); serr != nil {
+			writeError(w, serr)
+			return
+		}
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -15,15 +14,29 @@ import (
 
 // How the person on the consent page proves who they are: a one-time code
 // (the owner, who sees serve's stderr) or a user name and password from a
-// bcrypt file. Wrong answers are limited for the whole server, whoever
-// sends them: a guesser cannot spread attempts over addresses.
+// bcrypt file. Wrong answers are limited per source, so that a guesser
+// slows down only itself, never someone else's sign-in; guesses spread
+// over many sources are bounded by each one-time code's budget of wrong
+// answers (then it is replaced), and password checks by how many run at
+// once.
 
 // Sign-in limits.
 const (
-	// maxFailures wrong answers are allowed per failureWindow; beyond,
-	// every answer is refused unchecked until the window has passed.
-	maxFailures   = 10
-	failureWindow = time.Minute
+	// failureBurst wrong answers are allowed from one source, and one
+	// more each failureEvery (ten a minute); beyond, that source's answers
+	// are refused unchecked (429 with Retry-After). Other sources are not
+	// slowed.
+	failureBurst = 10
+	failureEvery = 6 * time.Second
+	// maxWrongPerCode wrong answers, from whatever sources, spend a
+	// one-time code: a new one replaces it (and is printed as every new
+	// one is). Against a code of 60 bits that leaves a guesser a chance of
+	// 1 in 10^14 per code, and a flood from a thousand sources replaces it
+	// about once a minute at most.
+	maxWrongPerCode = 10000
+	// maxPasswordChecks bcrypt comparisons run at once; more answers wait
+	// for their turn (each costs tens of milliseconds of a core).
+	maxPasswordChecks = 2
 	// maxAttemptsPerPage wrong answers void a consent page.
 	maxAttemptsPerPage = 5
 	// signInCodeLen is the one-time code's length, in symbols of
@@ -141,41 +154,4 @@ func (p *Passwords) check(user, password string) bool {
 		return false
 	}
 	return bcrypt.CompareHashAndPassword(h, []byte(password)) == nil
-}
-
-// failureLimiter counts wrong sign-in answers in fixed windows, for the
-// whole server: its memory is two numbers.
-type failureLimiter struct {
-	now func() time.Time
-
-	mu     sync.Mutex
-	start  time.Time // of the current window
-	failed int
-}
-
-func newFailureLimiter(now func() time.Time) *failureLimiter {
-	return &failureLimiter{now: now}
-}
-
-// allow reports whether an answer may be checked now: false once
-// maxFailures wrong ones came in the current window.
-func (l *failureLimiter) allow() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.roll()
-	return l.failed < maxFailures
-}
-
-// fail counts a wrong answer.
-func (l *failureLimiter) fail() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.roll()
-	l.failed++
-}
-
-func (l *failureLimiter) roll() {
-	if now := l.now(); now.Sub(l.start) >= failureWindow || now.Before(l.start) {
-		l.start, l.failed = now, 0
-	}
 }

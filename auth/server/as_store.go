@@ -10,13 +10,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 )
 
 // The state that lasts, and its file (--token-store). The file holds no
 // token or code, only their SHA-256; it is 0600, replaced atomically
 // (written to a temporary file in the same directory, synced, renamed over
-// it, the directory synced), and loaded at start. Pending authorizations
+// it, the directory synced), and loaded at start. It is written outside
+// the server's lock, registrations in batches (storeWriter). Pending authorizations
 // and codes are never written: a restart voids consent pages and codes
 // not yet exchanged, nothing else.
 
@@ -128,15 +130,19 @@ func (a *AuthorizationServer) adopt(st state) {
 	}
 }
 
-// snapshot returns the state to write, expired entries left out. Called
-// with a.mu held.
+// snapshot returns the state to write, expired entries left out: copies
+// of what changes (grants), so that it can be encoded without the lock;
+// clients and access tokens never change once made. Called with a.mu held
+// (the read lock is enough).
 func (a *AuthorizationServer) snapshot(now time.Time) state {
-	st := state{Version: storeVersion}
+	st := state{Version: storeVersion, Clients: make([]*clientEntry, 0, len(a.clients)), Grants: make([]*grantEntry, 0, len(a.grants))}
 	for _, c := range a.clients {
 		st.Clients = append(st.Clients, c)
 	}
 	for _, g := range a.grants {
-		st.Grants = append(st.Grants, g)
+		cp := *g
+		cp.Retired = slices.Clone(g.Retired)
+		st.Grants = append(st.Grants, &cp)
 	}
 	for _, t := range a.access {
 		if now.Before(t.Expires) {
@@ -165,11 +171,12 @@ func (a *AuthorizationServer) prune(now time.Time) {
 	for h, c := range a.codes {
 		if !now.Before(c.expires) {
 			delete(a.codes, h)
+			a.noRoom = time.Time{}
 		}
 	}
 	for id, p := range a.pending {
 		if !now.Before(p.expires) {
-			delete(a.pending, id)
+			a.dropPending(id)
 		}
 	}
 }
@@ -182,6 +189,7 @@ func (a *AuthorizationServer) dropGrant(id string) {
 		return
 	}
 	delete(a.grants, id)
+	a.noRoom = time.Time{}
 	delete(a.refresh, g.Refresh)
 	for _, r := range g.Retired {
 		delete(a.refresh, r)
@@ -193,22 +201,186 @@ func (a *AuthorizationServer) dropGrant(id string) {
 	}
 }
 
-// save writes the state to the store, when there is one. Called with a.mu
-// held, after every change to what persists; the change stands in memory
-// even when the write fails, and the next write carries it.
-func (a *AuthorizationServer) save(now time.Time) *OAuthError {
-	if a.cfg.StorePath == "" {
+// changed records a change to what persists and returns its generation.
+// Called with a.mu held.
+func (a *AuthorizationServer) changed() uint64 {
+	a.gen++
+	return a.gen
+}
+
+// saveSoon has the change of generation gen written within
+// storeFlushInterval, with whatever else changes meanwhile: a registration.
+// Called without a.mu held.
+func (a *AuthorizationServer) saveSoon(gen uint64) {
+	if a.store != nil {
+		a.store.soon(gen)
+	}
+}
+
+// save writes the state up to generation gen before it returns: a grant,
+// a refresh, a revocation. Concurrent calls share a write. The change
+// stands in memory even when the write fails, and the next write carries
+// it. Called without a.mu held.
+func (a *AuthorizationServer) save(gen uint64) *OAuthError {
+	if a.store == nil {
 		return nil
 	}
-	b, err := json.MarshalIndent(a.snapshot(now), "", " ")
-	if err == nil {
-		err = writeFileAtomic(a.cfg.StorePath, append(b, '\n'))
-	}
-	if err != nil {
-		a.log.Error("oauth: cannot write the token store; sign-ins will not survive a restart until it can be written", "path", a.cfg.StorePath, "err", err)
+	if err := a.store.flush(gen); err != nil {
 		return errServer("the token store cannot be written")
 	}
 	return nil
+}
+
+// encode returns the state to write and the generation it holds. It
+// copies the state under the read lock, and encodes it without.
+func (a *AuthorizationServer) encode() ([]byte, uint64, error) {
+	a.mu.RLock()
+	st, gen := a.snapshot(a.now()), a.gen
+	a.mu.RUnlock()
+	b, err := json.MarshalIndent(st, "", " ")
+	return append(b, '\n'), gen, err
+}
+
+// storeWriter writes the store file, outside the server's lock. A change
+// that must last before it is answered is written at once, or by the
+// write in progress, or by the next one, which every change waiting by
+// then shares (a group commit); a registration only marks the state
+// dirty, and one writer, started when needed and gone when nothing is
+// left to write, writes it at most once per storeFlushInterval. Every
+// write replaces the whole file atomically, so the file on disk is always
+// one whole state.
+type storeWriter struct {
+	a     *AuthorizationServer
+	path  string
+	after func(time.Duration) <-chan time.Time
+	stop  chan struct{} // closed by close: the batched writer ends
+	wg    sync.WaitGroup
+
+	mu      sync.Mutex
+	idle    *sync.Cond // signalled when a write ends
+	writing bool
+	saved   uint64    // the generation on disk
+	want    uint64    // the newest generation a registration asked for
+	last    time.Time // when the last write ended
+	batch   bool      // the batched writer runs
+	closed  bool
+	writes  int // files written (tests count them)
+}
+
+func newStoreWriter(a *AuthorizationServer, path string, after func(time.Duration) <-chan time.Time) *storeWriter {
+	w := &storeWriter{a: a, path: path, after: after, stop: make(chan struct{})}
+	w.idle = sync.NewCond(&w.mu)
+	return w
+}
+
+// soon asks for gen to be written by the batched writer.
+func (w *storeWriter) soon(gen uint64) {
+	w.mu.Lock()
+	w.want = max(w.want, gen)
+	if w.closed {
+		w.mu.Unlock()
+		_ = w.flush(gen)
+		return
+	}
+	start := !w.batch
+	w.batch = true
+	if start {
+		w.wg.Add(1)
+	}
+	w.mu.Unlock()
+	if start {
+		go w.batched()
+	}
+}
+
+// batched writes what registrations changed, at most once per
+// storeFlushInterval, until nothing is left to write or the writer is
+// closed. A failed write ends it too (the error is logged); the next
+// change starts it again.
+func (w *storeWriter) batched() {
+	defer w.wg.Done()
+	for {
+		w.mu.Lock()
+		if w.saved >= w.want || w.closed {
+			w.batch = false
+			w.mu.Unlock()
+			return
+		}
+		wait := w.last.Add(storeFlushInterval).Sub(w.a.now())
+		w.mu.Unlock()
+		if wait > 0 {
+			select {
+			case <-w.after(wait):
+			case <-w.stop:
+				continue // closed: close writes the rest
+			}
+		}
+		if w.flush(w.wanted()) != nil {
+			w.mu.Lock()
+			w.batch = false
+			w.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (w *storeWriter) wanted() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.want
+}
+
+// flush returns once generation gen is on disk: written by the write in
+// progress, or by a write it makes itself.
+func (w *storeWriter) flush(gen uint64) error {
+	w.mu.Lock()
+	for w.writing {
+		w.idle.Wait()
+	}
+	if w.saved >= gen {
+		w.mu.Unlock()
+		return nil
+	}
+	w.writing = true
+	w.mu.Unlock()
+
+	b, got, err := w.a.encode()
+	if err == nil {
+		err = writeFileAtomic(w.path, b)
+	}
+
+	w.mu.Lock()
+	w.writing = false
+	w.last = w.a.now()
+	if err == nil {
+		w.saved = max(w.saved, got)
+		w.writes++
+	}
+	w.idle.Broadcast()
+	w.mu.Unlock()
+	if err != nil {
+		w.a.log.Error("oauth: cannot write the token store; sign-ins will not survive a restart until it can be written", "path", w.path, "err", err)
+	}
+	return err
+}
+
+// close ends the batched writer and writes what it had not.
+func (w *storeWriter) close() error {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.stop)
+	}
+	w.mu.Unlock()
+	w.wg.Wait()
+	return w.flush(w.wanted())
+}
+
+// written returns how many times the file was written.
+func (w *storeWriter) written() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.writes
 }
 
 // writeFileAtomic replaces path with b: a 0600 temporary file in the same

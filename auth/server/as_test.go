@@ -212,8 +212,9 @@ func TestASConsentCSRF(t *testing.T) {
 	}
 }
 
-// Wrong answers: the page says so; five void the page; ten in a minute,
-// whoever sends them, stop all checking until the minute is over.
+// Wrong answers: the page says so; five void the page; ten from one
+// source stop that source's checking (429, Retry-After) until its bucket
+// has a token again.
 func TestASSignInRateLimited(t *testing.T) {
 	is := is.New(t)
 	ta := newTestAS(t, nil)
@@ -230,13 +231,15 @@ func TestASSignInRateLimited(t *testing.T) {
 	is.Equal(ta.answer(p, url.Values{"code": {ta.code()}}).Code, http.StatusBadRequest)
 
 	p = ta.consentPage(t, authQuery(client))
-	for range maxFailures - maxAttemptsPerPage {
+	for range failureBurst - maxAttemptsPerPage {
 		is.Equal(ta.answer(p, wrong).Code, http.StatusForbidden)
 	}
-	p = ta.consentPage(t, authQuery(client)) // a fresh page, the same limit
+	p = ta.consentPage(t, authQuery(client)) // a fresh page, the same source
 	w = ta.answer(p, url.Values{"code": {ta.code()}})
 	is.Equal(w.Code, http.StatusTooManyRequests) // even the right code waits
-	ta.clock.Advance(failureWindow)
+	is.Equal(w.Header().Get("Retry-After"), "6")
+	is.True(strings.Contains(w.Body.String(), "Wait 6 seconds"))
+	ta.clock.Advance(failureEvery)
 	q := redirected(t, ta.answer(p, url.Values{"code": {ta.code()}}))
 	is.True(q.Get("code") != "")
 }
@@ -518,14 +521,19 @@ func TestASLoopbackRedirectPort(t *testing.T) {
 	is.True(!redirectMatches([]string{"https://x.test:1/cb"}, "https://x.test:2/cb"))
 }
 
-// The client table is bounded: the oldest client without a grant makes
-// room; when every client has one, registration is refused.
+// The client table is bounded: the oldest client not in use and past
+// clientGrace makes room; when every client is in use or new, registration
+// is refused with Retry-After.
 func TestASClientTableBounded(t *testing.T) {
 	is := is.New(t)
 	ta := newTestAS(t, func(c *AuthorizationServerConfig) { c.MaxClients = 2 })
 	first, _, _ := ta.signIn(t) // has a grant
 	second := ta.register(t)
 	ta.clock.Advance(time.Second)
+	w := ta.do(http.MethodPost, "/register", "application/json", `{"redirect_uris":["http://127.0.0.1:1/cb"]}`)
+	is.Equal(w.Code, http.StatusServiceUnavailable) // second is new: kept
+	is.Equal(w.Header().Get("Retry-After"), "59")
+	ta.clock.Advance(clientGrace)
 	third := ta.register(t) // evicts second
 	is.True(ta.clients[first] != nil)
 	is.True(ta.clients[second] == nil)
@@ -533,9 +541,10 @@ func TestASClientTableBounded(t *testing.T) {
 	code := ta.approvedCode(t, third)
 	status, _ := ta.exchange(third, code)
 	is.Equal(status, http.StatusOK)
-	w := ta.do(http.MethodPost, "/register", "application/json", `{"redirect_uris":["http://127.0.0.1:1/cb"]}`)
+	w = ta.do(http.MethodPost, "/register", "application/json", `{"redirect_uris":["http://127.0.0.1:1/cb"]}`)
 	is.Equal(w.Code, http.StatusServiceUnavailable)
 	is.Equal(decode(w)["error"], "temporarily_unavailable")
+	is.Equal(w.Header().Get("Retry-After"), "60") // the spent code expires: the soonest anything may change
 }
 
 func TestASGrantTableBounded(t *testing.T) {

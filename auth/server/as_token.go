@@ -138,39 +138,59 @@ func (a *AuthorizationServer) serveToken(w http.ResponseWriter, r *http.Request)
 }
 
 // exchangeCode redeems an authorization code for a new grant's tokens.
+// The grant is on disk before the tokens are answered.
 func (a *AuthorizationServer) exchangeCode(req TokenRequest) (TokenResponse, *OAuthError) {
-	now := a.now()
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	resp, g, gen, err := a.redeem(req, a.now())
+	a.mu.Unlock()
+	if gen != 0 {
+		serr := a.save(gen)
+		if err == nil && serr != nil {
+			a.mu.Lock()
+			a.dropGrant(g.ID)
+			a.changed()
+			a.mu.Unlock()
+			err = serr
+		}
+	}
+	if err != nil {
+		return TokenResponse{}, err
+	}
+	a.log.Info("oauth: signed in", "subject", g.Subject, "client_id", g.Client, "scopes", strings.Join(g.Scopes, " "))
+	return resp, nil
+}
+
+// redeem checks a code and makes its grant; gen is the change to write,
+// 0 for none. Called with a.mu held.
+func (a *AuthorizationServer) redeem(req TokenRequest, now time.Time) (TokenResponse, *grantEntry, uint64, *OAuthError) {
 	a.prune(now)
 	c, ok := a.codes[hashToken(req.Code)]
 	if !ok {
-		return TokenResponse{}, errInvalidGrant("the code is unknown or expired")
+		return TokenResponse{}, nil, 0, errInvalidGrant("the code is unknown or expired")
 	}
 	if c.used {
 		// Someone else has the code: what it gave is no one's now.
 		a.log.Warn("oauth: an authorization code was used twice; the grant it gave is revoked", "subject", c.subject)
 		a.dropGrant(c.grant)
-		_ = a.save(now)
-		return TokenResponse{}, errInvalidGrant("the code was already used")
+		return TokenResponse{}, nil, a.changed(), errInvalidGrant("the code was already used")
 	}
 	if req.ClientID != c.client {
-		return TokenResponse{}, errInvalidGrant("the code was issued to another client")
+		return TokenResponse{}, nil, 0, errInvalidGrant("the code was issued to another client")
 	}
 	if req.RedirectURI != c.redirectURI {
-		return TokenResponse{}, errInvalidGrant("redirect_uri differs from the authorization request's")
+		return TokenResponse{}, nil, 0, errInvalidGrant("redirect_uri differs from the authorization request's")
 	}
 	sum := sha256.Sum256([]byte(req.CodeVerifier))
 	if subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(c.codeChallenge)) != 1 {
-		return TokenResponse{}, errInvalidGrant("code_verifier does not match the code_challenge")
+		return TokenResponse{}, nil, 0, errInvalidGrant("code_verifier does not match the code_challenge")
 	}
 	// A URL client (a metadata document) must still be allowlisted.
 	if _, registered := a.clients[c.client]; !registered && (a.cfg.URLClients == nil || !a.cfg.URLClients.Allowed(c.client)) {
-		return TokenResponse{}, errInvalidGrant("the client is no longer allowed")
+		return TokenResponse{}, nil, 0, errInvalidGrant("the client is no longer allowed")
 	}
 	if len(a.grants) >= a.cfg.MaxGrants {
 		a.log.Error("oauth: a sign-in was refused: too many grants; revoke some, or raise the bound", "max_grants", a.cfg.MaxGrants)
-		return TokenResponse{}, &OAuthError{http.StatusServiceUnavailable, "temporarily_unavailable", "this server holds too many sign-ins"}
+		return TokenResponse{}, nil, 0, &OAuthError{http.StatusServiceUnavailable, "temporarily_unavailable", "this server holds too many sign-ins"}
 	}
 	c.used = true
 	g := &grantEntry{
@@ -184,37 +204,46 @@ func (a *AuthorizationServer) exchangeCode(req TokenRequest) (TokenResponse, *OA
 	c.grant = g.ID
 	a.grants[g.ID] = g
 	resp := a.issue(g, g.Scopes, now)
-	if err := a.save(now); err != nil {
-		a.dropGrant(g.ID)
+	return resp, g, a.changed(), nil
+}
+
+// refreshGrant spends a refresh token for new tokens, rotating it. The
+// rotation is on disk before the tokens are answered.
+func (a *AuthorizationServer) refreshGrant(req TokenRequest) (TokenResponse, *OAuthError) {
+	a.mu.Lock()
+	resp, gen, err := a.rotate(req, a.now())
+	a.mu.Unlock()
+	if gen != 0 {
+		if serr := a.save(gen); err == nil {
+			err = serr
+		}
+	}
+	if err != nil {
 		return TokenResponse{}, err
 	}
-	a.log.Info("oauth: signed in", "subject", g.Subject, "client_id", g.Client, "scopes", strings.Join(g.Scopes, " "))
 	return resp, nil
 }
 
-// refreshGrant spends a refresh token for new tokens, rotating it.
-func (a *AuthorizationServer) refreshGrant(req TokenRequest) (TokenResponse, *OAuthError) {
-	now := a.now()
+// rotate spends a refresh token; gen is the change to write, 0 for none.
+// Called with a.mu held.
+func (a *AuthorizationServer) rotate(req TokenRequest, now time.Time) (TokenResponse, uint64, *OAuthError) {
 	h := hashToken(req.RefreshToken)
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.prune(now)
 	e, ok := a.refresh[h]
 	if !ok {
-		return TokenResponse{}, errInvalidGrant("the refresh token is unknown, expired or revoked")
+		return TokenResponse{}, 0, errInvalidGrant("the refresh token is unknown, expired or revoked")
 	}
 	g := a.grants[e.grant]
 	if g.Client != req.ClientID {
-		return TokenResponse{}, errInvalidGrant("the refresh token was issued to another client")
+		return TokenResponse{}, 0, errInvalidGrant("the refresh token was issued to another client")
 	}
 	if !e.current {
 		a.log.Warn("oauth: a rotated refresh token was used again; the grant is revoked", "subject", g.Subject, "client_id", g.Client)
 		a.dropGrant(g.ID)
-		_ = a.save(now)
-		return TokenResponse{}, errInvalidGrant("the refresh token was already used; sign in again")
+		return TokenResponse{}, a.changed(), errInvalidGrant("the refresh token was already used; sign in again")
 	}
 	if _, registered := a.clients[g.Client]; !registered && (a.cfg.URLClients == nil || !a.cfg.URLClients.Allowed(g.Client)) {
-		return TokenResponse{}, errInvalidGrant("the client is no longer allowed")
+		return TokenResponse{}, 0, errInvalidGrant("the client is no longer allowed")
 	}
 	scopes := g.Scopes
 	if len(req.Scopes) > 0 {
@@ -224,7 +253,7 @@ func (a *AuthorizationServer) refreshGrant(req TokenRequest) (TokenResponse, *OA
 				continue
 			}
 			if !slices.Contains(g.Scopes, s) {
-				return TokenResponse{}, &OAuthError{http.StatusBadRequest, "invalid_scope", "scope " + s + " was not granted"}
+				return TokenResponse{}, 0, &OAuthError{http.StatusBadRequest, "invalid_scope", "scope " + s + " was not granted"}
 			}
 			scopes = append(scopes, s)
 		}
@@ -232,11 +261,7 @@ func (a *AuthorizationServer) refreshGrant(req TokenRequest) (TokenResponse, *OA
 			scopes = g.Scopes
 		}
 	}
-	resp := a.issue(g, scopes, now)
-	if err := a.save(now); err != nil {
-		return TokenResponse{}, err
-	}
-	return resp, nil
+	return a.issue(g, scopes, now), a.changed(), nil
 }
 
 // issue makes an access token and a new refresh token for g, retiring

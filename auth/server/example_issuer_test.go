@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -64,4 +65,50 @@ func ExampleNewIssuerVerifier() {
 	// Output:
 	// alice [mcp:tools] <nil>
 	// true
+}
+
+// Opaque tokens are introspected at the IdP, at most IntrospectionRate
+// requests a second: beyond, a check cannot decide (the gate answers 503
+// with Retry-After) instead of refusing a token that may be good. A token
+// the IdP found inactive is remembered, and costs no second request.
+func ExampleIssuerConfig_introspectionRate() {
+	var issuer string
+	var asked atomic.Int32
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/.well-known/oauth-authorization-server":
+			json.NewEncoder(w).Encode(map[string]string{"issuer": issuer, "introspection_endpoint": issuer + "/introspect"})
+		case "/introspect":
+			asked.Add(1)
+			json.NewEncoder(w).Encode(map[string]any{"active": false})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer idp.Close()
+	issuer = idp.URL
+	now := time.Now()
+	v, err := server.NewIssuerVerifier(context.Background(), server.IssuerConfig{
+		Issuer:                issuer,
+		Resource:              "https://mcp.example.com/mcp",
+		IntrospectionClientID: "mcp-stdio",
+		IntrospectionSecret:   "secret",
+		IntrospectionRate:     2,
+		Now:                   func() time.Time { return now }, // the clock stands still
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, tok := range []string{"made-up-1", "made-up-2", "made-up-3", "made-up-1"} {
+		_, err := v.Verify(context.Background(), tok)
+		fmt.Println(tok, errors.Is(err, server.ErrInvalidToken), errors.Is(err, server.ErrIntrospectionRateLimited))
+	}
+	fmt.Println("asked the IdP", asked.Load(), "times")
+	// Output:
+	// made-up-1 true false
+	// made-up-2 true false
+	// made-up-3 false true
+	// made-up-1 true false
+	// asked the IdP 2 times
 }

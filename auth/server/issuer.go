@@ -41,6 +41,18 @@ const (
 	// answer is reused (never beyond the token's exp): a revoked opaque
 	// token is refused at most this long after its revocation.
 	DefaultIntrospectionCacheTTL = time.Minute
+	// DefaultIntrospectionNegativeTTL is how long a token the issuer
+	// found not active (or not valid here) is refused without asking
+	// again: a client retrying a dead token costs the issuer one request
+	// per interval.
+	DefaultIntrospectionNegativeTTL = 10 * time.Second
+	// DefaultIntrospectionRate bounds the introspection requests sent to
+	// each issuer: this many a second, as many at once. Tokens checked
+	// already are answered from the caches and do not count; a check
+	// beyond the rate cannot decide (503 with Retry-After), so a spray of
+	// made-up tokens costs the issuer at most this many requests a
+	// second, and good tokens are told to retry, not to sign in again.
+	DefaultIntrospectionRate = 50
 	// ClockSkew is the tolerance applied to exp, nbf and iat.
 	ClockSkew = 60 * time.Second
 )
@@ -54,6 +66,7 @@ const (
 	maxTokenBytes         = 16 << 10  // a presented access token
 	maxIntrospectionCache = 4096      // cached introspection answers
 	maxIntrospectInFlight = 16        // introspection requests at once
+	maxIntrospectionRate  = 1_000_000 // a second: the most IntrospectionRate means
 	jwksMaxAge            = time.Hour // a key set older than this is fetched again
 )
 
@@ -88,8 +101,11 @@ type IssuerConfig struct {
 	JWKSRefreshInterval time.Duration
 	// IntrospectionCacheTTL overrides DefaultIntrospectionCacheTTL when > 0.
 	IntrospectionCacheTTL time.Duration
-	// Logger receives debug lines (key set fetches); nil discards them.
-	// Tokens are never logged.
+	// IntrospectionRate overrides DefaultIntrospectionRate when > 0.
+	IntrospectionRate int
+	// Logger receives debug lines (key set fetches), and warnings about
+	// the issuer's faults and the rate limit, at most one a minute of
+	// each kind; nil discards them. Tokens are never logged.
 	Logger *slog.Logger
 }
 
@@ -131,10 +147,15 @@ type issuerVerifier struct {
 //
 // Any other token (opaque, or a JWT when the issuer publishes no keys)
 // is introspected (RFC 7662) with IntrospectionClientID and
-// IntrospectionSecret, and accepted only when active with the same checks:
-// iss (when given) equal, aud containing Resource, exp present and not
-// past, sub present. Active answers are cached, keyed by a hash of the
-// token, until the sooner of the token's exp and IntrospectionCacheTTL.
+// IntrospectionSecret, and accepted only when active (the JSON boolean
+// true: anything else is refused, and logged as the issuer's fault) with
+// the same checks: iss (when given) equal, aud containing Resource, exp
+// present and not past, sub present. Active answers are cached, keyed by a
+// hash of the token, until the sooner of the token's exp and
+// IntrospectionCacheTTL; refusals for DefaultIntrospectionNegativeTTL.
+// Concurrent checks of one token share one request, and requests beyond
+// IntrospectionRate are not sent: the check cannot decide, wrapping
+// [ErrIntrospectionRateLimited].
 //
 // A refusal wraps [ErrInvalidToken] with a reason that never contains the
 // token; any other error means the issuer could not be asked (the gate
@@ -195,6 +216,11 @@ func NewIssuerVerifier(ctx context.Context, cfg IssuerConfig) (Verifier, error) 
 		if ttl <= 0 {
 			ttl = DefaultIntrospectionCacheTTL
 		}
+		rate := cfg.IntrospectionRate
+		if rate <= 0 {
+			rate = DefaultIntrospectionRate
+		}
+		rate = min(rate, maxIntrospectionRate)
 		v.intro = &introspector{
 			v:        v,
 			endpoint: md.IntrospectionEndpoint,
@@ -202,7 +228,13 @@ func NewIssuerVerifier(ctx context.Context, cfg IssuerConfig) (Verifier, error) 
 			secret:   cfg.IntrospectionSecret,
 			post:     postOnly(md.IntrospectionAuthMethods),
 			ttl:      ttl,
+			negTTL:   DefaultIntrospectionNegativeTTL,
+			rate:     rate,
+			every:    time.Second / time.Duration(rate),
+			faults:   newQuietLog(v.log),
 			cache:    make(map[[sha256.Size]byte]cached),
+			neg:      make(map[[sha256.Size]byte]time.Time),
+			flights:  make(map[[sha256.Size]byte]*flight),
 			slots:    make(chan struct{}, maxIntrospectInFlight),
 		}
 	}

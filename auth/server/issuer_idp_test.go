@@ -118,6 +118,7 @@ type fakeIdP struct {
 
 	jwksHits   atomic.Int32
 	introHits  atomic.Int32
+	introHook  func(token string) // when set, runs at each introspection request
 	clientID   string
 	secret     string
 	wellKnowns []string // well-known paths asked, in order
@@ -184,7 +185,11 @@ func (idp *fakeIdP) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		idp.mu.Lock()
 		ans, ok := idp.active[r.PostForm.Get("token")]
+		hook := idp.introHook
 		idp.mu.Unlock()
+		if hook != nil {
+			hook(r.PostForm.Get("token"))
+		}
 		if !ok {
 			ans = map[string]any{"active": false}
 		}

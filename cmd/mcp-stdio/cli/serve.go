@@ -54,7 +54,7 @@ Also accepted:
 func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
 		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
-			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id",
+			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "trusted-proxy", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id", "oauth-introspection-rate",
 			"health-path", "admin-addr", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "max-listens", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout",
 			"max-body", "max-message-size", "max-depth", "max-buffered", "max-connections", "read-timeout",
@@ -265,6 +265,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	}
 	var issuer string
 	cfg.OAuth, issuer, err = f.oauthConfig(ctx, ln.Addr(), stderr, logger)
+	defer f.oauth.close(logger) // after the shutdown: the store's last batch
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)

@@ -21,12 +21,14 @@ type issuerFlags struct {
 	issuers  stringList // --oauth-issuer, in order of preference
 	clientID string     // --oauth-introspection-client-id
 	secret   string     // from server.IntrospectionSecretEnv, never a flag
+	rate     int        // --oauth-introspection-rate
 }
 
 // define defines the flags on fs.
 func (f *issuerFlags) define(fs *flag.FlagSet) {
 	fs.Var(&f.issuers, "oauth-issuer", "take the access tokens of the authorization server whose issuer is `URL` (https; http only on loopback), checked against its published keys or, for opaque tokens, its introspection (repeatable)")
 	fs.StringVar(&f.clientID, "oauth-introspection-client-id", "", "introspect opaque access tokens at the --oauth-issuer as the client `ID`, with the secret in the "+server.IntrospectionSecretEnv+" env var")
+	fs.IntVar(&f.rate, "oauth-introspection-rate", server.DefaultIntrospectionRate, "send each --oauth-issuer at most `N` introspection requests a second (tokens already checked are answered from the cache); a check beyond it answers 503 with Retry-After")
 }
 
 // readEnv takes the introspection secret from the environment.
@@ -38,6 +40,9 @@ func (f *issuerFlags) readEnv(getenv func(string) string) {
 func (f *issuerFlags) check() error {
 	if len(f.issuers) == 0 && f.clientID != "" {
 		return errors.New("--oauth-introspection-client-id needs --oauth-issuer URL, the authorization server to introspect tokens at")
+	}
+	if f.rate < 1 {
+		return fmt.Errorf("--oauth-introspection-rate %d: give at least 1 request a second", f.rate)
 	}
 	if f.clientID == "" && f.secret != "" && len(f.issuers) > 0 {
 		return fmt.Errorf("%s is set but --oauth-introspection-client-id is not: give the client ID the secret belongs to", server.IntrospectionSecretEnv)
@@ -61,6 +66,7 @@ func (f *issuerFlags) verifiers(ctx context.Context, resource string, logger *sl
 			Resource:              resource,
 			IntrospectionClientID: f.clientID,
 			IntrospectionSecret:   f.secret,
+			IntrospectionRate:     f.rate,
 			Logger:                logger,
 		})
 		if err != nil {

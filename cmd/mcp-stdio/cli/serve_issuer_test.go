@@ -85,6 +85,7 @@ func TestServeOAuthIssuerFlags(t *testing.T) {
 		{"plain http beyond loopback", nil, []string{"--public-url", "https://mcp.example.com", "--oauth-issuer", "http://idp.example.com"}, "plain http is allowed only on loopback"},
 		{"another issuer in the metadata", nil, []string{"--public-url", "https://mcp.example.com", "--oauth-issuer", issuer + "/"}, "set --oauth-issuer to exactly the issuer"},
 		{"no public URL", nil, []string{"--listen", "0.0.0.0:8080", "--oauth-issuer", issuer}, "--public-url"},
+		{"no introspection rate", nil, append([]string{"--oauth-introspection-rate", "0"}, base...), "--oauth-introspection-rate 0: give at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)

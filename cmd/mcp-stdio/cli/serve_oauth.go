@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -23,10 +24,37 @@ import (
 
 // serveOAuthFlags are the flags of the embedded authorization server.
 type serveOAuthFlags struct {
-	enable       bool
-	passwordFile string
-	redirectURIs stringList
-	tokenStore   string
+	enable         bool
+	passwordFile   string
+	redirectURIs   stringList
+	tokenStore     string
+	trustedProxies prefixList
+
+	as *server.AuthorizationServer // once built: closed when serve ends
+}
+
+// prefixList is a repeatable flag of IP addresses or CIDR prefixes.
+type prefixList []netip.Prefix
+
+func (l *prefixList) String() string {
+	var s []string
+	for _, p := range *l {
+		s = append(s, p.String())
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *prefixList) Set(s string) error {
+	if a, err := netip.ParseAddr(s); err == nil {
+		*l = append(*l, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+		return nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return errors.New("want an IP address (127.0.0.1, ::1) or a CIDR prefix (10.0.0.0/8)")
+	}
+	*l = append(*l, p.Masked())
+	return nil
 }
 
 // define defines the flags on fs.
@@ -35,12 +63,24 @@ func (o *serveOAuthFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.passwordFile, "oauth-password-file", "", "with --enable-oauth, sign people in by user name and password from `PATH` (user:bcrypt-hash lines, as htpasswd -nB writes them) instead of the printed code")
 	fs.Var(&o.redirectURIs, "allow-redirect-uri", "with --enable-oauth, let clients register `URI` as where their sign-in returns, exact match, besides loopback ones (repeatable; claude.ai's is https://claude.ai/api/mcp/auth_callback)")
 	fs.StringVar(&o.tokenStore, "token-store", "", "with --enable-oauth, keep registered clients and sign-ins in `PATH` (0600), so that they survive a restart; else in memory only")
+	fs.Var(&o.trustedProxies, "trusted-proxy", "with --enable-oauth, the proxy or tunnel at `ADDR` (an IP or a CIDR prefix) names the client in X-Forwarded-For, so that the sign-in limits per address count the client's (repeatable; without it every client behind a proxy is the proxy's address)")
+}
+
+// close writes what the authorization server's store has not been given
+// yet, when serve ends.
+func (o *serveOAuthFlags) close(logger *slog.Logger) {
+	if o.as == nil {
+		return
+	}
+	if err := o.as.Close(); err != nil {
+		logger.Error("the OAuth token store could not be written at exit; the last registrations are lost", "path", o.tokenStore, "err", err)
+	}
 }
 
 // check checks the flags before serve listens.
 func (o *serveOAuthFlags) check(f *serveFlags) error {
 	if !o.enable {
-		for name, set := range map[string]bool{"--oauth-password-file": o.passwordFile != "", "--allow-redirect-uri": len(o.redirectURIs) > 0, "--token-store": o.tokenStore != "", "--allow-client-id-url": len(f.clientIDURLs) > 0} {
+		for name, set := range map[string]bool{"--oauth-password-file": o.passwordFile != "", "--allow-redirect-uri": len(o.redirectURIs) > 0, "--token-store": o.tokenStore != "", "--allow-client-id-url": len(f.clientIDURLs) > 0, "--trusted-proxy": len(o.trustedProxies) > 0} {
 			if set {
 				return fmt.Errorf("%s needs --enable-oauth", name)
 			}
@@ -174,7 +214,7 @@ func (o *serveOAuthFlags) authorizationServer(issuer, resource string, scopes []
 			fmt.Fprintf(stderr, "mcp-stdio: OAuth sign-in code, to type on the consent page (one use; a new one is printed after each sign-in): %s\n", code)
 		}
 	}
-	return server.NewAuthorizationServer(server.AuthorizationServerConfig{
+	as, err := server.NewAuthorizationServer(server.AuthorizationServerConfig{
 		Issuer:            issuer,
 		Resource:          resource,
 		Scopes:            scopes,
@@ -183,8 +223,14 @@ func (o *serveOAuthFlags) authorizationServer(issuer, resource string, scopes []
 		AllowRedirectURIs: o.redirectURIs,
 		URLClients:        urlClients,
 		StorePath:         o.tokenStore,
+		TrustedProxies:    o.trustedProxies,
 		Logger:            logger,
 	})
+	if err != nil {
+		return nil, err
+	}
+	o.as = as
+	return as, nil
 }
 
 // cimdClients gives the authorization server the clients whose client_id

@@ -5,6 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,6 +84,7 @@ func TestServeOAuthFlagsChecked(t *testing.T) {
 		{serveFlags{listen: "127.0.0.1:0", oauth: serveOAuthFlags{passwordFile: "p"}}, "--oauth-password-file needs --enable-oauth"},
 		{serveFlags{listen: "127.0.0.1:0", oauth: serveOAuthFlags{tokenStore: "s"}}, "--token-store needs --enable-oauth"},
 		{serveFlags{listen: "127.0.0.1:0", oauth: serveOAuthFlags{redirectURIs: stringList{"https://x/cb"}}}, "--allow-redirect-uri needs --enable-oauth"},
+		{serveFlags{listen: "127.0.0.1:0", oauth: serveOAuthFlags{trustedProxies: prefixList{netip.MustParsePrefix("127.0.0.1/32")}}}, "--trusted-proxy needs --enable-oauth"},
 		{serveFlags{listen: "127.0.0.1:0", authToken: "t", oauth: serveOAuthFlags{enable: true}}, "exclude each other"},
 		{serveFlags{listen: "0.0.0.0:8080", oauth: serveOAuthFlags{enable: true}}, "needs --public-url"},
 	} {
@@ -121,4 +127,38 @@ func TestCIMDClientsFollowTheAllowlist(t *testing.T) {
 	is.True(!c.Allowed("https://app.example/other.json"))
 	_, _, err = c.Client(t.Context(), "https://app.example/other.json")
 	is.True(errors.Is(err, server.ErrClientIDNotAllowed))
+}
+
+// --trusted-proxy takes addresses and prefixes; the authorization server
+// built from the flags counts the client a trusted proxy forwarded for,
+// and serve's end writes its store.
+func TestServeTrustedProxy(t *testing.T) {
+	is := is.New(t)
+	var f serveFlags
+	fs, _ := newServeFlagSet(&f)
+	store := filepath.Join(t.TempDir(), "oauth.json")
+	is.NoErr(fs.Parse([]string{"--enable-oauth", "--token-store", store, "--trusted-proxy", "127.0.0.1", "--trusted-proxy", "10.0.0.0/8", "--trusted-proxy", "::ffff:10.1.2.3"}))
+	is.Equal(f.oauth.trustedProxies.String(), "127.0.0.1/32,10.0.0.0/8,10.1.2.3/32")
+	is.True(fs.Parse([]string{"--trusted-proxy", "10.0.0.0/33"}) != nil)
+	is.True(fs.Parse([]string{"--trusted-proxy", "proxy.example"}) != nil)
+
+	o, _, err := f.oauthConfig(t.Context(), fixedAddr("127.0.0.1:8080"), io.Discard, slog.New(slog.DiscardHandler))
+	is.NoErr(err)
+	register := func(client string) int {
+		r := httptest.NewRequest(http.MethodPost, "/register", strings.NewReader(`{"redirect_uris":["http://127.0.0.1:1/cb"]}`))
+		r.RemoteAddr = "10.9.9.9:4000"
+		r.Header.Set("X-Forwarded-For", client)
+		w := httptest.NewRecorder()
+		o.Routes["/register"].ServeHTTP(w, r)
+		return w.Code
+	}
+	for range 20 {
+		is.Equal(register("198.51.100.1"), http.StatusCreated)
+	}
+	is.Equal(register("198.51.100.1"), http.StatusTooManyRequests)
+	is.Equal(register("198.51.100.2"), http.StatusCreated) // another client behind the proxy
+	f.oauth.close(slog.New(slog.DiscardHandler))
+	b, err := os.ReadFile(store)
+	is.NoErr(err)
+	is.Equal(strings.Count(string(b), `"client_id"`), 21)
 }
