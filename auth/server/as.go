@@ -498,7 +498,9 @@ func writeError(w http.ResponseWriter, err *OAuthError) {
 	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Basic realm="mcp-stdio"`)
 	case http.StatusServiceUnavailable: // temporarily_unavailable: a table is full
-		w.Header().Set("Retry-After", unavailableRetryAfter)
+		if w.Header().Get("Retry-After") == "" { // a limit's own wait is exact
+			w.Header().Set("Retry-After", unavailableRetryAfter)
+		}
 	}
 	writeJSON(w, err.status, err)
 }

@@ -173,6 +173,10 @@ func retryAfterSaid(t *testing.T, w *httptest.ResponseRecorder) {
 	if w.Header().Get("Retry-After") == "" || m["error"] != "temporarily_unavailable" || !strings.Contains(fmt.Sprint(m["error_description"]), "try again in") {
 		t.Fatalf("a refusal without when to retry: %d %v %s", w.Code, w.Header(), w.Body)
 	}
+	// The header says what the description says.
+	if !strings.Contains(fmt.Sprint(m["error_description"]), "try again in "+w.Header().Get("Retry-After")+" s") {
+		t.Fatalf("Retry-After %s, but the refusal says %q", w.Header().Get("Retry-After"), m["error_description"])
+	}
 }
 
 // Issue 22 point 7: a flood of 2,200 registrations from 2,200 sources (and 25 from one),
