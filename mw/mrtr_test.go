@@ -500,7 +500,7 @@ func FuzzMRTRInputRequired(f *testing.F) {
 	f.Add(`[]`, `"s"`)
 	f.Add(`{"\"k":{"method":"ping"}}`, `{}`)
 	f.Add(`{"a":{"method":"roots/list"},"a":{"method":"sampling/createMessage"}}`, `"s","requestState":"t"`)
-	f.Add(`{"a":{"method":"roots/list","params":`+strings.Repeat("[", 600) + strings.Repeat("]", 600)+`}}`, `"s"`)
+	f.Add(`{"a":{"method":"roots/list","params":`+strings.Repeat("[", 600)+strings.Repeat("]", 600)+`}}`, `"s"`)
 	f.Fuzz(func(t *testing.T, requests, state string) {
 		result := `{"resultType":"input_required","inputRequests":` + requests + `,"requestState":` + state + `}`
 		if !json.Valid([]byte(result)) {

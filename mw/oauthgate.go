@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
@@ -81,6 +82,8 @@ const OAuthRetryAfter = "5"
 // alike.
 func RequireOAuth(o OAuthOptions) Guard {
 	log := loggerOrDiscard(o.Logger)
+	var outages frame.QuietLog // a verifier that cannot decide, logged once a minute
+	outages.Every = time.Minute
 	required := slices.Clone(o.RequiredScopes)
 	asked := slices.Clone(o.ChallengeScopes)
 	if asked == nil {
@@ -124,7 +127,9 @@ func RequireOAuth(o OAuthOptions) Guard {
 				refuse(http.StatusUnauthorized, "invalid_token", "Unauthorized: the access token is not valid here")
 				return
 			case err != nil:
-				log.Warn("cannot verify a bearer token now", "err", err)
+				if ok, unlogged := outages.Allow(time.Now(), ""); ok {
+					log.Warn("cannot verify bearer tokens now; their requests get 503", "err", err, "refused_since_last_line", unlogged+1)
+				}
 				h := w.Header()
 				h.Set("Retry-After", OAuthRetryAfter)
 				h.Set("Connection", "close")

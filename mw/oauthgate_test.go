@@ -228,3 +228,21 @@ func FuzzRequireOAuthAuthorization(f *testing.F) {
 		}
 	})
 }
+
+// A token spray while the verifier cannot decide (an identity provider
+// down or over its rate): every request gets its 503 with Retry-After,
+// and stderr gets one line, not one per request.
+func TestRequireOAuthOutageIsOneLogLine(t *testing.T) {
+	is := is.New(t)
+	log, logs := gateLogger(t)
+	h, _, _ := newGate(t, log)
+	for range 100 {
+		r := httptest.NewRequest("POST", "/mcp", nil)
+		r.Header.Set("Authorization", "Bearer down")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		is.Equal(w.Code, http.StatusServiceUnavailable)
+		is.Equal(w.Header().Get("Retry-After"), mw.OAuthRetryAfter)
+	}
+	is.Equal(strings.Count(logs.String(), "level=WARN"), 1)
+}

@@ -360,7 +360,7 @@ func FuzzPaginationMerge(f *testing.F) {
 	f.Add(`[1]`, `"s"`)
 	f.Add(`{"tools":[1],"nextCursor":7}`, `{"tools":[2],"nextCursor":"a"}`)
 	f.Add(`{"tools":[1],"tools":[9],"nextCursor":"a","nextCursor":"b"}`, `{"tools":[2]}`)
-	f.Add(`{"tools":[`+strings.Repeat("[", 600) + strings.Repeat("]", 600)+`],"nextCursor":"a"}`, `{"tools":[2]}`)
+	f.Add(`{"tools":[`+strings.Repeat("[", 600)+strings.Repeat("]", 600)+`],"nextCursor":"a"}`, `{"tools":[2]}`)
 	f.Fuzz(func(t *testing.T, page1, page2 string) {
 		if !gjson.Valid(page1) || !gjson.Valid(page2) {
 			return

@@ -100,8 +100,8 @@ func LimitConnections(ln net.Listener, max int, logger *slog.Logger) *LimitedLis
 		max:       max,
 		answer:    []byte(answer),
 		log:       orDiscard(logger),
-		logs:      rateLog{every: refusalLogEvery},
-		evictLogs: rateLog{every: refusalLogEvery},
+		logs:      frame.QuietLog{Every: refusalLogEvery},
+		evictLogs: frame.QuietLog{Every: refusalLogEvery},
 	}
 }
 
@@ -112,8 +112,8 @@ type LimitedListener struct {
 	max       int
 	answer    []byte // the refusal
 	log       *slog.Logger
-	logs      rateLog // of refusals
-	evictLogs rateLog // of idle connections closed to make room
+	logs      frame.QuietLog // of refusals
+	evictLogs frame.QuietLog // of idle connections closed to make room
 
 	mu       sync.Mutex
 	open     int      // connections counted against max
@@ -134,7 +134,7 @@ func (l *LimitedListener) Accept() (net.Conn, error) {
 		lc := &limitedConn{Conn: c, l: l}
 		taken, victim := l.admit(lc)
 		if victim != nil {
-			if ok, unlogged := l.evictLogs.allow(time.Now()); ok {
+			if ok, unlogged := l.evictLogs.Allow(time.Now(), ""); ok {
 				l.log.Warn("connections at the limit: closing the longest idle (or slowest to send its request) to make room; raise --max-connections if they are clients of yours", "max", l.max, "closed", unlogged+1)
 			}
 			_ = victim.Conn.Close()
@@ -207,7 +207,7 @@ func (l *LimitedListener) Open() int {
 
 // refuse refuses c without blocking the accept loop.
 func (l *LimitedListener) refuse(c *limitedConn) {
-	if ok, unlogged := l.logs.allow(time.Now()); ok {
+	if ok, unlogged := l.logs.Allow(time.Now(), ""); ok {
 		l.log.Warn("refusing connections: too many are open, none idle (raise --max-connections, or look for clients holding requests open)", "max", l.max, "refused", unlogged+1)
 	}
 	c.refusal = true

@@ -106,8 +106,8 @@ type HTTPServerConfig struct {
 type HTTPServer struct {
 	cfg      HTTPServerConfig
 	log      *slog.Logger
-	refusals rateLog // of bodies refused for the budget
-	tooDeep  rateLog // of bodies refused for their nesting
+	refusals frame.QuietLog // of bodies refused for the budget
+	tooDeep  frame.QuietLog // of bodies refused for their nesting
 
 	mu       sync.Mutex
 	inflight int             // POSTs being answered (HTTP+SSE: those carrying requests)
@@ -131,8 +131,8 @@ func NewHTTPServer(cfg HTTPServerConfig) *HTTPServer {
 	return &HTTPServer{
 		cfg:      cfg,
 		log:      orDiscard(cfg.Logger),
-		refusals: rateLog{every: refusalLogEvery},
-		tooDeep:  rateLog{every: refusalLogEvery},
+		refusals: frame.QuietLog{Every: refusalLogEvery},
+		tooDeep:  frame.QuietLog{Every: refusalLogEvery},
 	}
 }
 
@@ -244,7 +244,7 @@ func (s *HTTPServer) readMessage(w http.ResponseWriter, r *http.Request) (frame.
 	})
 	if err != nil {
 		if errors.Is(err, frame.ErrOverBudget) {
-			if ok, unlogged := s.refusals.allow(time.Now()); ok {
+			if ok, unlogged := s.refusals.Allow(time.Now(), ""); ok {
 				s.log.Warn("refusing request bodies: the memory budget for messages is used up", "budget", s.cfg.Budget.Limit(), "refused", unlogged+1)
 			}
 		}
@@ -263,7 +263,7 @@ func (s *HTTPServer) readMessage(w http.ResponseWriter, r *http.Request) (frame.
 	if err != nil {
 		s.cfg.Budget.Release(held)
 		if errors.Is(err, frame.ErrTooDeep) {
-			if ok, unlogged := s.tooDeep.allow(time.Now()); ok {
+			if ok, unlogged := s.tooDeep.Allow(time.Now(), ""); ok {
 				s.log.Warn("refused a request body nested deeper than the limit; raise --max-depth if a client needs more", "limit", frame.Parser{MaxDepth: s.cfg.MaxDepth}.Depth(), "refused", unlogged+1)
 			}
 		}

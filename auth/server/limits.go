@@ -3,8 +3,9 @@ package server
 import (
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // Token buckets on an injected clock: the rate limits of the embedded
@@ -157,29 +158,18 @@ const quietLogEvery = time.Minute
 // saying how many were refused since the last line. Safe for concurrent
 // use.
 type quietLog struct {
-	log *slog.Logger
-
-	mu   sync.Mutex
-	last map[string]time.Time
-	n    map[string]int
+	log  *slog.Logger
+	gate frame.QuietLog
 }
 
 func newQuietLog(log *slog.Logger) *quietLog {
-	return &quietLog{log: log, last: map[string]time.Time{}, n: map[string]int{}}
+	return &quietLog{log: log, gate: frame.QuietLog{Every: quietLogEvery}}
 }
 
 // warn logs msg (with args) at warning level unless kind was logged less
 // than quietLogEvery ago.
 func (q *quietLog) warn(now time.Time, kind, msg string, args ...any) {
-	q.mu.Lock()
-	q.n[kind]++
-	last, seen := q.last[kind]
-	if seen && now.Sub(last) < quietLogEvery && !now.Before(last) {
-		q.mu.Unlock()
-		return
+	if ok, unlogged := q.gate.Allow(now, kind); ok {
+		q.log.Warn(msg, append(args, "refused_since_last_line", unlogged+1)...)
 	}
-	n := q.n[kind]
-	q.last[kind], q.n[kind] = now, 0
-	q.mu.Unlock()
-	q.log.Warn(msg, append(args, "refused_since_last_line", n)...)
 }
