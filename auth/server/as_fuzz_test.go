@@ -77,6 +77,8 @@ func FuzzRegistrationBody(f *testing.F) {
 	f.Add([]byte(`{"redirect_uris":["http://localhost.evil/"]}`))
 	f.Add([]byte(`{"redirect_uris":null}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"redirect_uris":["http://127.0.0.1:1/cb"],"redirect_uris":["https://evil.example/cb"],"token_endpoint_auth_method":"none","token_endpoint_auth_method":"client_secret_basic"}`))
+	f.Add([]byte(`{"redirect_uris":["http://127.0.0.1:1/cb"],"x":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`))
 	allowed := []string{"https://claude.ai/api/mcp/auth_callback"}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := ParseRegistration(body, allowed)

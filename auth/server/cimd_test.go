@@ -813,6 +813,8 @@ func FuzzParseClientMetadata(f *testing.F) {
 		`{"client_id":"https://example.com/oauth/client.json","redirect_uris":"x","token_endpoint_auth_method":null}`,
 		`{"client_id":null}`,
 		`[]`, `null`, `{`, ``, `"x"`,
+		`{"client_id":"https://example.com/oauth/client.json","redirect_uris":["http://[::1]:1/cb"],"client_id":"https://evil.example/c.json","redirect_uris":["https://evil.example/cb"]}`,
+		`{"client_id":"https://example.com/oauth/client.json","redirect_uris":["http://[::1]:1/cb"],"x":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`,
 	} {
 		f.Add([]byte(seed))
 	}

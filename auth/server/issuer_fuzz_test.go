@@ -75,6 +75,8 @@ func FuzzIssuerVerify(f *testing.F) {
 	f.Add(base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"ES256","kid":{"a":1}}`)) + "." + parts[1] + "." + parts[2])
 	f.Add(base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"ES256","jwk":{"kty":"oct","k":"AA"}}`)) + "." + parts[1] + "." + parts[2])
 	f.Add(base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"EdDSA","kid":"k1","typ":7}`)) + "." + parts[1] + "." + parts[2])
+	f.Add(base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"ES256","kid":"k1","kid":"k2"}`)) + "." + parts[1] + "." + parts[2])
+	f.Add(parts[0] + "." + base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"a","x":`+strings.Repeat("[", 20000)+strings.Repeat("]", 20000)+`}`)) + "." + parts[2])
 	f.Add("opaque")
 	f.Add("..")
 	f.Add("")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
@@ -27,6 +28,7 @@ func FuzzIntrospectionAnswer(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`"active"`))
+	f.Add([]byte(`{"active":true,"aud":"` + res + `","sub":"alice","exp":1785240000,"x":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`))
 	f.Add([]byte(`{"active":true`))
 	v := &issuerVerifier{issuer: iss, resource: res, now: func() time.Time { return now }, log: slog.New(slog.DiscardHandler)}
 	in := &introspector{v: v, faults: newQuietLog(v.log)}
