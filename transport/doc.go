@@ -54,6 +54,9 @@
 //     request was written); anything later — a reset mid-response, an idle
 //     timeout, an invalid body, a stream that ended before the response —
 //     reports Sent true.
+//   - *[RedirectError]: a redirect (or an HTTP+SSE endpoint) that leads
+//     away from the server's origin and was not followed; nothing was
+//     sent there. See [StreamableClient.FollowRedirects].
 //   - [frame.ErrStreamEnded] and [frame.ErrTooLarge], wrapped in a SendError;
 //     errors matching [frame.ErrUnavailable] when the peer is gone for good
 //     (no HTTP+SSE endpoint in time, a child that exited).

@@ -57,7 +57,8 @@ const (
 // o.Getenv, read once here. Redirects are followed only when they keep the
 // method (307, 308): a 301, 302 or 303 would turn a POST into a GET and lose
 // the message, so it is returned to the transport, which reports it as a
-// status error.
+// status error. The client transports add their own rule about where a
+// redirect may lead (see [StreamableClient.FollowRedirects]).
 func NewHTTPClient(o HTTPOptions) *http.Client {
 	return &http.Client{
 		Transport:     newHTTPTransport(o),
@@ -166,12 +167,10 @@ func (x *outgoing) header(hs ...http.Header) {
 	}
 }
 
-// do sends the request. A non-nil error is already the outcome to report.
-func (x *outgoing) do(c *http.Client) (*http.Response, error) {
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(x.req)
+// do sends the request with c, redirects judged by p. A non-nil error is
+// already the outcome to report.
+func (x *outgoing) do(c *http.Client, p redirectPolicy) (*http.Response, error) {
+	resp, err := p.client(c).Do(x.req)
 	if err != nil {
 		return nil, x.fail(err)
 	}
@@ -188,10 +187,14 @@ func (x *outgoing) close() { x.cancel(nil) }
 
 // fail turns an error met while sending the request or reading its response
 // into the outcome to report: the caller's context error when its context
-// ended, else a *frame.SendError.
+// ended, a *RedirectError for a redirect not followed, else a
+// *frame.SendError.
 func (x *outgoing) fail(err error) error {
 	if e := x.ctx.Err(); e != nil {
 		return e
+	}
+	if re, ok := redirectRefused(err); ok {
+		return re
 	}
 	var idle *IdleTimeoutError
 	if errors.As(context.Cause(x.reqCtx), &idle) {

@@ -77,6 +77,14 @@ type SSEClient struct {
 	// first after a drop, counting up while attempts keep failing). nil
 	// means one second every time.
 	ReconnectDelay func(attempt int) time.Duration
+	// FollowRedirects lets a redirect lead to another origin than URL's,
+	// and an endpoint event name an endpoint there, as
+	// [StreamableClient.FollowRedirects] says: the requests go there
+	// without Authorization, Cookie or any of Header's fields. Without it
+	// a redirect is refused with a *[RedirectError], and an endpoint on
+	// another origin too (before the first endpoint, Run fails with it);
+	// a redirect or an endpoint from https to plain http always is.
+	FollowRedirects bool
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 
@@ -195,11 +203,13 @@ func (c *SSEClient) Ready() <-chan struct{} {
 // within FirstEndpointTimeout of the start (failed attempts are retried
 // until then, or until StartAttempts have failed), and at once when the
 // server refuses the first GET with a status that asking again will not
-// change (see StartError.Status): a wrong URL. Every Handle fails with
-// that error from then on. After the first endpoint it reconnects forever:
-// on a non-2xx answer, at the end of the stream, on an error or after
-// IdleTimeout of silence, it forgets the endpoint, fails the requests still
-// waiting on the stream with a *frame.SendError wrapping
+// change (see StartError.Status): a wrong URL; and at once when the GET is
+// redirected, or the stream names an endpoint, where FollowRedirects does
+// not let it go (StartError.Err is then the *RedirectError). Every Handle
+// fails with that error from then on. After the first endpoint it
+// reconnects forever: on a non-2xx answer, at the end of the stream, on an
+// error or after IdleTimeout of silence, it forgets the endpoint, fails the
+// requests still waiting on the stream with a *frame.SendError wrapping
 // frame.ErrStreamEnded, waits ReconnectDelay and connects again.
 func (c *SSEClient) Run(ctx context.Context) error {
 	c.init()
@@ -244,9 +254,13 @@ func (c *SSEClient) Run(ctx context.Context) error {
 		}
 		var st *frame.StatusError
 		isStatus := errors.As(err, &st)
+		_, redirected := redirectRefused(err)
 		if !c.hadEndpoint() {
 			if isStatus && definiteRefusal(st.Code, c.AuthLater) {
 				return c.fail(&StartError{URL: c.URL, Status: st, PostStatus: c.fallbackFrom})
+			}
+			if redirected {
+				return startFailed(err)
 			}
 			if c.StartAttempts > 0 && attempt >= c.StartAttempts {
 				return startFailed(err)
@@ -302,7 +316,7 @@ func (c *SSEClient) stream(ctx context.Context, base *url.URL) (gotEndpoint bool
 	defer x.close()
 	x.req.Header.Set("Accept", acceptSSE)
 	x.header(c.Header)
-	resp, err := x.do(c.Client)
+	resp, err := x.do(c.Client, c.redirects())
 	if err != nil {
 		return false, err
 	}
@@ -333,8 +347,11 @@ func (c *SSEClient) stream(ctx context.Context, base *url.URL) (gotEndpoint bool
 				log.Warn("ignoring unusable SSE endpoint", "endpoint", snippet(ev.Data))
 				continue
 			}
-			if u.Host != base.Host {
-				log.Warn("SSE endpoint is on another host", "stream", base.Host, "endpoint", u.Host)
+			if err := c.redirects().judge(base, u, 0); err != nil {
+				return gotEndpoint, err
+			}
+			if !sameOrigin(base, u) {
+				log.Warn("SSE endpoint is on another origin: its POSTs go without credentials", "stream", origin(base.String()), "endpoint", origin(u.String()))
 			}
 			ep := u.String()
 			c.publish(ep)
@@ -603,7 +620,11 @@ func (c *SSEClient) post(ctx context.Context, ep string, m frame.Message) (answe
 	x.header(c.Header, m.Header())
 	x.req.Header.Del(frame.HeaderSessionID) // Streamable HTTP's session headers
 	x.req.Header.Del(frame.HeaderProtocolVersion)
-	resp, err := x.do(c.Client)
+	policy := c.redirects()
+	if base, err := url.Parse(c.URL); err != nil || !sameOrigin(base, x.req.URL) {
+		policy.strip(x.req.Header) // an endpoint elsewhere, under FollowRedirects
+	}
+	resp, err := x.do(c.Client, policy)
 	if err != nil {
 		return false, err
 	}
@@ -645,6 +666,11 @@ func (c *SSEClient) reconnectDelay(attempt int) time.Duration {
 		return c.ReconnectDelay(attempt)
 	}
 	return defaultReconnectDelay
+}
+
+// redirects returns the client's redirect policy.
+func (c *SSEClient) redirects() redirectPolicy {
+	return redirectPolicy{crossOrigin: c.FollowRedirects, static: c.Header}
 }
 
 func (c *SSEClient) maxSize() int {

@@ -49,6 +49,14 @@ type StreamableClient struct {
 	IdleTimeout time.Duration
 	// StreamIdleTimeout is IdleTimeout for the GET stream; 0 means none.
 	StreamIdleTimeout time.Duration
+	// FollowRedirects lets a redirect (307 or 308; the others are never
+	// followed) lead to another origin than URL's: the request then goes
+	// there without Authorization, Cookie or any of Header's fields (and an
+	// OAuth token is not added; see auth.Transport.Origin). Without it such
+	// a redirect is refused with a *[RedirectError], and so, always, is one
+	// from https to plain http. A redirect within the origin is followed,
+	// with every header.
+	FollowRedirects bool
 	// Sleep waits d or until ctx is done, returning ctx's error then: the
 	// wait before a POST's event stream is resumed. nil means frame.Sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -90,7 +98,7 @@ func (c *StreamableClient) post(ctx context.Context, m frame.Message) (int, erro
 	x.req.Header.Set("Content-Type", contentTypeJSON)
 	x.req.Header.Set("Accept", acceptPOST)
 	x.header(c.Header, m.Header())
-	resp, err := x.do(c.Client)
+	resp, err := x.do(c.Client, c.redirects())
 	if err != nil {
 		return 0, err
 	}
@@ -243,7 +251,7 @@ func (c *StreamableClient) resumeOnce(ctx context.Context, h http.Header, want f
 	x.req.Header.Set("Accept", acceptSSE)
 	x.header(c.Header, h)
 	x.req.Header.Set(frame.HeaderLastEventID, last)
-	resp, err := x.do(c.Client)
+	resp, err := x.do(c.Client, c.redirects())
 	if err != nil {
 		return false, last, 0, err
 	}
@@ -374,7 +382,7 @@ func (c *StreamableClient) Listen(ctx context.Context, h http.Header, opened fun
 	defer x.close()
 	x.req.Header.Set("Accept", acceptSSE)
 	x.header(c.Header, h)
-	resp, err := x.do(c.Client)
+	resp, err := x.do(c.Client, c.redirects())
 	if err != nil {
 		return lastEventID, err
 	}
@@ -422,7 +430,7 @@ func (c *StreamableClient) EndSession(ctx context.Context, h http.Header) error 
 	}
 	defer x.close()
 	x.header(c.Header, h)
-	resp, err := x.do(c.Client)
+	resp, err := x.do(c.Client, c.redirects())
 	if err != nil {
 		return err
 	}
@@ -436,6 +444,11 @@ func (c *StreamableClient) EndSession(ctx context.Context, h http.Header) error 
 		return nil
 	}
 	return statusError(resp, body)
+}
+
+// redirects returns the client's redirect policy.
+func (c *StreamableClient) redirects() redirectPolicy {
+	return redirectPolicy{crossOrigin: c.FollowRedirects, static: c.Header}
 }
 
 func (c *StreamableClient) deliver(ctx context.Context, m frame.Message) error {
