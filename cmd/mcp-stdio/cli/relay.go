@@ -58,7 +58,7 @@ Also accepted, for users of other gateways (see the README):
 // relayHelp is how the relay's help lists its flags.
 var relayHelp = helpLayout{
 	order: []string{"bearer-token", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
-		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "allow-http", "log-level", "log-format",
+		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "allow-http", "follow-redirects", "log-level", "log-format",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
 		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "version"},
 	short:  map[string]string{"header": "H", "version": "V"},
@@ -92,6 +92,7 @@ type relayFlags struct {
 	logLevel       logLevel
 	logFormat      logFormat
 	allowHTTP      bool
+	followRedirect bool
 
 	// Other gateways' names (see relayHelpFooter).
 	debug       bool
@@ -143,6 +144,7 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
 	fs.Var(&f.logFormat, "log-format", "write logs on stderr as `FORMAT`: text (key=value lines) or json (one object per line, a record per request at info)")
 	fs.BoolVar(&f.allowHTTP, "allow-http", false, "send credentials over plain http to a host beyond loopback without a warning")
+	fs.BoolVar(&f.followRedirect, "follow-redirects", false, "follow the server's redirects (307, 308) to another origin, and use an HTTP+SSE endpoint there, sending no Authorization, Cookie, -H header or OAuth token there (never from https to http)")
 	fs.BoolVar(&f.debug, "debug", false, "mcp-remote's name for --log-level debug")
 	fs.BoolVar(&f.silent, "silent", false, "mcp-remote's name for --log-level error")
 	fs.BoolVar(&f.enableProxy, "enable-proxy", false, "mcp-remote's flag to honour HTTP(S)_PROXY, which is always done")
@@ -301,7 +303,7 @@ func (f *relayFlags) oauthClient(cfg *pipeline.RelayConfig, getenv func(string) 
 		return nil, err
 	}
 	cfg.HTTPClient = &http.Client{
-		Transport:     &auth.Transport{Base: base.Transport, Source: oc},
+		Transport:     &auth.Transport{Base: base.Transport, Source: oc, Origin: cfg.URL},
 		CheckRedirect: base.CheckRedirect,
 	}
 	cfg.Auth = oc
@@ -393,13 +395,15 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 			KeepAlive:      !f.noKeepalive,
 			Getenv:         getenv,
 		},
-		SSEReadTimeout: f.sseReadTimeout.orOff(),
-		MaxMessageSize: int(f.maxMessage),
-		NoCancelFilter: f.noCancelFilter,
-		NoCache:        f.noCache,
-		ParamHeaders:   paramHeaders,
-		Advice:         f.advice,
-		Logger:         logger,
+		SSEReadTimeout:  f.sseReadTimeout.orOff(),
+		MaxMessageSize:  int(f.maxMessage),
+		NoCancelFilter:  f.noCancelFilter,
+		NoCache:         f.noCache,
+		ParamHeaders:    paramHeaders,
+		FollowRedirects: f.followRedirect,
+		Advice:          f.advice,
+		Remedy:          f.remedy,
+		Logger:          logger,
 	}
 	return cfg, nil
 }
