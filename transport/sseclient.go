@@ -85,6 +85,17 @@ type SSEClient struct {
 	// another origin too (before the first endpoint, Run fails with it);
 	// a redirect or an endpoint from https to plain http always is.
 	FollowRedirects bool
+	// Budget, when set, counts the server's messages while they are read
+	// and delivered, as [StreamableClient.Budget] says. An event of the
+	// stream it cannot take is skipped, and the stream goes on: the
+	// request it answers, when its id shows before its bulk, fails with a
+	// *frame.SendError matching frame.ErrOverBudget (else the event is
+	// logged as skipped); the other requests in flight are not affected.
+	Budget *frame.Budget
+	// Remedy, when set, says what the user can do about a failure the
+	// client logs itself (an event skipped for the budget); its answer
+	// ends the warning.
+	Remedy func(err error) string
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 
@@ -326,10 +337,23 @@ func (c *SSEClient) stream(ctx context.Context, base *url.URL) (gotEndpoint bool
 		return false, statusError(resp, body)
 	}
 	log := c.logger()
-	rd := frame.NewSSEReader(body, c.maxSize())
+	counted := newSSEBudget(body, c.Budget)
+	defer counted.release()
+	rd := frame.NewSSEReader(counted.reader(body), c.maxSize())
 	hdr := resp.Header // the side channel of the messages on this stream
+	skipped := 0
 	for {
 		ev, err := rd.Next()
+		if errors.Is(err, frame.ErrOverBudget) && counted != nil && ctx.Err() == nil {
+			raw, serr := counted.skip()
+			skipped++
+			c.refuse(eventID(raw), skipped)
+			err = serr
+			rd = frame.NewSSEReader(counted, c.maxSize()) // goes on after the skipped event
+			if err == nil {
+				continue
+			}
+		}
 		if err != nil {
 			switch {
 			case err == io.EOF:
@@ -368,6 +392,35 @@ func (c *SSEClient) stream(ctx context.Context, base *url.URL) (gotEndpoint bool
 			}
 		}
 	}
+}
+
+// refuse fails the request an event the budget refused answers (id, ""
+// when it did not show), or logs the event as skipped when no request
+// waits for it: the first of a stream at warning level, the next ones at
+// debug. n counts the events skipped on the stream.
+func (c *SSEClient) refuse(id frame.ID, n int) {
+	err := overBudgetError(c.Budget)
+	c.mu.Lock()
+	ch, ok := c.waiting[id]
+	if ok && id != "" {
+		delete(c.waiting, id)
+	}
+	c.mu.Unlock()
+	if ok && id != "" {
+		ch <- &frame.SendError{Sent: true, Err: err}
+		return
+	}
+	msg := "skipped a message of the SSE stream: " + err.Error()
+	if c.Remedy != nil {
+		if remedy := c.Remedy(err); remedy != "" {
+			msg += "; " + remedy
+		}
+	}
+	level := slog.LevelWarn
+	if n > 1 {
+		level = slog.LevelDebug
+	}
+	c.logger().Log(context.Background(), level, msg, "id", id.String(), "skipped", n)
 }
 
 // publish makes ep the endpoint to POST to.
@@ -640,12 +693,16 @@ func (c *SSEClient) post(ctx context.Context, ep string, m frame.Message) (answe
 		drain(body)
 		return false, nil
 	}
-	b, err := readBody(body, resp.ContentLength, c.maxSize())
+	b, held, err := readBodyCounted(body, resp.ContentLength, c.maxSize(), c.Budget)
+	if errors.Is(err, frame.ErrOverBudget) && ctx.Err() == nil {
+		return false, &frame.SendError{Sent: true, Err: overBudgetError(c.Budget)}
+	}
 	if err != nil {
 		// The message was accepted; a body we cannot read does not undo that.
 		c.logger().Warn("could not read the body of an SSE POST answer", "err", err)
 		return false, nil
 	}
+	defer c.Budget.Release(held) // once delivered
 	reply, err := frame.ParseOwned(b)
 	if err != nil || reply.Kind() == frame.Invalid {
 		if err != frame.ErrEmpty {
