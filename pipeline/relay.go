@@ -28,6 +28,9 @@ const (
 	DefaultMaxInFlight  = 256
 	DefaultDrainTimeout = 5 * time.Second
 	DefaultSSEIdle      = 300 * time.Second
+	// DefaultMaxBuffered is RelayConfig.MaxBuffered's default: four
+	// messages at frame.DefaultMaxMessageSize.
+	DefaultMaxBuffered = 256 << 20
 )
 
 // RelayConfig configures a relay: one stdio client (the reader and writer
@@ -72,6 +75,17 @@ type RelayConfig struct {
 	// MaxMessageSize caps one message in either direction; 0 means
 	// frame.DefaultMaxMessageSize.
 	MaxMessageSize int
+	// MaxBuffered bounds the bytes of the server's messages the relay
+	// holds at once, all requests together (a frame.Budget over every
+	// response body and event being read and delivered, on Streamable
+	// HTTP's POST streams, its GET stream and HTTP+SSE): a message it
+	// cannot take fails the request it answers (or, on a standing
+	// stream, is skipped) and nothing else. A message counts as the
+	// buffer holding it grows, doubling: up to twice its size, so a bound
+	// under twice MaxMessageSize would refuse the largest messages. 0
+	// means DefaultMaxBuffered, raised to twice MaxMessageSize when that
+	// is larger; negative means no bound.
+	MaxBuffered int64
 	// MaxInFlight bounds the client requests in flight at once; stdin is not
 	// read further while the bound is reached. 0 means DefaultMaxInFlight.
 	MaxInFlight int
@@ -106,9 +120,11 @@ type RelayConfig struct {
 	Advice func(u *Unreachable) string
 	// Remedy, when set, says what the user can do about a request that
 	// failed for a setting of theirs (a redirect not followed, the memory
-	// budget used up), or returns "". Its answer ends the error the host
-	// gets for the request, and so the warning logged for it (one line
-	// per request; for the GET stream, one per change of failure).
+	// budget used up: see FollowRedirects and MaxBuffered), or returns "".
+	// Its answer ends the error the host gets for the request, and so the
+	// warning logged for it; and the warning for a failure of the GET
+	// stream (one per change of failure) or a message skipped on a
+	// standing stream (the first of each stream).
 	Remedy func(err error) string
 	// Version is the program's version: the clientInfo version of the
 	// initialize the relay sends itself for a 2026-07-28 host of a
@@ -141,6 +157,9 @@ func (c *RelayConfig) defaults() {
 	}
 	if c.MaxMessageSize <= 0 {
 		c.MaxMessageSize = frame.DefaultMaxMessageSize
+	}
+	if c.MaxBuffered == 0 {
+		c.MaxBuffered = max(DefaultMaxBuffered, 2*int64(c.MaxMessageSize))
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = DefaultMaxInFlight
@@ -598,6 +617,10 @@ type wiring struct {
 // sends to sink, and the Streamable HTTP client a 2026-07-28 server is
 // spoken to with, delivering to modernSink. oneShot: see newRelay.
 func buildTransport(cfg RelayConfig, sink, modernSink transport.Sink, oneShot bool) (wiring, error) {
+	var budget *frame.Budget
+	if cfg.MaxBuffered > 0 {
+		budget = frame.NewBudget(cfg.MaxBuffered)
+	}
 	client, built := cfg.HTTPClient, (*http.Client)(nil)
 	if client == nil {
 		client = transport.NewHTTPClient(cfg.HTTP)
@@ -620,6 +643,8 @@ func buildTransport(cfg RelayConfig, sink, modernSink transport.Sink, oneShot bo
 		IdleTimeout:       readTimeout,
 		StreamIdleTimeout: cfg.SSEReadTimeout,
 		FollowRedirects:   cfg.FollowRedirects,
+		Budget:            budget,
+		Remedy:            cfg.Remedy,
 		Logger:            cfg.Logger,
 	}
 	sse := &transport.SSEClient{
@@ -633,6 +658,8 @@ func buildTransport(cfg RelayConfig, sink, modernSink transport.Sink, oneShot bo
 		IdleTimeout:          cfg.SSEReadTimeout,
 		AuthLater:            cfg.Auth != nil && !oneShot,
 		FollowRedirects:      cfg.FollowRedirects,
+		Budget:               budget,
+		Remedy:               cfg.Remedy,
 		Logger:               cfg.Logger,
 	}
 	if oneShot {

@@ -58,12 +58,13 @@ Also accepted, for users of other gateways (see the README):
 // relayHelp is how the relay's help lists its flags.
 var relayHelp = helpLayout{
 	order: []string{"bearer-token", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
-		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "allow-http", "follow-redirects", "log-level", "log-format",
+		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "max-buffered", "allow-http", "follow-redirects", "log-level", "log-format",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
 		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "version"},
 	short:  map[string]string{"header": "H", "version": "V"},
 	hidden: []string{"test", "debug", "silent", "auth-timeout", "oauth2Bearer", "enable-proxy"},
 	defaults: map[string]string{
+		"max-buffered":  "256MiB, or twice --max-message-size when that is more",
 		"bearer-token":  "$MCP_BEARER_TOKEN",
 		"client-id":     "$MCP_OAUTH_CLIENT_ID",
 		"client-secret": "$MCP_OAUTH_CLIENT_SECRET",
@@ -89,6 +90,8 @@ type relayFlags struct {
 	test           bool
 	version        bool
 	maxMessage     byteSize
+	maxBuffered    byteSize
+	bufferedSet    bool // --max-buffered was given
 	logLevel       logLevel
 	logFormat      logFormat
 	allowHTTP      bool
@@ -141,6 +144,7 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	fs.BoolVar(&f.version, "V", false, "shorthand for --version")
 	fs.Var(&f.maxMessage, "max-message-size", "refuse messages larger than `BYTES`, in either direction")
+	fs.Var(&f.maxBuffered, "max-buffered", "hold at most `BYTES` of the server's messages at once, all requests together; a message beyond fails its request with an error (a message counts up to twice its size: at least twice --max-message-size)")
 	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
 	fs.Var(&f.logFormat, "log-format", "write logs on stderr as `FORMAT`: text (key=value lines) or json (one object per line, a record per request at info)")
 	fs.BoolVar(&f.allowHTTP, "allow-http", false, "send credentials over plain http to a host beyond loopback without a warning")
@@ -192,6 +196,7 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 		return parseError(err, "mcp-stdio", usage, stdout, stderr)
 	}
 	f.fromEnv(fs, getenv)
+	f.bufferedSet = flagSet(fs, "max-buffered")
 	if f.version {
 		fmt.Fprintf(stdout, "mcp-stdio %s\n", opt.Version)
 		return nil
@@ -362,6 +367,12 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	if f.maxMessage <= 0 || f.maxMessage > math.MaxInt32 {
 		return cfg, errors.New("--max-message-size must be positive and under 2GiB")
 	}
+	if !f.bufferedSet {
+		f.maxBuffered = byteSize(max(pipeline.DefaultMaxBuffered, 2*int64(f.maxMessage)))
+	}
+	if f.maxBuffered < 2*f.maxMessage {
+		return cfg, fmt.Errorf("--max-buffered (%s) must be at least twice --max-message-size (%s): a message counts as the buffer holding it grows, up to twice its size", &f.maxBuffered, &f.maxMessage)
+	}
 	if f.oauthDevice {
 		f.oauth = true
 	}
@@ -397,6 +408,7 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 		},
 		SSEReadTimeout:  f.sseReadTimeout.orOff(),
 		MaxMessageSize:  int(f.maxMessage),
+		MaxBuffered:     int64(f.maxBuffered),
 		NoCancelFilter:  f.noCancelFilter,
 		NoCache:         f.noCache,
 		ParamHeaders:    paramHeaders,
