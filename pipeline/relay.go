@@ -28,8 +28,9 @@ const (
 	DefaultMaxInFlight  = 256
 	DefaultDrainTimeout = 5 * time.Second
 	DefaultSSEIdle      = 300 * time.Second
-	// DefaultMaxBuffered is RelayConfig.MaxBuffered's default: four
-	// messages at frame.DefaultMaxMessageSize.
+	// DefaultMaxBuffered is RelayConfig.MaxBuffered's default: two
+	// messages at frame.DefaultMaxMessageSize, each counting up to twice
+	// its size.
 	DefaultMaxBuffered = 256 << 20
 )
 

@@ -257,6 +257,7 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 		var restore func()
 		stdin, restore = tuneStdioProcess(stdin, getenv, logger)
 		defer restore()
+		softMemoryLimit(int64(f.maxBuffered), getenv, logger)
 		// Once the host's first exchanges are answered and it has gone
 		// quiet, the pages only starting used leave the resident set.
 		quietCtx, stopWatching := context.WithCancel(ctx)
