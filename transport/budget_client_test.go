@@ -224,3 +224,30 @@ func TestOverBudgetError(t *testing.T) {
 	is.Equal(sizeText(3<<29), "1.5 GiB")
 	is.Equal(sizeText(100), "100 B")
 }
+
+// On HTTP+SSE, a server's request the budget cannot take is skipped, with
+// a warning, even when its id is one of ours in flight: that request
+// still gets its own answer.
+func TestSSEClientBudgetSkipsAServersRequest(t *testing.T) {
+	is := is.New(t)
+	ls := newSSEServer(t)
+	c, sink := ls.newClient()
+	logs := &transporttest.SyncBuffer{}
+	c.Logger = debugLogger(logs)
+	c.Budget = frame.NewBudget(256 << 10)
+	stop := runSSE(t, c)
+	conn := ls.conn(t)
+	conn.endpoint("/message")
+	<-c.Ready()
+
+	result := make(chan error, 1)
+	go func() { result <- c.Handle(context.Background(), callReq("1", "t")) }()
+	ls.post(t)
+	conn.message(`{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{"text":"` + strings.Repeat("x", 400<<10) + `"}}`)
+	conn.message(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+	is.NoErr(<-result)
+	is.Equal(sink.lines(), []string{`{"jsonrpc":"2.0","id":1,"result":{}}`})
+	is.True(strings.Contains(logs.String(), `level=WARN msg="skipped a message of the SSE stream`))
+	is.NoErr(stop())
+	is.Equal(c.Budget.Used(), int64(0))
+}

@@ -8,6 +8,8 @@ import (
 	"math/bits"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
@@ -241,21 +243,27 @@ func (c *sseBudget) scan(b []byte) (first, last int) {
 
 // eventID returns the id of the JSON-RPC message an event carries, from
 // the event's first bytes (raw stream text, cut anywhere): the id when it
-// comes before the bulk of the message, else "".
-func eventID(raw []byte) frame.ID {
+// comes before the bulk of the message, else ""; and whether a method
+// shows there too (the message is a request, whose id is the sender's,
+// not one of ours).
+func eventID(raw []byte) (id frame.ID, request bool) {
 	rd := frame.NewSSEReader(io.MultiReader(bytes.NewReader(raw), strings.NewReader("\n\n")), 0)
 	ev, err := rd.Next()
 	if err != nil || ev.Type != "message" {
-		return ""
+		return "", false
 	}
 	// A reader whose cap every line exceeds reports the line with the id
 	// it could find at its start.
 	_, err = frame.NewReader(bytes.NewReader(append(ev.Data, '\n')), 1).Read()
 	var le *frame.LineError
-	if errors.As(err, &le) {
-		return le.ID
+	if !errors.As(err, &le) {
+		return "", false
 	}
-	return ""
+	gjson.ParseBytes(ev.Data).ForEach(func(k, _ gjson.Result) bool {
+		request = k.Str == "method"
+		return !request
+	})
+	return le.ID, request
 }
 
 // overBudgetError is the error for a message the budget could not take.

@@ -33,7 +33,8 @@ func readAllCounted(t *testing.T, stream io.Reader, b *frame.Budget, check func(
 		ev, err := rd.Next()
 		if errors.Is(err, frame.ErrOverBudget) {
 			raw, serr := c.skip()
-			skipped = append(skipped, eventID(raw))
+			id, _ := eventID(raw)
+			skipped = append(skipped, id)
 			rd = frame.NewSSEReader(c, 0)
 			if serr == nil {
 				continue
@@ -112,7 +113,9 @@ func TestSSEBudgetIsShared(t *testing.T) {
 	is.True(errors.Is(err, frame.ErrOverBudget))
 	raw, err := second.skip()
 	is.NoErr(err)
-	is.Equal(eventID(raw), frame.ID("1"))
+	id, request := eventID(raw)
+	is.Equal(id, frame.ID("1"))
+	is.True(!request)
 	_, err = frame.NewSSEReader(second, 0).Next()
 	is.Equal(err, io.EOF) // nothing after it
 	first.release()       // abandoned mid-event
@@ -120,16 +123,28 @@ func TestSSEBudgetIsShared(t *testing.T) {
 	is.Equal(b.Used(), int64(0))
 }
 
-// eventID finds the id at the start of an event, wherever it was cut.
+// eventID finds the id at the start of an event, wherever it was cut,
+// and tells a request by its method.
 func TestEventID(t *testing.T) {
-	is := is.New(t)
 	full := "event: message\nid: 9\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"result\":{\"text\":\"" + strings.Repeat("y", 5000)
-	is.Equal(eventID([]byte(full[:probeMax])), frame.ID(`"abc"`))
-	is.Equal(eventID([]byte(`data: {"jsonrpc":"2.0","result":{"x":"yyy`)), frame.ID(""))         // after the bulk: not found
-	is.Equal(eventID([]byte(`data: {"jsonrpc":"2.0","id":4`)), frame.ID("4"))                    // cut right after
-	is.Equal(eventID([]byte(`event: other`+"\n"+`data: {"jsonrpc":"2.0","id":4`)), frame.ID("")) // not a message
-	is.Equal(eventID(nil), frame.ID(""))
-	is.Equal(eventID(bytes.Repeat([]byte{'\r'}, 10)), frame.ID(""))
+	for _, tt := range []struct {
+		raw     string
+		id      frame.ID
+		request bool
+	}{
+		{full[:probeMax], `"abc"`, false},
+		{`data: {"jsonrpc":"2.0","result":{"x":"yyy`, "", false}, // after the bulk: not found
+		{`data: {"jsonrpc":"2.0","id":4`, "4", false},            // cut right after
+		{`data: {"jsonrpc":"2.0","id":4,"method":"sampling/createMessage","params":{"x":"yy`, "4", true},
+		{`event: other` + "\n" + `data: {"jsonrpc":"2.0","id":4`, "", false}, // not a message
+		{"", "", false},
+		{"\r\r\r\r", "", false},
+	} {
+		id, request := eventID([]byte(tt.raw))
+		if id != tt.id || request != tt.request {
+			t.Errorf("eventID(%.60q) = %s, %v; want %s, %v", tt.raw, id, request, tt.id, tt.request)
+		}
+	}
 }
 
 // FuzzSSEBudget reads a stream directly and through an sseBudget: with

@@ -347,7 +347,11 @@ func (c *SSEClient) stream(ctx context.Context, base *url.URL) (gotEndpoint bool
 		if errors.Is(err, frame.ErrOverBudget) && counted != nil && ctx.Err() == nil {
 			raw, serr := counted.skip()
 			skipped++
-			c.refuse(eventID(raw), skipped)
+			id, request := eventID(raw)
+			if request {
+				id = "" // the server's request: no request of ours waits for it
+			}
+			c.refuse(id, skipped)
 			err = serr
 			rd = frame.NewSSEReader(counted, c.maxSize()) // goes on after the skipped event
 			if err == nil {

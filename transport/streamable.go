@@ -430,7 +430,8 @@ func (c *StreamableClient) Listen(ctx context.Context, h http.Header, opened fun
 		if errors.Is(err, frame.ErrOverBudget) && counted != nil && ctx.Err() == nil {
 			raw, serr := counted.skip()
 			skipped++
-			c.logSkipped(skipped, eventID(raw))
+			id, _ := eventID(raw)
+			c.logSkipped(skipped, id)
 			err = serr
 			rd = frame.NewSSEReader(counted, c.maxSize()) // goes on after the skipped event
 			if err == nil {
