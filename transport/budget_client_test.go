@@ -251,3 +251,24 @@ func TestSSEClientBudgetSkipsAServersRequest(t *testing.T) {
 	is.NoErr(stop())
 	is.Equal(c.Budget.Used(), int64(0))
 }
+
+// A POST's stream resumed with a GET that brings an answer the budget
+// cannot take fails the call with the over-budget error, not as a stream
+// that ended.
+func TestStreamableBudgetOnAResumedStream(t *testing.T) {
+	is := is.New(t)
+	c, _ := streamable(t, func(w http.ResponseWriter, r *http.Request) {
+		sseHeaders(w)
+		if r.Method == http.MethodPost {
+			flushWrite(w, "id: p-1\nretry: 1\ndata:\n\n") // then the stream ends: resume it
+			return
+		}
+		flushWrite(w, "id: p-2\n"+`data: {"jsonrpc":"2.0","id":1,"result":{"text":"`+strings.Repeat("x", 400<<10)+`"}}`+"\n\n")
+	})
+	c.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+	c.Budget = frame.NewBudget(256 << 10)
+	err := c.Handle(context.Background(), callReq("1", "t"))
+	is.True(isOverBudget(err))
+	is.True(!errors.Is(err, frame.ErrStreamEnded))
+	is.Equal(c.Budget.Used(), int64(0))
+}

@@ -124,6 +124,12 @@ func redirectRefused(err error) (*RedirectError, bool) {
 	return re, ok
 }
 
+// isRedirectRefusal reports whether err is a *RedirectError.
+func isRedirectRefusal(err error) bool {
+	_, ok := redirectRefused(err)
+	return ok
+}
+
 // sameOrigin reports whether a and b have the same scheme, host and port
 // (an absent port is the scheme's default).
 func sameOrigin(a, b *url.URL) bool {

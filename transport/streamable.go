@@ -233,6 +233,10 @@ func (c *StreamableClient) resume(ctx context.Context, h http.Header, want frame
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
+		case errors.Is(err, frame.ErrOverBudget):
+			return err // the resumed stream brought a message the budget cannot take
+		case isRedirectRefusal(err):
+			return err
 		case err != nil:
 			return &frame.SendError{Sent: true, Err: fmt.Errorf("%w; resuming it failed: %v", frame.ErrStreamEnded, err)}
 		}
