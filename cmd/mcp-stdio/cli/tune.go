@@ -3,6 +3,7 @@ package cli
 import (
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -82,7 +83,7 @@ const memoryLimitSlack = 64 << 20
 // at once cost more CPU, not more memory; far from it, as in ordinary
 // use, nothing changes.
 func softMemoryLimit(budget int64, getenv func(string) string, log *slog.Logger) {
-	if getenv("GOMEMLIMIT") != "" {
+	if getenv("GOMEMLIMIT") != "" || budget > (math.MaxInt64-memoryLimitSlack)/2 {
 		return
 	}
 	limit := 2*budget + memoryLimitSlack
