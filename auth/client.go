@@ -73,6 +73,9 @@ type Options struct {
 	// HTTPClient carries the OAuth traffic (metadata, registration, token
 	// requests). It must not be a client that authorizes with this Client.
 	// nil means a client with a 30 s timeout and the environment's proxy.
+	// Whatever its CheckRedirect, a request carrying credentials (a token
+	// request, a registration) is not redirected to another origin, and
+	// no request from https to plain http.
 	HTTPClient *http.Client
 	// Getenv reads $BROWSER, XDG_CONFIG_HOME and HOME; nil means os.Getenv.
 	Getenv func(string) string
@@ -227,6 +230,7 @@ func New(o Options) (*Client, error) {
 	if c.http == nil {
 		c.http = &http.Client{Timeout: 30 * time.Second}
 	}
+	c.http = guardRedirects(c.http)
 	if c.clock == nil {
 		c.clock = realClock{}
 	}

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 )
 
@@ -20,6 +21,9 @@ type TokenSource interface {
 // carries — POSTs, the GET stream, DELETE — with "Authorization: Bearer"
 // and the current token of Source. The OAuth value replaces any
 // Authorization header already on the request (a static -H header loses).
+// The token goes only to the server it was issued for: never to a
+// redirect's target on another origin than the request that was
+// redirected, and, when Origin is set, to no request for another origin.
 //
 // On a 401 or 403 response it adds [GenerationHeader] to the response
 // headers: the generation of the token the request carried, so the reauth
@@ -33,6 +37,9 @@ type Transport struct {
 	Base http.RoundTripper
 	// Source supplies the token.
 	Source TokenSource
+	// Origin, when set, is the server's URL: requests for another origin
+	// (scheme, host and port) than its go without the token.
+	Origin string
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -43,7 +50,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	tok, gen := t.Source.BearerToken(req.Context())
 	out := req
-	if tok != "" {
+	if tok != "" && t.mayAuthorize(req) {
 		out = req.Clone(req.Context())
 		out.Header.Set("Authorization", "Bearer "+tok)
 	}
@@ -58,4 +65,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Header.Set(GenerationHeader, strconv.FormatUint(gen, 10))
 	}
 	return resp, nil
+}
+
+// mayAuthorize reports whether req may carry the token: its origin is the
+// one its chain of redirects began at, and Origin's when that is set.
+func (t *Transport) mayAuthorize(req *http.Request) bool {
+	if !sameOrigin(req.URL, firstRequest(req).URL) {
+		return false
+	}
+	if t.Origin == "" {
+		return true
+	}
+	u, err := url.Parse(t.Origin)
+	return err == nil && sameOrigin(req.URL, u)
 }

@@ -70,6 +70,9 @@ type RetryOptions struct {
 //     retry, whatever the message — unless it matches
 //     [frame.ErrUnavailable]: the transport has already waited for the
 //     server as long as it may.
+//   - [frame.SendError] matching [frame.ErrTooLarge] or
+//     [frame.ErrOverBudget] (an answer over the size cap or the memory
+//     budget): return at once; asking again would fetch it again.
 //   - [frame.SendError] with Sent true (the connection broke after the
 //     request went out): retry only a request whose method is replay-safe
 //     (see [ReplaySafeMethod]); never tools/call, never a notification or a
@@ -208,7 +211,7 @@ func (r *retrier) Handle(ctx context.Context, m frame.Message) error {
 func (r *retrier) decide(m frame.Message, err error, attempt int) (time.Duration, bool) {
 	var se *frame.SendError
 	if errors.As(err, &se) {
-		if errors.Is(se, frame.ErrUnavailable) {
+		if errors.Is(se, frame.ErrUnavailable) || errors.Is(se, frame.ErrTooLarge) || errors.Is(se, frame.ErrOverBudget) {
 			return 0, false
 		}
 		if se.Sent && (m.Kind() != frame.Request || !r.o.ReplaySafe(m.Method())) {

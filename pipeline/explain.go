@@ -59,6 +59,8 @@ func (u *Unreachable) Error() string {
 		fmt.Fprintf(&b, "HTTP %d from %s to the HTTP+SSE GET", u.Status, u.URL)
 	case u.Status != 0:
 		fmt.Fprintf(&b, "HTTP %d from %s", u.Status, u.URL)
+	case isRedirect(u.Err):
+		b.WriteString(failureText(u.Err)) // it names where it leads
 	case networkCause(u.Err) != "":
 		fmt.Fprintf(&b, "cannot reach %s: %s", u.URL, failureText(u.Err))
 	default:
@@ -110,6 +112,8 @@ func (c *RelayConfig) diagnose(err error) *Unreachable {
 	var start *transport.StartError
 	var st *frame.StatusError
 	switch {
+	case isRedirect(err):
+		return u // the error says where the server sent us, and why not
 	case errors.As(err, &start) && start.Status != nil:
 		st = start.Status
 		u.Request = "GET"
@@ -166,6 +170,13 @@ func statusCause(u *Unreachable) string {
 		return "the server (or a proxy in front of it) failed"
 	}
 	return ""
+}
+
+// isRedirect reports whether err is a redirect (or an HTTP+SSE endpoint)
+// the transport did not follow.
+func isRedirect(err error) bool {
+	var redirect *transport.RedirectError
+	return errors.As(err, &redirect)
 }
 
 // networkCause names a failure to get any answer, in a few words.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
@@ -27,6 +28,10 @@ const (
 	DefaultMaxInFlight  = 256
 	DefaultDrainTimeout = 5 * time.Second
 	DefaultSSEIdle      = 300 * time.Second
+	// DefaultMaxBuffered is RelayConfig.MaxBuffered's default: two
+	// messages at frame.DefaultMaxMessageSize, each counting up to twice
+	// its size.
+	DefaultMaxBuffered = 256 << 20
 )
 
 // RelayConfig configures a relay: one stdio client (the reader and writer
@@ -52,8 +57,18 @@ type RelayConfig struct {
 	// Ignored when HTTPClient is set.
 	HTTP transport.HTTPOptions
 	// HTTPClient, when set, sends every request instead of one built from
-	// HTTP. Wrap its Transport to add authentication or tracing.
+	// HTTP. Wrap its Transport to add authentication or tracing. Whatever
+	// its CheckRedirect, the transports follow a redirect only as
+	// FollowRedirects says.
 	HTTPClient *http.Client
+	// FollowRedirects lets the server's redirects (307 and 308), and an
+	// HTTP+SSE endpoint event, lead to another origin than URL's; the
+	// requests then go there without Authorization, Cookie or the Header
+	// fields, and without the OAuth token (see
+	// transport.StreamableClient.FollowRedirects). Without it such a
+	// request fails with a *transport.RedirectError, and so, always, does
+	// one redirected from https to plain http.
+	FollowRedirects bool
 	// SSEReadTimeout is the longest silence tolerated on a standing SSE
 	// stream before it is reconnected; 0 means DefaultSSEIdle, negative
 	// means no limit.
@@ -66,6 +81,17 @@ type RelayConfig struct {
 	// refused with -32600, a deeper response answers its request with an
 	// error.
 	MaxDepth int
+	// MaxBuffered bounds the bytes of the server's messages the relay
+	// holds at once, all requests together (a frame.Budget over every
+	// response body and event being read and delivered, on Streamable
+	// HTTP's POST streams, its GET stream and HTTP+SSE): a message it
+	// cannot take fails the request it answers (or, on a standing
+	// stream, is skipped) and nothing else. A message counts as the
+	// buffer holding it grows, doubling: up to twice its size, so a bound
+	// under twice MaxMessageSize would refuse the largest messages. 0
+	// means DefaultMaxBuffered, raised to twice MaxMessageSize when that
+	// is larger; negative means no bound.
+	MaxBuffered int64
 	// MaxInFlight bounds the client requests in flight at once; stdin is not
 	// read further while the bound is reached. 0 means DefaultMaxInFlight.
 	MaxInFlight int
@@ -98,6 +124,14 @@ type RelayConfig struct {
 	// cannot be used (see [Unreachable]); its answer ends the message.
 	// The command line names its flags there.
 	Advice func(u *Unreachable) string
+	// Remedy, when set, says what the user can do about a request that
+	// failed for a setting of theirs (a redirect not followed, the memory
+	// budget used up: see FollowRedirects and MaxBuffered), or returns "".
+	// Its answer ends the error the host gets for the request, and so the
+	// warning logged for it; and the warning for a failure of the GET
+	// stream (one per change of failure) or a message skipped on a
+	// standing stream (the first of each stream).
+	Remedy func(err error) string
 	// Version is the program's version: the clientInfo version of the
 	// initialize the relay sends itself for a 2026-07-28 host of a
 	// session-era server ("" means "unknown").
@@ -129,6 +163,9 @@ func (c *RelayConfig) defaults() {
 	}
 	if c.MaxMessageSize <= 0 {
 		c.MaxMessageSize = frame.DefaultMaxMessageSize
+	}
+	if c.MaxBuffered == 0 {
+		c.MaxBuffered = max(DefaultMaxBuffered, 2*int64(c.MaxMessageSize))
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = DefaultMaxInFlight
@@ -172,12 +209,13 @@ func (c *RelayConfig) defaults() {
 func Relay(ctx context.Context, cfg RelayConfig, in io.Reader, out io.Writer) error {
 	cfg.defaults()
 	var r *relay // set before stdio serves, and so before Failed is called
+	answer := mw.AnswerFailures(func(err error) (error, bool) { return r.unusable(err) })
 	stdio := transport.NewStdio(in, out, transport.StdioConfig{
 		MaxMessageSize: cfg.MaxMessageSize,
 		MaxDepth:       cfg.MaxDepth,
 		MaxInFlight:    cfg.MaxInFlight,
 		DrainTimeout:   cfg.DrainTimeout,
-		Failed:         mw.AnswerFailures(func(err error) (error, bool) { return r.unusable(err) }),
+		Failed:         func(req frame.Message, err error) frame.Message { return answer(req, r.remedied(err)) },
 		Logger:         cfg.Logger,
 	})
 	r, err := newRelay(cfg, stdio, false)
@@ -208,6 +246,29 @@ func (r *relay) unusable(err error) (why error, everyRequest bool) {
 	}
 	return nil, false
 }
+
+// remedied returns the failure of a request with what the user can do
+// about it (RelayConfig.Remedy): err itself when there is nothing to add,
+// or when it shows the server cannot be used (that explanation carries
+// its own advice). The stdio transport logs the answer it makes of it.
+func (r *relay) remedied(err error) error {
+	if errors.Is(err, frame.ErrCancelled) {
+		return err
+	}
+	if why, _ := r.unusable(err); why != nil {
+		return err
+	}
+	return r.withRemedy(err)
+}
+
+// remediedError is a failure followed by what the user can do about it.
+type remediedError struct {
+	err    error
+	remedy string
+}
+
+func (e *remediedError) Error() string { return e.err.Error() + "; " + e.remedy }
+func (e *remediedError) Unwrap() error { return e.err }
 
 // relay is one relay pipeline: the chain of stages in front of the
 // server's HTTP transport.
@@ -255,7 +316,11 @@ func newRelay(cfg RelayConfig, client mw.Handler, oneShot bool) (*relay, error) 
 		return nil, err
 	}
 	r.runner, r.built = w.runner, w.built
-	r.session = mw.NewSession(mw.SessionOptions{Transport: w.streams, Conn: r.conn, Logger: cfg.Logger})
+	streams := w.streams
+	if streams != nil && cfg.Remedy != nil {
+		streams = &remedyStreams{StreamTransport: streams, cfg: &r.cfg}
+	}
+	r.session = mw.NewSession(mw.SessionOptions{Transport: streams, Conn: r.conn, Logger: cfg.Logger})
 	r.probe = mw.NewEraProbe(mw.EraProbeOptions{Choice: cfg.Era, Conn: r.conn, Timeout: cfg.ProbeTimeout, Logger: cfg.Logger})
 	modern := mw.Chain(r.modernEraStages()...)(mw.Duplex{ToServer: w.modern, ToClient: r.probe.ModernClient()})
 	toModern.Bind(modern.ToClient)
@@ -486,7 +551,7 @@ func (r *relay) stop(ctx context.Context) error {
 	r.conn.Close(errRelayEnded)
 	endCtx, cancelEnd := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.DrainTimeout)
 	if err := r.session.Close(endCtx); err != nil {
-		r.log.Warn("could not end the server session", "err", err)
+		r.log.Warn("could not end the server session", "err", r.withRemedy(err))
 	}
 	cancelEnd()
 	r.stopRunner()
@@ -497,6 +562,48 @@ func (r *relay) stop(ctx context.Context) error {
 		r.built.CloseIdleConnections()
 	}
 	return r.runErr
+}
+
+// withRemedy returns err followed by RelayConfig.Remedy's advice, if any.
+func (r *relay) withRemedy(err error) error {
+	if r.cfg.Remedy == nil {
+		return err
+	}
+	if remedy := r.cfg.Remedy(err); remedy != "" {
+		return &remediedError{err: err, remedy: remedy}
+	}
+	return err
+}
+
+// remedyStreams logs the failures of the GET stream that the user's
+// settings can change, with RelayConfig.Remedy's advice: at warning level
+// when the failure differs from the last one, else at debug (the session
+// stage opens the stream again and again).
+type remedyStreams struct {
+	mw.StreamTransport
+	cfg *RelayConfig
+
+	mu   sync.Mutex
+	last string
+}
+
+func (s *remedyStreams) Listen(ctx context.Context, h http.Header, opened func()) (string, error) {
+	last, err := s.StreamTransport.Listen(ctx, h, opened)
+	if err == nil || ctx.Err() != nil {
+		return last, err
+	}
+	if remedy := s.cfg.Remedy(err); remedy != "" {
+		text := err.Error()
+		s.mu.Lock()
+		level := slog.LevelWarn
+		if text == s.last {
+			level = slog.LevelDebug
+		}
+		s.last = text
+		s.mu.Unlock()
+		s.cfg.Logger.Log(ctx, level, "the GET stream failed: "+text+"; "+remedy)
+	}
+	return last, err
 }
 
 // errRelayEnded is why the relay's connection ends.
@@ -517,6 +624,10 @@ type wiring struct {
 // sends to sink, and the Streamable HTTP client a 2026-07-28 server is
 // spoken to with, delivering to modernSink. oneShot: see newRelay.
 func buildTransport(cfg RelayConfig, sink, modernSink transport.Sink, oneShot bool) (wiring, error) {
+	var budget *frame.Budget
+	if cfg.MaxBuffered > 0 {
+		budget = frame.NewBudget(cfg.MaxBuffered)
+	}
 	client, built := cfg.HTTPClient, (*http.Client)(nil)
 	if client == nil {
 		client = transport.NewHTTPClient(cfg.HTTP)
@@ -539,6 +650,9 @@ func buildTransport(cfg RelayConfig, sink, modernSink transport.Sink, oneShot bo
 		MaxDepth:          cfg.MaxDepth,
 		IdleTimeout:       readTimeout,
 		StreamIdleTimeout: cfg.SSEReadTimeout,
+		FollowRedirects:   cfg.FollowRedirects,
+		Budget:            budget,
+		Remedy:            cfg.Remedy,
 		Logger:            cfg.Logger,
 	}
 	sse := &transport.SSEClient{
@@ -552,6 +666,9 @@ func buildTransport(cfg RelayConfig, sink, modernSink transport.Sink, oneShot bo
 		EndpointWait:         readTimeout,
 		IdleTimeout:          cfg.SSEReadTimeout,
 		AuthLater:            cfg.Auth != nil && !oneShot,
+		FollowRedirects:      cfg.FollowRedirects,
+		Budget:               budget,
+		Remedy:               cfg.Remedy,
 		Logger:               cfg.Logger,
 	}
 	if oneShot {

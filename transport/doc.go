@@ -33,7 +33,11 @@
 // Resource limits are the transports' too: a request body that stops
 // arriving is given up ([BodyLimits.ReadTimeout]), and a [frame.Budget]
 // given to HTTPServer, Stdio and Child counts the large message buffers
-// they hold, process-wide, refusing a body or a line it cannot take.
+// they hold, process-wide, refusing a body or a line it cannot take; given
+// to StreamableClient and SSEClient, it counts the server's bodies and
+// events as they arrive, refusing the message it cannot take and nothing
+// else. Where a redirect may lead is theirs too: within the server's
+// origin only, unless FollowRedirects says otherwise.
 //
 // A transport sends a Message's bytes exactly as given. Toward a server,
 // the side channel of a message ([frame.Message.Header]) becomes request
@@ -54,6 +58,9 @@
 //     request was written); anything later — a reset mid-response, an idle
 //     timeout, an invalid body, a stream that ended before the response —
 //     reports Sent true.
+//   - *[RedirectError]: a redirect (or an HTTP+SSE endpoint) that leads
+//     away from the server's origin and was not followed; nothing was
+//     sent there. See [StreamableClient.FollowRedirects].
 //   - [frame.ErrStreamEnded] and [frame.ErrTooLarge], wrapped in a SendError;
 //     errors matching [frame.ErrUnavailable] when the peer is gone for good
 //     (no HTTP+SSE endpoint in time, a child that exited).

@@ -2,6 +2,7 @@ package transport_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -51,4 +52,32 @@ func ExampleParseHeader() {
 	// Output:
 	// "X-Api-Key" "secret" <nil>
 	// forbidden control character in header value
+}
+
+func ExampleRedirectError() {
+	// A server that sends every request on to another one.
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Printf("the other server got Authorization %q\n", r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.RedirectHandler(other.URL+"/mcp", http.StatusTemporaryRedirect))
+	defer srv.Close()
+
+	client := transport.NewHTTPClient(transport.HTTPOptions{})
+	defer client.CloseIdleConnections()
+	c := &transport.StreamableClient{URL: srv.URL, Client: client, Header: http.Header{"Authorization": {"Bearer token"}}}
+	ping := frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+
+	var re *transport.RedirectError
+	err := c.Handle(context.Background(), ping)
+	fmt.Println(errors.As(err, &re), re.Status, re.To == other.URL+"/mcp", re.Downgrade)
+
+	c.FollowRedirects = true // followed, without the credentials
+	fmt.Println(c.Handle(context.Background(), ping))
+	// Output:
+	// true 307 true false
+	// the other server got Authorization ""
+	// <nil>
 }

@@ -57,7 +57,8 @@ const (
 // o.Getenv, read once here. Redirects are followed only when they keep the
 // method (307, 308): a 301, 302 or 303 would turn a POST into a GET and lose
 // the message, so it is returned to the transport, which reports it as a
-// status error.
+// status error. The client transports add their own rule about where a
+// redirect may lead (see [StreamableClient.FollowRedirects]).
 func NewHTTPClient(o HTTPOptions) *http.Client {
 	return &http.Client{
 		Transport:     newHTTPTransport(o),
@@ -166,12 +167,10 @@ func (x *outgoing) header(hs ...http.Header) {
 	}
 }
 
-// do sends the request. A non-nil error is already the outcome to report.
-func (x *outgoing) do(c *http.Client) (*http.Response, error) {
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(x.req)
+// do sends the request with c, redirects judged by p. A non-nil error is
+// already the outcome to report.
+func (x *outgoing) do(c *http.Client, p redirectPolicy) (*http.Response, error) {
+	resp, err := p.client(c).Do(x.req)
 	if err != nil {
 		return nil, x.fail(err)
 	}
@@ -188,10 +187,14 @@ func (x *outgoing) close() { x.cancel(nil) }
 
 // fail turns an error met while sending the request or reading its response
 // into the outcome to report: the caller's context error when its context
-// ended, else a *frame.SendError.
+// ended, a *RedirectError for a redirect not followed, else a
+// *frame.SendError.
 func (x *outgoing) fail(err error) error {
 	if e := x.ctx.Err(); e != nil {
 		return e
+	}
+	if re, ok := redirectRefused(err); ok {
+		return re
 	}
 	var idle *IdleTimeoutError
 	if errors.As(context.Cause(x.reqCtx), &idle) {
@@ -262,36 +265,75 @@ func statusError(resp *http.Response, body io.Reader) *frame.StatusError {
 func drain(body io.Reader) { _, _ = io.CopyN(io.Discard, body, statusBodyMax) }
 
 // readBody reads a whole body of at most max bytes. sizeHint is the
-// Content-Length (-1 when unknown): a known length sizes the buffer once, an
-// unknown one grows it geometrically, so a large body is copied a bounded
-// number of times. A body over max fails with frame.ErrTooLarge.
+// Content-Length (-1 when unknown). A body over max fails with
+// frame.ErrTooLarge.
 func readBody(r io.Reader, sizeHint int64, max int) ([]byte, error) {
+	b, _, err := readBodyCounted(r, sizeHint, max, nil)
+	return b, err
+}
+
+// readBodyCounted is readBody with the buffer counted against budget (nil
+// for none) once it reaches frame.BudgetMin: it returns what the body
+// holds of the budget, which the caller releases once done with it, and
+// fails with frame.ErrOverBudget, before growing the buffer, when the
+// budget cannot take it. After an error nothing stays counted.
+//
+// A known length is trusted once the first bodyChunk bytes have arrived
+// (one copy then), so that a large Content-Length alone costs little; an
+// unknown one grows the buffer by doubling, so a large body is copied a
+// bounded number of times.
+func readBodyCounted(r io.Reader, sizeHint int64, max int, budget *frame.Budget) ([]byte, int64, error) {
 	if sizeHint > int64(max) {
-		return nil, frame.ErrTooLarge
+		return nil, 0, frame.ErrTooLarge
 	}
-	n := 512
+	var buf []byte
+	var held int64
+	grow := func(n int) error {
+		if c := int64(n); budget != nil && c >= frame.BudgetMin && c > held {
+			if !budget.Acquire(c - held) {
+				return frame.ErrOverBudget
+			}
+			held = c
+		}
+		grown := make([]byte, len(buf), n)
+		copy(grown, buf)
+		buf = grown
+		return nil
+	}
+	fail := func(err error) ([]byte, int64, error) {
+		budget.Release(held)
+		return nil, 0, err
+	}
+	first := 512
 	if sizeHint >= 0 {
-		n = int(sizeHint) + 1 // room for the read that reports EOF
+		first = int(min(sizeHint+1, bodyChunk)) // room for the read that reports EOF
 	}
-	buf := make([]byte, 0, n)
+	if err := grow(first); err != nil {
+		return fail(err)
+	}
 	lr := io.LimitReader(r, int64(max)+1)
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			next := 2 * cap(buf)
+			if sizeHint >= 0 && int64(cap(buf)) < sizeHint+1 {
+				next = int(sizeHint + 1)
+			}
+			if err := grow(min(next, max+1)); err != nil {
+				return fail(err)
+			}
 		}
 		k, err := lr.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+k]
+		if len(buf) > max {
+			return fail(frame.ErrTooLarge)
+		}
 		if err == io.EOF {
-			break
+			return buf, held, nil
 		}
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 	}
-	if len(buf) > max {
-		return nil, frame.ErrTooLarge
-	}
-	return buf, nil
 }
 
 // isEventStream reports whether a Content-Type names server-sent events.

@@ -81,6 +81,25 @@ type SSEClient struct {
 	// first after a drop, counting up while attempts keep failing). nil
 	// means one second every time.
 	ReconnectDelay func(attempt int) time.Duration
+	// FollowRedirects lets a redirect lead to another origin than URL's,
+	// and an endpoint event name an endpoint there, as
+	// [StreamableClient.FollowRedirects] says: the requests go there
+	// without Authorization, Cookie or any of Header's fields. Without it
+	// a redirect is refused with a *[RedirectError], and an endpoint on
+	// another origin too (before the first endpoint, Run fails with it);
+	// a redirect or an endpoint from https to plain http always is.
+	FollowRedirects bool
+	// Budget, when set, counts the server's messages while they are read
+	// and delivered, as [StreamableClient.Budget] says. An event of the
+	// stream it cannot take is skipped, and the stream goes on: the
+	// request it answers, when its id shows before its bulk, fails with a
+	// *frame.SendError matching frame.ErrOverBudget (else the event is
+	// logged as skipped); the other requests in flight are not affected.
+	Budget *frame.Budget
+	// Remedy, when set, says what the user can do about a failure the
+	// client logs itself (an event skipped for the budget); its answer
+	// ends the warning.
+	Remedy func(err error) string
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 
@@ -199,11 +218,13 @@ func (c *SSEClient) Ready() <-chan struct{} {
 // within FirstEndpointTimeout of the start (failed attempts are retried
 // until then, or until StartAttempts have failed), and at once when the
 // server refuses the first GET with a status that asking again will not
-// change (see StartError.Status): a wrong URL. Every Handle fails with
-// that error from then on. After the first endpoint it reconnects forever:
-// on a non-2xx answer, at the end of the stream, on an error or after
-// IdleTimeout of silence, it forgets the endpoint, fails the requests still
-// waiting on the stream with a *frame.SendError wrapping
+// change (see StartError.Status): a wrong URL; and at once when the GET is
+// redirected, or the stream names an endpoint, where FollowRedirects does
+// not let it go (StartError.Err is then the *RedirectError). Every Handle
+// fails with that error from then on. After the first endpoint it
+// reconnects forever: on a non-2xx answer, at the end of the stream, on an
+// error or after IdleTimeout of silence, it forgets the endpoint, fails the
+// requests still waiting on the stream with a *frame.SendError wrapping
 // frame.ErrStreamEnded, waits ReconnectDelay and connects again.
 func (c *SSEClient) Run(ctx context.Context) error {
 	c.init()
@@ -248,9 +269,13 @@ func (c *SSEClient) Run(ctx context.Context) error {
 		}
 		var st *frame.StatusError
 		isStatus := errors.As(err, &st)
+		_, redirected := redirectRefused(err)
 		if !c.hadEndpoint() {
 			if isStatus && definiteRefusal(st.Code, c.AuthLater) {
 				return c.fail(&StartError{URL: c.URL, Status: st, PostStatus: c.fallbackFrom})
+			}
+			if redirected {
+				return startFailed(err)
 			}
 			if c.StartAttempts > 0 && attempt >= c.StartAttempts {
 				return startFailed(err)
@@ -306,7 +331,7 @@ func (c *SSEClient) stream(ctx context.Context, base *url.URL) (gotEndpoint bool
 	defer x.close()
 	x.req.Header.Set("Accept", acceptSSE)
 	x.header(c.Header)
-	resp, err := x.do(c.Client)
+	resp, err := x.do(c.Client, c.redirects())
 	if err != nil {
 		return false, err
 	}
@@ -316,10 +341,27 @@ func (c *SSEClient) stream(ctx context.Context, base *url.URL) (gotEndpoint bool
 		return false, statusError(resp, body)
 	}
 	log := c.logger()
-	rd := frame.NewSSEReader(body, c.maxSize())
+	counted := newSSEBudget(body, c.Budget)
+	defer counted.release()
+	rd := frame.NewSSEReader(counted.reader(body), c.maxSize())
 	hdr := resp.Header // the side channel of the messages on this stream
+	skipped := 0
 	for {
 		ev, err := rd.Next()
+		if errors.Is(err, frame.ErrOverBudget) && counted != nil && ctx.Err() == nil {
+			raw, serr := counted.skip()
+			skipped++
+			id, request := eventID(raw)
+			if request {
+				id = "" // the server's request: no request of ours waits for it
+			}
+			c.refuse(id, skipped)
+			err = serr
+			rd = frame.NewSSEReader(counted, c.maxSize()) // goes on after the skipped event
+			if err == nil {
+				continue
+			}
+		}
 		if err != nil {
 			switch {
 			case err == io.EOF:
@@ -337,8 +379,11 @@ func (c *SSEClient) stream(ctx context.Context, base *url.URL) (gotEndpoint bool
 				log.Warn("ignoring unusable SSE endpoint", "endpoint", snippet(ev.Data))
 				continue
 			}
-			if u.Host != base.Host {
-				log.Warn("SSE endpoint is on another host", "stream", base.Host, "endpoint", u.Host)
+			if err := c.redirects().judge(base, u, 0); err != nil {
+				return gotEndpoint, err
+			}
+			if !sameOrigin(base, u) {
+				log.Warn("SSE endpoint is on another origin: its POSTs go without credentials", "stream", origin(base.String()), "endpoint", origin(u.String()))
 			}
 			ep := u.String()
 			c.publish(ep)
@@ -355,6 +400,35 @@ func (c *SSEClient) stream(ctx context.Context, base *url.URL) (gotEndpoint bool
 			}
 		}
 	}
+}
+
+// refuse fails the request an event the budget refused answers (id, ""
+// when it did not show), or logs the event as skipped when no request
+// waits for it: the first of a stream at warning level, the next ones at
+// debug. n counts the events skipped on the stream.
+func (c *SSEClient) refuse(id frame.ID, n int) {
+	err := overBudgetError(c.Budget)
+	c.mu.Lock()
+	ch, ok := c.waiting[id]
+	if ok && id != "" {
+		delete(c.waiting, id)
+	}
+	c.mu.Unlock()
+	if ok && id != "" {
+		ch <- &frame.SendError{Sent: true, Err: err}
+		return
+	}
+	msg := "skipped a message of the SSE stream: " + err.Error()
+	if c.Remedy != nil {
+		if remedy := c.Remedy(err); remedy != "" {
+			msg += "; " + remedy
+		}
+	}
+	level := slog.LevelWarn
+	if n > 1 {
+		level = slog.LevelDebug
+	}
+	c.logger().Log(context.Background(), level, msg, "id", id.String(), "skipped", n)
 }
 
 // publish makes ep the endpoint to POST to.
@@ -607,7 +681,11 @@ func (c *SSEClient) post(ctx context.Context, ep string, m frame.Message) (answe
 	x.header(c.Header, m.Header())
 	x.req.Header.Del(frame.HeaderSessionID) // Streamable HTTP's session headers
 	x.req.Header.Del(frame.HeaderProtocolVersion)
-	resp, err := x.do(c.Client)
+	policy := c.redirects()
+	if base, err := url.Parse(c.URL); err != nil || !sameOrigin(base, x.req.URL) {
+		policy.strip(x.req.Header) // an endpoint elsewhere, under FollowRedirects
+	}
+	resp, err := x.do(c.Client, policy)
 	if err != nil {
 		return false, err
 	}
@@ -623,12 +701,16 @@ func (c *SSEClient) post(ctx context.Context, ep string, m frame.Message) (answe
 		drain(body)
 		return false, nil
 	}
-	b, err := readBody(body, resp.ContentLength, c.maxSize())
+	b, held, err := readBodyCounted(body, resp.ContentLength, c.maxSize(), c.Budget)
+	if errors.Is(err, frame.ErrOverBudget) && ctx.Err() == nil {
+		return false, &frame.SendError{Sent: true, Err: overBudgetError(c.Budget)}
+	}
 	if err != nil {
 		// The message was accepted; a body we cannot read does not undo that.
 		c.logger().Warn("could not read the body of an SSE POST answer", "err", err)
 		return false, nil
 	}
+	defer c.Budget.Release(held) // once delivered
 	reply, err := frame.Parser{MaxDepth: c.MaxDepth}.ParseOwned(b)
 	if err == nil {
 		err = reply.Err()
@@ -656,6 +738,11 @@ func (c *SSEClient) reconnectDelay(attempt int) time.Duration {
 		return c.ReconnectDelay(attempt)
 	}
 	return defaultReconnectDelay
+}
+
+// redirects returns the client's redirect policy.
+func (c *SSEClient) redirects() redirectPolicy {
+	return redirectPolicy{crossOrigin: c.FollowRedirects, static: c.Header}
 }
 
 func (c *SSEClient) maxSize() int {

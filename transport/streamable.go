@@ -53,6 +53,26 @@ type StreamableClient struct {
 	IdleTimeout time.Duration
 	// StreamIdleTimeout is IdleTimeout for the GET stream; 0 means none.
 	StreamIdleTimeout time.Duration
+	// FollowRedirects lets a redirect (307 or 308; the others are never
+	// followed) lead to another origin than URL's: the request then goes
+	// there without Authorization, Cookie or any of Header's fields (and an
+	// OAuth token is not added; see auth.Transport.Origin). Without it such
+	// a redirect is refused with a *[RedirectError], and so, always, is one
+	// from https to plain http. A redirect within the origin is followed,
+	// with every header.
+	FollowRedirects bool
+	// Budget, when set, counts the server's messages while they are read
+	// and delivered: a JSON body's buffer, and an event's as its stream
+	// brings it, once frame.BudgetMin bytes or more (see frame.Budget). A
+	// message it cannot take fails the request it came for with a
+	// *frame.SendError matching frame.ErrOverBudget; on the GET stream it
+	// is skipped, with a warning, and the stream goes on. The other
+	// requests in flight are not affected.
+	Budget *frame.Budget
+	// Remedy, when set, says what the user can do about a failure the
+	// client logs itself (a message of the GET stream skipped for the
+	// budget); its answer ends the warning.
+	Remedy func(err error) string
 	// Sleep waits d or until ctx is done, returning ctx's error then: the
 	// wait before a POST's event stream is resumed. nil means frame.Sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -94,7 +114,7 @@ func (c *StreamableClient) post(ctx context.Context, m frame.Message) (int, erro
 	x.req.Header.Set("Content-Type", contentTypeJSON)
 	x.req.Header.Set("Accept", acceptPOST)
 	x.header(c.Header, m.Header())
-	resp, err := x.do(c.Client)
+	resp, err := x.do(c.Client, c.redirects())
 	if err != nil {
 		return 0, err
 	}
@@ -126,7 +146,9 @@ func (c *StreamableClient) post(ctx context.Context, m frame.Message) (int, erro
 // resumed (see resume); h is the POST's side channel, which the GET that
 // resumes it carries too.
 func (c *StreamableClient) readEvents(x *outgoing, resp *http.Response, body io.Reader, h http.Header, want frame.ID) error {
-	rd := frame.NewSSEReader(body, c.maxSize())
+	counted := newSSEBudget(body, c.Budget)
+	defer counted.release()
+	rd := frame.NewSSEReader(counted.reader(body), c.maxSize())
 	answered, err, failed := c.pump(x, resp, rd, want)
 	switch {
 	case failed != nil:
@@ -169,13 +191,13 @@ func (c *StreamableClient) pump(x *outgoing, resp *http.Response, rd *frame.SSER
 
 // resumable reports whether a POST's event stream that stopped with err may
 // be resumed: it ended, or its connection broke, while its caller still
-// waits. A message over the size limit and a stream gone idle past
-// IdleTimeout are not.
+// waits. A message over the size limit or the budget, and a stream gone
+// idle past IdleTimeout, are not.
 func resumable(x *outgoing, err error) bool {
 	if err == io.EOF {
 		return true
 	}
-	if x.ctx.Err() != nil || errors.Is(err, frame.ErrTooLarge) {
+	if x.ctx.Err() != nil || errors.Is(err, frame.ErrTooLarge) || errors.Is(err, frame.ErrOverBudget) {
 		return false
 	}
 	var idle *IdleTimeoutError
@@ -215,6 +237,10 @@ func (c *StreamableClient) resume(ctx context.Context, h http.Header, want frame
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
+		case errors.Is(err, frame.ErrOverBudget):
+			return err // the resumed stream brought a message the budget cannot take
+		case isRedirectRefusal(err):
+			return err
 		case err != nil:
 			return &frame.SendError{Sent: true, Err: fmt.Errorf("%w; resuming it failed: %v", frame.ErrStreamEnded, err)}
 		}
@@ -247,7 +273,7 @@ func (c *StreamableClient) resumeOnce(ctx context.Context, h http.Header, want f
 	x.req.Header.Set("Accept", acceptSSE)
 	x.header(c.Header, h)
 	x.req.Header.Set(frame.HeaderLastEventID, last)
-	resp, err := x.do(c.Client)
+	resp, err := x.do(c.Client, c.redirects())
 	if err != nil {
 		return false, last, 0, err
 	}
@@ -260,7 +286,9 @@ func (c *StreamableClient) resumeOnce(ctx context.Context, h http.Header, want f
 		drain(body)
 		return false, last, 0, fmt.Errorf("GET answered HTTP %d with Content-Type %q, not an event stream", resp.StatusCode, ct)
 	}
-	rd := frame.NewSSEReader(body, c.maxSize())
+	counted := newSSEBudget(body, c.Budget)
+	defer counted.release()
+	rd := frame.NewSSEReader(counted.reader(body), c.maxSize())
 	answered, err, failed := c.pump(x, resp, rd, want)
 	if id := rd.LastEventID(); id != "" {
 		last = id
@@ -319,10 +347,11 @@ var errEmptyBody = errors.New("empty body")
 // readJSON delivers a JSON body: one message or one batch; an empty body is
 // errEmptyBody.
 func (c *StreamableClient) readJSON(x *outgoing, resp *http.Response, body io.Reader, ct string, want frame.ID) error {
-	b, err := readBody(body, resp.ContentLength, c.maxSize())
+	b, held, err := readBodyCounted(body, resp.ContentLength, c.maxSize(), c.Budget)
 	if err != nil {
 		return c.readError(x, err)
 	}
+	defer c.Budget.Release(held) // once delivered
 	if len(bytes.TrimSpace(b)) == 0 {
 		return errEmptyBody
 	}
@@ -356,6 +385,9 @@ func (c *StreamableClient) readError(x *outgoing, err error) error {
 	if errors.Is(err, frame.ErrTooLarge) && x.ctx.Err() == nil {
 		return &frame.SendError{Sent: true, Err: fmt.Errorf("response message over %d bytes: %w", c.maxSize(), frame.ErrTooLarge)}
 	}
+	if errors.Is(err, frame.ErrOverBudget) && x.ctx.Err() == nil {
+		return &frame.SendError{Sent: true, Err: overBudgetError(c.Budget)}
+	}
 	return x.fail(err)
 }
 
@@ -381,7 +413,7 @@ func (c *StreamableClient) Listen(ctx context.Context, h http.Header, opened fun
 	defer x.close()
 	x.req.Header.Set("Accept", acceptSSE)
 	x.header(c.Header, h)
-	resp, err := x.do(c.Client)
+	resp, err := x.do(c.Client, c.redirects())
 	if err != nil {
 		return lastEventID, err
 	}
@@ -397,11 +429,25 @@ func (c *StreamableClient) Listen(ctx context.Context, h http.Header, opened fun
 	if opened != nil {
 		opened()
 	}
-	rd := frame.NewSSEReader(body, c.maxSize())
+	counted := newSSEBudget(body, c.Budget)
+	defer counted.release()
+	rd := frame.NewSSEReader(counted.reader(body), c.maxSize())
+	skipped := 0
 	for {
 		ev, err := rd.Next()
 		if id := rd.LastEventID(); id != "" {
 			lastEventID = id
+		}
+		if errors.Is(err, frame.ErrOverBudget) && counted != nil && ctx.Err() == nil {
+			raw, serr := counted.skip()
+			skipped++
+			id, _ := eventID(raw)
+			c.logSkipped(skipped, id)
+			err = serr
+			rd = frame.NewSSEReader(counted, c.maxSize()) // goes on after the skipped event
+			if err == nil {
+				continue
+			}
 		}
 		if err != nil {
 			if err == io.EOF {
@@ -429,7 +475,7 @@ func (c *StreamableClient) EndSession(ctx context.Context, h http.Header) error 
 	}
 	defer x.close()
 	x.header(c.Header, h)
-	resp, err := x.do(c.Client)
+	resp, err := x.do(c.Client, c.redirects())
 	if err != nil {
 		return err
 	}
@@ -443,6 +489,29 @@ func (c *StreamableClient) EndSession(ctx context.Context, h http.Header) error 
 		return nil
 	}
 	return statusError(resp, body)
+}
+
+// logSkipped reports the n-th message of a GET stream skipped for the
+// budget (with its id, when it showed one): the first at warning level,
+// the next ones of the same stream at debug.
+func (c *StreamableClient) logSkipped(n int, id frame.ID) {
+	err := overBudgetError(c.Budget)
+	msg := "skipped a message of the GET stream: " + err.Error()
+	if c.Remedy != nil {
+		if remedy := c.Remedy(err); remedy != "" {
+			msg += "; " + remedy
+		}
+	}
+	level := slog.LevelWarn
+	if n > 1 {
+		level = slog.LevelDebug
+	}
+	c.logger().Log(context.Background(), level, msg, "id", id.String(), "skipped", n)
+}
+
+// redirects returns the client's redirect policy.
+func (c *StreamableClient) redirects() redirectPolicy {
+	return redirectPolicy{crossOrigin: c.FollowRedirects, static: c.Header}
 }
 
 func (c *StreamableClient) deliver(ctx context.Context, m frame.Message) error {

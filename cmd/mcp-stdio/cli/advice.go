@@ -1,16 +1,22 @@
 package cli
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
+	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/pipeline"
+	"github.com/mcp-stdio/mcp-stdio/transport"
 )
 
 // advice says what the user can do about a server the relay cannot use,
 // in the terms of this command line: it ends the message --check prints
 // and the relay answers initialize with (see pipeline.Unreachable).
 func (f *relayFlags) advice(u *pipeline.Unreachable) string {
+	if remedy := f.remedy(u.Err); remedy != "" {
+		return remedy
+	}
 	switch code := u.Status; {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return f.authAdvice(u)
@@ -57,4 +63,19 @@ func (f *relayFlags) authAdvice(u *pipeline.Unreachable) string {
 		return "if the server wants credentials, set MCP_BEARER_TOKEN (or -H 'Authorization: …'), or sign in with --oauth"
 	}
 	return "set MCP_BEARER_TOKEN (or -H 'Authorization: …'), or sign in with --oauth"
+}
+
+// remedy says what the user can do about a request that failed for a
+// setting of the relay's (see pipeline.RelayConfig.Remedy), or "".
+func (f *relayFlags) remedy(err error) string {
+	var redirect *transport.RedirectError
+	switch {
+	case errors.As(err, &redirect) && redirect.Downgrade:
+		return "no flag follows a redirect from https to plain http: tell the server's operator, or, if plain http is meant, give the relay the http:// URL yourself"
+	case errors.As(err, &redirect):
+		return "if that server is to be trusted, pass --follow-redirects (it is then sent no Authorization, Cookie, -H header or OAuth token)"
+	case errors.Is(err, frame.ErrOverBudget):
+		return "if the server's messages are meant to be this large, or this many at once, raise --max-buffered (now " + f.maxBuffered.String() + ")"
+	}
+	return ""
 }

@@ -58,12 +58,13 @@ Also accepted, for users of other gateways (see the README):
 // relayHelp is how the relay's help lists its flags.
 var relayHelp = helpLayout{
 	order: []string{"bearer-token", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
-		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "max-depth", "allow-http", "log-level", "log-format",
+		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "max-depth", "max-buffered", "allow-http", "follow-redirects", "log-level", "log-format",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
 		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "version"},
 	short:  map[string]string{"header": "H", "version": "V"},
 	hidden: []string{"test", "debug", "silent", "auth-timeout", "oauth2Bearer", "enable-proxy"},
 	defaults: map[string]string{
+		"max-buffered":  "256MiB, or twice --max-message-size when that is more",
 		"bearer-token":  "$MCP_BEARER_TOKEN",
 		"client-id":     "$MCP_OAUTH_CLIENT_ID",
 		"client-secret": "$MCP_OAUTH_CLIENT_SECRET",
@@ -90,9 +91,12 @@ type relayFlags struct {
 	version        bool
 	maxMessage     byteSize
 	maxDepth       int
+	maxBuffered    byteSize
+	bufferedSet    bool // --max-buffered was given
 	logLevel       logLevel
 	logFormat      logFormat
 	allowHTTP      bool
+	followRedirect bool
 
 	// Other gateways' names (see relayHelpFooter).
 	debug       bool
@@ -142,9 +146,11 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.BoolVar(&f.version, "V", false, "shorthand for --version")
 	fs.Var(&f.maxMessage, "max-message-size", "refuse messages larger than `BYTES`, in either direction")
 	fs.IntVar(&f.maxDepth, "max-depth", frame.DefaultMaxDepth, "refuse messages whose JSON nests deeper than `N` levels, in either direction")
+	fs.Var(&f.maxBuffered, "max-buffered", "hold at most `BYTES` of the server's messages at once, all requests together; a message beyond fails its request with an error (a message counts up to twice its size: at least twice --max-message-size)")
 	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
 	fs.Var(&f.logFormat, "log-format", "write logs on stderr as `FORMAT`: text (key=value lines) or json (one object per line, a record per request at info)")
 	fs.BoolVar(&f.allowHTTP, "allow-http", false, "send credentials over plain http to a host beyond loopback without a warning")
+	fs.BoolVar(&f.followRedirect, "follow-redirects", false, "follow the server's redirects (307, 308) to another origin, and use an HTTP+SSE endpoint there, sending no Authorization, Cookie, -H header or OAuth token there (never from https to http)")
 	fs.BoolVar(&f.debug, "debug", false, "mcp-remote's name for --log-level debug")
 	fs.BoolVar(&f.silent, "silent", false, "mcp-remote's name for --log-level error")
 	fs.BoolVar(&f.enableProxy, "enable-proxy", false, "mcp-remote's flag to honour HTTP(S)_PROXY, which is always done")
@@ -192,6 +198,7 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 		return parseError(err, "mcp-stdio", usage, stdout, stderr)
 	}
 	f.fromEnv(fs, getenv)
+	f.bufferedSet = flagSet(fs, "max-buffered")
 	if f.version {
 		fmt.Fprintf(stdout, "mcp-stdio %s\n", opt.Version)
 		return nil
@@ -252,6 +259,7 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 		var restore func()
 		stdin, restore = tuneStdioProcess(stdin, getenv, logger)
 		defer restore()
+		softMemoryLimit(int64(f.maxBuffered), getenv, logger)
 		// Once the host's first exchanges are answered and it has gone
 		// quiet, the pages only starting used leave the resident set.
 		quietCtx, stopWatching := context.WithCancel(ctx)
@@ -303,7 +311,7 @@ func (f *relayFlags) oauthClient(cfg *pipeline.RelayConfig, getenv func(string) 
 		return nil, err
 	}
 	cfg.HTTPClient = &http.Client{
-		Transport:     &auth.Transport{Base: base.Transport, Source: oc},
+		Transport:     &auth.Transport{Base: base.Transport, Source: oc, Origin: cfg.URL},
 		CheckRedirect: base.CheckRedirect,
 	}
 	cfg.Auth = oc
@@ -365,6 +373,12 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	if f.maxDepth <= 0 {
 		return cfg, errors.New("--max-depth must be positive")
 	}
+	if !f.bufferedSet {
+		f.maxBuffered = byteSize(max(pipeline.DefaultMaxBuffered, 2*int64(f.maxMessage)))
+	}
+	if f.maxBuffered < 2*f.maxMessage {
+		return cfg, fmt.Errorf("--max-buffered (%s) must be at least twice --max-message-size (%s): a message counts as the buffer holding it grows, up to twice its size", &f.maxBuffered, &f.maxMessage)
+	}
 	if f.oauthDevice {
 		f.oauth = true
 	}
@@ -398,14 +412,17 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 			KeepAlive:      !f.noKeepalive,
 			Getenv:         getenv,
 		},
-		SSEReadTimeout: f.sseReadTimeout.orOff(),
-		MaxMessageSize: int(f.maxMessage),
-		MaxDepth:       f.maxDepth,
-		NoCancelFilter: f.noCancelFilter,
-		NoCache:        f.noCache,
-		ParamHeaders:   paramHeaders,
-		Advice:         f.advice,
-		Logger:         logger,
+		SSEReadTimeout:  f.sseReadTimeout.orOff(),
+		MaxMessageSize:  int(f.maxMessage),
+		MaxDepth:        f.maxDepth,
+		MaxBuffered:     int64(f.maxBuffered),
+		NoCancelFilter:  f.noCancelFilter,
+		NoCache:         f.noCache,
+		ParamHeaders:    paramHeaders,
+		FollowRedirects: f.followRedirect,
+		Advice:          f.advice,
+		Remedy:          f.remedy,
+		Logger:          logger,
 	}
 	return cfg, nil
 }

@@ -44,11 +44,11 @@ func TestRelayHelp(t *testing.T) {
 	is.True(strings.Contains(out, "usage: mcp-stdio [flags] URL"))
 	for _, f := range []string{"--bearer-token TOKEN", "-H, --header 'Name: Value'", "--transport TRANSPORT",
 		"--timeout-connect DURATION", "--timeout-read DURATION", "--sse-read-timeout DURATION",
-		"--no-tcp-keepalive\n", "--no-cancel-filter\n", "--no-cache\n", "--mcp-param-headers MODE", "--check\n", "--max-message-size BYTES",
+		"--no-tcp-keepalive\n", "--no-cancel-filter\n", "--no-cache\n", "--mcp-param-headers MODE", "--check\n", "--max-message-size BYTES", "--max-buffered BYTES", "--follow-redirects\n",
 		"--log-level LEVEL", "--oauth-timeout DURATION", "-V, --version\n", "-h, --help\n"} {
 		is.True(strings.Contains(out, "\n  "+f)) // every reference flag is documented
 	}
-	for _, d := range []string{"(default 10s)", "(default 2m)", "(default 5m)", "(default 64MiB)", "(default info)", "(default auto)", "(default modern)", "(default $MCP_BEARER_TOKEN)"} {
+	for _, d := range []string{"(default 10s)", "(default 2m)", "(default 5m)", "(default 64MiB)", "(default info)", "(default auto)", "(default modern)", "(default $MCP_BEARER_TOKEN)", "(default 256MiB, or twice --max-message-size when that is more)"} {
 		is.True(strings.Contains(out, d))
 	}
 	is.True(!strings.Contains(out, "\n  -bearer-token")) // one dash is the flag package's, not ours
@@ -65,6 +65,9 @@ func TestRelayDurationsAndSizes(t *testing.T) {
 		{"--timeout-connect", "10s", "--timeout-read", "2m", "--oauth-timeout", "90s"},
 		{"--max-message-size", "1048576"},
 		{"--max-message-size", "1MiB"},
+		{"--max-message-size", "1MiB", "--max-buffered", "2MiB"},
+		{"--max-message-size", "512MiB"}, // the budget's default follows: 1GiB
+		{"--max-buffered", "1GiB", "--follow-redirects"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			is := is.New(t)
@@ -98,6 +101,9 @@ func TestRelayUsageErrors(t *testing.T) {
 		"unknown flag":      {"--frobnicate", "http://a/mcp"},
 		"negative max size": {"--max-message-size", "-5", "http://a/mcp"},
 		"bad param mode":    {"--mcp-param-headers", "sometimes", "http://a/mcp"},
+		"budget too small":  {"--max-buffered", "100MiB", "http://a/mcp"},
+		"budget under size": {"--max-message-size", "1GiB", "--max-buffered", "1GiB", "http://a/mcp"},
+		"budget zero":       {"--max-buffered", "0", "http://a/mcp"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -3,8 +3,10 @@ package cli
 import (
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 )
 
@@ -65,4 +67,26 @@ func oneThread(getenv func(string) string) {
 		return
 	}
 	runtime.SetDefaultGOMAXPROCS()
+}
+
+// memoryLimitSlack is what the relay's soft memory limit allows beyond
+// twice its budget: the runtime, stdin's lines, the response cache.
+const memoryLimitSlack = 64 << 20
+
+// softMemoryLimit gives the relay's Go heap a soft limit of twice its
+// budget for the server's messages (--max-buffered) plus
+// memoryLimitSlack, unless GOMEMLIMIT sets one. The budget bounds the
+// messages held; the garbage their growing buffers leave behind (a
+// buffer doubles, the old one waits for the collector) would otherwise
+// take the resident set to three times the budget before the collector
+// runs. Near the limit the collector runs sooner, so many large messages
+// at once cost more CPU, not more memory; far from it, as in ordinary
+// use, nothing changes.
+func softMemoryLimit(budget int64, getenv func(string) string, log *slog.Logger) {
+	if getenv("GOMEMLIMIT") != "" || budget > (math.MaxInt64-memoryLimitSlack)/2 {
+		return
+	}
+	limit := 2*budget + memoryLimitSlack
+	debug.SetMemoryLimit(limit)
+	log.Debug("soft memory limit", "bytes", limit)
 }
