@@ -224,7 +224,9 @@ func openSSESession(t *testing.T, ctx context.Context, url string) (io.Closer, s
 // victim's answer to another client: every client without OAuth shares
 // one 2026-07-28 child, and a body ending in a second "id" member, naming
 // an id serve minted for the victim's call, once reached the child, whose
-// parser kept the last id. Serve now refuses it before any stage reads it.
+// parser kept the last id. Serve now refuses it before any stage reads it
+// (and the ids it mints are no longer a counter to guess: see
+// TestServeMintedIDsAreNotGuessable); the attack names ids of the old form.
 func TestServeRefusesADuplicatedIDOnASharedChild(t *testing.T) {
 	bin := relayBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
