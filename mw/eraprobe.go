@@ -310,7 +310,15 @@ func (p *EraProbe) decide(era Era, why string, disc frame.Message, version strin
 	p.mu.Lock()
 	p.decided = true
 	p.mu.Unlock()
-	p.log.Info("speaking the "+era.String()+" to the server", "why", why)
+	p.log.Info("speaking "+eraName(era)+" to the server", "why", why)
+}
+
+// eraName names era in a sentence: "the session era", "MCP 2026-07-28".
+func eraName(era Era) string {
+	if era == EraStateless {
+		return "MCP " + ModernVersion
+	}
+	return "the " + era.String()
 }
 
 // sessionFirst sends a session-era host's initialize m to the session
@@ -346,7 +354,7 @@ func (p *EraProbe) sessionFirst(ctx context.Context, m frame.Message, session Ha
 		code, _ := held.ErrorCode()
 		refusal = fmt.Sprintf("error %d", code)
 	case err == nil:
-		p.decide(EraSession, "the host speaks the session era and the server answered its initialize", frame.Message{}, "")
+		p.decide(EraSession, "the host speaks the session era, and the server answered its initialize", frame.Message{}, "")
 		return true, nil, EraSession
 	default:
 		var ok bool
@@ -361,10 +369,10 @@ func (p *EraProbe) sessionFirst(ctx context.Context, m frame.Message, session Ha
 		return answered()
 	}
 	if v.undecided || v.era != EraStateless {
-		p.log.Info("era not decided: the server refused the host's initialize ("+refusal+"), and "+v.reason, "why", "the refusal is the host's answer")
+		p.log.Info("era not decided: the server refused the host's initialize with "+refusal+", and "+v.reason, "why", "the refusal is the host's answer")
 		return answered()
 	}
-	p.decide(EraStateless, "the host speaks the session era, the server refused its initialize ("+refusal+") and "+v.reason+": bridging the host to "+v.version, v.result, v.version)
+	p.decide(EraStateless, "the host speaks the session era; the server refused its initialize with "+refusal+", and "+v.reason+": bridging the host to "+v.version, v.result, v.version)
 	return false, nil, EraStateless
 }
 
@@ -382,7 +390,7 @@ func initializeRefusal(err error) (string, bool) {
 	}
 	if m, perr := frame.Parse(st.Body); perr == nil && m.Kind() == frame.Error {
 		code, _ := m.ErrorCode()
-		return fmt.Sprintf("HTTP %d with error %d", st.Code, code), true
+		return fmt.Sprintf("HTTP %d and error %d", st.Code, code), true
 	}
 	return fmt.Sprintf("HTTP %d", st.Code), true
 }
@@ -432,15 +440,15 @@ func (p *EraProbe) probeFirst(ctx context.Context, m frame.Message) (sent bool, 
 			p.log.Warn("the server did not answer server/discover as a 2026-07-28 server; speaking 2026-07-28 anyway (--era modern)", "reason", v.reason)
 			version = ModernVersion
 		}
-		p.decide(EraStateless, "--era modern ("+host+"; "+v.reason+")", v.result, version)
+		p.decide(EraStateless, "--era modern: "+host+", and "+v.reason, v.result, version)
 	case v.era == EraStateless:
-		why := host + " and " + v.reason
+		why := host + ", and " + v.reason
 		if !modernHost {
 			why += ": bridging the host to " + v.version
 		}
 		p.decide(EraStateless, why, v.result, v.version)
 	default:
-		p.decide(EraSession, host+" and "+v.reason+": bridging the host to the session era", frame.Message{}, "")
+		p.decide(EraSession, host+", and "+v.reason+": bridging the host to the session era", frame.Message{}, "")
 	}
 	return false, nil, p.o.Conn.Era()
 }
