@@ -82,7 +82,9 @@ type EraProbeOptions struct {
 //
 // The rule: the host's own era whenever the server speaks it, a bridge
 // only when it does not. The first request that needs the era decides,
-// while the messages that come meanwhile wait:
+// while the requests that come meanwhile wait (and, while a session-era
+// host's initialize is under way, its other messages go to the session
+// era's chain):
 //
 //   - A session-era host's initialize goes to the session era's chain
 //     first, byte for byte as without a probe. When the server answers it
@@ -151,6 +153,11 @@ type EraProbe struct {
 	mu      sync.Mutex
 	decided bool
 	probing chan struct{} // closed when the decision under way ends; nil when none
+	// sessionFirst: the decision under way is a session-era host's
+	// initialize on the session era's chain; what needs no era (the
+	// host's answers to the server's requests, its notifications) goes
+	// there meanwhile instead of waiting.
+	sessionFirstUnderway bool
 	// While a session-era host's initialize goes first, an error answer
 	// to it that names the era (see eraSignal) is held here instead of
 	// reaching the host, until the probe has judged.
@@ -252,6 +259,9 @@ func (p *EraProbe) toServer(ctx context.Context, m frame.Message, session Handle
 		case p.decided:
 			p.mu.Unlock()
 			return p.send(ctx, m, p.o.Conn.Era(), session)
+		case p.probing != nil && p.sessionFirstUnderway && !needsEra(m):
+			p.mu.Unlock()
+			return session.Handle(ctx, m)
 		case p.probing != nil:
 			wait := p.probing
 			p.mu.Unlock()
@@ -267,13 +277,15 @@ func (p *EraProbe) toServer(ctx context.Context, m frame.Message, session Handle
 		}
 		done := make(chan struct{})
 		p.probing = done
+		first := p.o.Choice == EraAuto && isSessionInitialize(m)
+		p.sessionFirstUnderway = first
 		p.mu.Unlock()
 		var (
 			sent bool
 			err  error
 			era  Era
 		)
-		if p.o.Choice == EraAuto && isSessionInitialize(m) {
+		if first {
 			sent, err, era = p.sessionFirst(ctx, m, session)
 		} else {
 			sent, err, era = p.probeFirst(ctx, m)
@@ -282,6 +294,7 @@ func (p *EraProbe) toServer(ctx context.Context, m frame.Message, session Handle
 		// after m's answer.
 		p.mu.Lock()
 		p.probing = nil
+		p.sessionFirstUnderway = false
 		close(done)
 		p.mu.Unlock()
 		if sent {
