@@ -449,3 +449,26 @@ func TestRelayModernHostSessionServer(t *testing.T) {
 	is.True(strings.Contains(rc.stderr.String(), "speaking the session era to the server"))
 	is.True(strings.Contains(rc.stderr.String(), "initialized the server for 2026-07-28 clients"))
 }
+
+// TestRelaySessionEraHostModernOnlyServe: a session-era host (go-sdk at
+// 2025-11-25) through the relay to serve --modern-only, which refuses the
+// session era's initialize with 400 and -32022: the relay asks
+// server/discover, finds 2026-07-28, and bridges the host, answering its
+// initialize from the DiscoverResult (issue 23, point 1: a bridge only
+// where the server lacks the host's era).
+func TestRelaySessionEraHostModernOnlyServe(t *testing.T) {
+	bin := relayBinary(t)
+	is := is.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	srv := startServeWith(t, bin, []string{"--modern-only"}, bin, "example-server")
+	rc := startRelay(t, ctx, srv.url)
+	init := rc.cs.InitializeResult()
+	is.Equal(init.ProtocolVersion, clientVersion)       // the host's version, echoed
+	is.Equal(init.ServerInfo.Name, "mcp-stdio-example") // from the DiscoverResult's _meta
+	res, err := rc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "bridged"}})
+	is.NoErr(err)
+	is.Equal(resultText(res), "bridged")
+	rc.close(t)
+	is.True(strings.Contains(rc.stderr.String(), "the server refused its initialize with HTTP 400 and error -32022, and server/discover lists 2026-07-28: bridging the host to 2026-07-28"))
+}
