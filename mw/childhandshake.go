@@ -114,7 +114,7 @@ func (h *ChildHandshake) Run(ctx context.Context, o ChildHandshakeOptions) error
 func (h *ChildHandshake) discover(ctx context.Context, timeout time.Duration) (discoverVerdict, error) {
 	version := ModernVersion
 	for attempt := 0; ; attempt++ {
-		params := metaObject([]metaEntry{{"_meta", metaObject(modernMetaEntries(frame.Message{}, version, ""))}})
+		params := metaObject([]metaEntry{{"_meta", metaObject(modernMetaEntries(clientFacts{}, version, ""))}})
 		req := frame.MustParse(`{"jsonrpc":"2.0","id":0,"method":"server/discover","params":` + string(params) + `}`)
 		pctx, cancel := context.WithTimeout(ctx, timeout)
 		resp, err := h.calls.Call(pctx, h.d.ToServer, req, "")
@@ -125,7 +125,7 @@ func (h *ChildHandshake) discover(ctx context.Context, timeout time.Duration) (d
 		if err != nil && ctx.Err() != nil {
 			return discoverVerdict{}, ctx.Err()
 		}
-		v := judgeDiscover(resp, err)
+		v := judgeDiscover(resp, err, timeout)
 		if v.retryAt == "" {
 			return v, nil
 		}

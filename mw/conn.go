@@ -55,8 +55,13 @@ type Conn struct {
 	discovered    frame.Message
 	modernVersion string
 	logLevel      string
-	closed        error // why the connection ended; nil while it lasts
-	onClose       []func(cause error)
+	// Why the era is what it is (see SetEraBy), and what a 2026-07-28
+	// client said of itself in its requests' _meta (see NoteClientMeta).
+	eraReason      string
+	clientInfoMeta []byte
+	clientCapsMeta []byte
+	closed         error // why the connection ended; nil while it lasts
+	onClose        []func(cause error)
 }
 
 // NewConn returns the state of a connection in era e.
@@ -74,6 +79,56 @@ func (c *Conn) SetEra(e Era) {
 	c.mu.Lock()
 	c.era = e
 	c.mu.Unlock()
+}
+
+// SetEraBy records the era the connection speaks and, in a few words,
+// why: what each side said that decided it (see [Conn.EraReason]).
+func (c *Conn) SetEraBy(e Era, why string) {
+	c.mu.Lock()
+	c.era, c.eraReason = e, why
+	c.mu.Unlock()
+}
+
+// EraReason returns why the connection speaks its era, as [Conn.SetEraBy]
+// recorded it; "" when nothing decided it.
+func (c *Conn) EraReason() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.eraReason
+}
+
+// NoteClientMeta records what a 2026-07-28 client's request m says of
+// the client in params._meta: its io.modelcontextprotocol/clientInfo and
+// clientCapabilities, each when it is an object (the last one seen
+// stays). The gateway's own requests on the client's behalf carry them
+// ([Conn.ClientMeta]).
+func (c *Conn) NoteClientMeta(m frame.Message) {
+	meta := m.Get("params._meta")
+	if !meta.IsObject() {
+		return
+	}
+	info := meta.Get(clientInfoKey)
+	caps := meta.Get(clientCapabilitiesKey)
+	if !info.IsObject() && !caps.IsObject() {
+		return
+	}
+	c.mu.Lock()
+	if info.IsObject() {
+		c.clientInfoMeta = []byte(info.Raw)
+	}
+	if caps.IsObject() {
+		c.clientCapsMeta = []byte(caps.Raw)
+	}
+	c.mu.Unlock()
+}
+
+// ClientMeta returns what [Conn.NoteClientMeta] recorded: the raw
+// clientInfo and clientCapabilities objects of a 2026-07-28 client, each
+// nil when none was seen. They are shared: never modify them.
+func (c *Conn) ClientMeta() (clientInfo, capabilities []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clientInfoMeta, c.clientCapsMeta
 }
 
 // ProtocolVersion returns the protocol version in use: the one the
@@ -201,6 +256,13 @@ func (c *Conn) Err() error {
 	defer c.mu.Unlock()
 	return c.closed
 }
+
+// clientInfoKey and clientCapabilitiesKey are the gjson paths of those
+// _meta keys inside a _meta object (gjson.Escape of the key, spelled out).
+const (
+	clientInfoKey         = `io\.modelcontextprotocol\/clientInfo`
+	clientCapabilitiesKey = `io\.modelcontextprotocol\/clientCapabilities`
+)
 
 type connKey struct{}
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
@@ -40,4 +41,21 @@ func TestConn(t *testing.T) {
 	is.Equal(EraSession.String(), "session era")
 	is.Equal(EraStateless.String(), "2026-07-28")
 	is.Equal(EraUnknown.String(), "unknown")
+}
+
+// TestConnClientMeta: what a 2026-07-28 client says of itself in _meta is
+// kept, the last object of each key; anything else is ignored.
+func TestConnClientMeta(t *testing.T) {
+	is := is.New(t)
+	is.Equal(clientInfoKey, gjson.Escape(frame.MetaClientInfo))
+	is.Equal(clientCapabilitiesKey, gjson.Escape(frame.MetaClientCapabilities))
+	c := NewConn(EraUnknown)
+	info, caps := c.ClientMeta()
+	is.True(info == nil && caps == nil)
+	c.NoteClientMeta(frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"h","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"roots":{}}}}}`))
+	c.NoteClientMeta(frame.MustParse(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/clientInfo":"not an object","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	c.NoteClientMeta(frame.MustParse(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":[1]}`))
+	info, caps = c.ClientMeta()
+	is.Equal(string(info), `{"name":"h","version":"1"}`)
+	is.Equal(string(caps), `{}`)
 }

@@ -25,7 +25,7 @@
 //	  ReservedIDs            client ids never look like ids stages mint
 //	  CancelFilter           a cancelled request gets no answer
 //	  your Middlewares
-//	EraProbe                 the fork: server/discover decides, once
+//	EraProbe                 the fork: the host's era when the server speaks it, once
 //	session era (HTTP+SSE takes the same chain):
 //	    StampResults         a 2026-07-28 host's results: resultType, serverInfo, cache hints
 //	    ForModernHost(ParkChildRequests)
@@ -45,7 +45,7 @@
 //	  HTTP transport (transport.StreamableClient, SSEClient or Auto)
 //	2026-07-28 (no session: no GET stream, no DELETE):
 //	    CloseOnCancel        a cancel closes the request's stream
-//	    CleanResults         results in the shape a session-era client knows
+//	    CleanResults         results in the shape a session-era client knows, no 2026-07-28 _meta
 //	    MRTRBridge           input requests asked of the host, the call re-issued
 //	    PaginationMerge
 //	    ResponseCache

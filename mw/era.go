@@ -12,7 +12,7 @@ import (
 // a request ("params._meta." + gjson.Escape(key), spelled out so that
 // classifying a message builds no string).
 const (
-	metaProtocolVersionKey  = "io.modelcontextprotocol/protocolVersion"
+	metaProtocolVersionKey  = frame.MetaProtocolVersion
 	metaProtocolVersionPath = `params._meta.io\.modelcontextprotocol\/protocolVersion`
 )
 
@@ -22,7 +22,7 @@ const (
 // headers included, which a session-era client may send too, and a GET or
 // a DELETE — is of the session era.
 func ClassifyEra(m frame.Message) Era {
-	if m.Method() == "server/discover" || m.Get(metaProtocolVersionPath).Exists() {
+	if m.Method() == frame.MethodDiscover || m.Get(metaProtocolVersionPath).Exists() {
 		return EraStateless
 	}
 	return EraSession

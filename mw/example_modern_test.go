@@ -35,3 +35,18 @@ func ExampleInjectMeta() {
 	// MCP-Protocol-Version: 2026-07-28
 	// {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"grüßen","_meta":{"progressToken":1,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"host","version":"1"}}}}
 }
+
+// What a 2026-07-28 host says of itself in its requests' _meta is kept
+// on the connection: the requests the gateway makes on its behalf name
+// the same client.
+func ExampleConn_NoteClientMeta() {
+	c := mw.NewConn(mw.EraStateless)
+	c.NoteClientMeta(frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"host","version":"2"}}}}`))
+	info, caps := c.ClientMeta()
+	fmt.Println(string(info), string(caps))
+	c.SetEraBy(mw.EraStateless, "the host speaks 2026-07-28, and server/discover lists 2026-07-28")
+	fmt.Println(c.Era(), "—", c.EraReason())
+	// Output:
+	// {"name":"host","version":"2"} {"sampling":{}}
+	// 2026-07-28 — the host speaks 2026-07-28, and server/discover lists 2026-07-28
+}

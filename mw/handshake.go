@@ -41,8 +41,9 @@ func (o HandshakeOptions) handshakeCapabilities() []byte {
 }
 
 // initializeRequest returns the gateway's initialize request, declaring
-// caps, under id 0 (a Remap mints its real id).
-func (o HandshakeOptions) initializeRequest(caps []byte) frame.Message {
+// caps and, when info is not nil, that clientInfo object (else the one o
+// names), under id 0 (a Remap mints its real id).
+func (o HandshakeOptions) initializeRequest(caps, info []byte) frame.Message {
 	version, name, clientVersion := o.ProtocolVersion, o.ClientName, o.ClientVersion
 	if version == "" {
 		version = latestSessionEraVersion
@@ -53,10 +54,13 @@ func (o HandshakeOptions) initializeRequest(caps []byte) frame.Message {
 	if clientVersion == "" {
 		clientVersion = "unknown"
 	}
+	if info == nil {
+		info = metaObject([]metaEntry{{"name", jsonString(name)}, {"version", jsonString(clientVersion)}})
+	}
 	params := metaObject([]metaEntry{
 		{"protocolVersion", jsonString(version)},
 		{"capabilities", caps},
-		{"clientInfo", metaObject([]metaEntry{{"name", jsonString(name)}, {"version", jsonString(clientVersion)}})},
+		{"clientInfo", info},
 	})
 	return frame.MustParse(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":` + string(params) + `}`)
 }
@@ -82,13 +86,14 @@ var initializedNotification = []byte(`{"jsonrpc":"2.0","method":"notifications/i
 // session era, with Roots set; the relay calls it through
 // [HandshakeForModern].
 func Initialize(ctx context.Context, next Handler, calls *Remap, o HandshakeOptions) (frame.Message, error) {
-	return initialize(ctx, next, calls, o, o.handshakeCapabilities(), true)
+	return initialize(ctx, next, calls, o, o.handshakeCapabilities(), nil, true)
 }
 
-// initialize is Initialize declaring caps; wait says whether the answer
-// may come after next's Handle returned.
-func initialize(ctx context.Context, next Handler, calls *Remap, o HandshakeOptions, caps []byte, wait bool) (frame.Message, error) {
-	req := o.initializeRequest(caps)
+// initialize is Initialize declaring caps and the clientInfo info (nil:
+// the one o names); wait says whether the answer may come after next's
+// Handle returned.
+func initialize(ctx context.Context, next Handler, calls *Remap, o HandshakeOptions, caps, info []byte, wait bool) (frame.Message, error) {
+	req := o.initializeRequest(caps, info)
 	var resp frame.Message
 	var err error
 	if wait {
@@ -132,7 +137,10 @@ func initialize(ctx context.Context, next Handler, calls *Remap, o HandshakeOpti
 // wait for the same handshake. The initialize declares, of the
 // capabilities the request's io.modelcontextprotocol/clientCapabilities
 // names, sampling, elicitation and roots (their shapes are the same in
-// both eras): the server asks the host only for what it can do. A failed
+// both eras): the server asks the host only for what it can do. Its
+// clientInfo is the request's io.modelcontextprotocol/clientInfo, the
+// host's, when that is an object; else the gateway's own (ClientName,
+// ClientVersion). A failed
 // handshake fails the request (its Handle returns the error), and the
 // next request tries again. Everything else passes, both ways.
 func HandshakeForModern(o HandshakeOptions) Middleware {
@@ -190,7 +198,7 @@ func (h *lazyHandshake) ensure(ctx context.Context, c *Conn, trigger frame.Messa
 		done := make(chan struct{})
 		h.running = done
 		h.mu.Unlock()
-		_, err := initialize(ctx, h.next.ToServer, h.calls, h.o, declaredCapabilities(trigger), false)
+		_, err := initialize(ctx, h.next.ToServer, h.calls, h.o, declaredCapabilities(trigger), declaredClientInfo(trigger), false)
 		h.mu.Lock()
 		h.running = nil
 		close(done)
@@ -205,6 +213,18 @@ func (h *lazyHandshake) ensure(ctx context.Context, c *Conn, trigger frame.Messa
 // clientCapabilitiesPath is the gjson path of a 2026-07-28 request's
 // client capabilities ("params._meta." + gjson.Escape(key), spelled out).
 const clientCapabilitiesPath = `params._meta.io\.modelcontextprotocol\/clientCapabilities`
+
+// clientInfoPath is the gjson path of a 2026-07-28 request's clientInfo.
+const clientInfoPath = `params._meta.` + clientInfoKey
+
+// declaredClientInfo returns the clientInfo object 2026-07-28 request m
+// declares, nil when it declares none.
+func declaredClientInfo(m frame.Message) []byte {
+	if info := m.Get(clientInfoPath); info.IsObject() {
+		return []byte(info.Raw)
+	}
+	return nil
+}
 
 // declaredCapabilities returns, as session-era client capabilities, the
 // sampling, elicitation and roots members of the client capabilities

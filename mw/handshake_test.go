@@ -137,6 +137,24 @@ func TestHandshakeForModern(t *testing.T) {
 	is.True(ok)
 }
 
+// TestHandshakeForModernHostsClientInfo: the handshake made for a
+// 2026-07-28 host names the host in its clientInfo when the host named
+// itself.
+func TestHandshakeForModernHostsClientInfo(t *testing.T) {
+	is := is.New(t)
+	s := &fakeServer{}
+	s.answer = func(_ context.Context, m frame.Message) ([]frame.Message, error) {
+		if m.Kind() == frame.Request {
+			return []frame.Message{answerWith(m, `{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}`)}, nil
+		}
+		return nil, nil
+	}
+	toServer, _ := pipeline(s, HandshakeForModern(HandshakeOptions{ClientVersion: "v"}))
+	ctx := WithConn(context.Background(), NewConn(EraSession))
+	is.NoErr(toServer.Handle(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"host","version":"9","title":"Host"}}}}`)))
+	is.Equal(s.sent.lines()[0], `{"jsonrpc":"2.0","id":"mcp-stdio/handshake/1","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"9","title":"Host"}}}`)
+}
+
 // TestHandshakeForModernRetries: a failed handshake fails the request
 // that waited for it; the next one tries again.
 func TestHandshakeForModernRetries(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
@@ -16,7 +15,7 @@ var SessionEraVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "202
 
 // latestSessionEraVersion is what a session-era client that asks for a
 // version we do not know is offered.
-const latestSessionEraVersion = "2025-11-25"
+const latestSessionEraVersion = frame.LatestSessionEraVersion
 
 // isSessionEraVersion reports whether v is one of SessionEraVersions.
 func isSessionEraVersion(v string) bool {
@@ -30,9 +29,6 @@ func isSessionEraVersion(v string) bool {
 
 // LocalAnswersOptions configures [LocalAnswers].
 type LocalAnswersOptions struct {
-	// ServerName names the server in an initialize answered for a server
-	// whose discovery named none; "" means "mcp-server".
-	ServerName string
 	// Logger receives a debug line for each message answered or dropped;
 	// nil discards.
 	Logger *slog.Logger
@@ -53,11 +49,14 @@ type LocalAnswersOptions struct {
 //     ([Conn.Discovery]): protocolVersion echoes the client's when it is
 //     one of [SessionEraVersions], else it is 2025-11-25; capabilities and
 //     instructions are the DiscoverResult's, serverInfo its _meta's
-//     io.modelcontextprotocol/serverInfo. Without a DiscoverResult (the
-//     server named its era by an error) the capabilities are tools,
-//     prompts and resources, and serverInfo names ServerName. The request
+//     io.modelcontextprotocol/serverInfo — each only when the server
+//     said it: nothing is made up for a member it left out. The request
 //     and the answer are recorded as the connection's handshake
-//     ([Conn.Initialized]).
+//     ([Conn.Initialized]). Without a DiscoverResult (the server named
+//     its era by an error, or --era modern spoke 2026-07-28 to a server
+//     that never said it does) there is nothing to answer from: the
+//     initialize gets -32000 saying so, with why the connection speaks
+//     2026-07-28 ([Conn.EraReason]), and nothing is recorded.
 //   - notifications/initialized is swallowed.
 //   - ping is answered {}.
 //   - logging/setLevel is answered {}, and its level recorded
@@ -67,9 +66,6 @@ type LocalAnswersOptions struct {
 //
 // Everything else passes, and client-bound traffic passes untouched.
 func LocalAnswers(o LocalAnswersOptions) Middleware {
-	if o.ServerName == "" {
-		o.ServerName = "mcp-server"
-	}
 	log := loggerOrDiscard(o.Logger)
 	return func(next Duplex) Duplex {
 		return Duplex{
@@ -79,8 +75,17 @@ func LocalAnswers(o LocalAnswersOptions) Middleware {
 					return next.ToServer.Handle(ctx, m)
 				}
 				switch k := m.Kind(); {
-				case k == frame.Request && m.Method() == "initialize":
-					answer := frame.ResultResponse(m.ID(), initializeFromDiscovery(m, c, o.ServerName))
+				case k == frame.Request && m.Method() == frame.MethodInitialize:
+					disc, _ := c.Discovery()
+					if disc.Len() == 0 {
+						why := "the server gave no server/discover result to answer initialize from"
+						if r := c.EraReason(); r != "" {
+							why += " (speaking 2026-07-28: " + r + ")"
+						}
+						log.Warn("initialize not answered: " + why)
+						return next.ToClient.Handle(ctx, frame.ErrorResponse(m.ID(), frame.CodeGateway, why))
+					}
+					answer := frame.ResultResponse(m.ID(), initializeFromDiscovery(m, disc))
 					c.Initialized(m, answer)
 					log.Debug("initialize answered from server/discover", "version", answer.Get("result.protocolVersion").String())
 					return next.ToClient.Handle(ctx, answer)
@@ -103,34 +108,22 @@ func LocalAnswers(o LocalAnswersOptions) Middleware {
 }
 
 // initializeFromDiscovery returns the result of the session-era
-// initialize request init, answered for the 2026-07-28 server c found.
-func initializeFromDiscovery(init frame.Message, c *Conn, serverName string) []byte {
+// initialize request init, answered from the 2026-07-28 server's
+// DiscoverResult disc: the members the server gave, none it did not.
+func initializeFromDiscovery(init, disc frame.Message) []byte {
 	version := init.Get("params.protocolVersion").String()
 	if !isSessionEraVersion(version) {
 		version = latestSessionEraVersion
 	}
-	disc, _ := c.Discovery()
-	caps := []byte(`{"tools":{},"prompts":{},"resources":{}}`)
-	serverInfo := metaObject([]metaEntry{{"name", jsonString(serverName)}, {"version", jsonString("unknown")}})
-	var instructions gjson.Result
-	if disc.Len() > 0 {
-		if v := disc.Get("result.capabilities"); v.IsObject() {
-			caps = []byte(v.Raw)
-		}
-		if v := disc.Get("result._meta." + gjson.Escape(MetaServerInfo)); v.IsObject() {
-			serverInfo = []byte(v.Raw)
-		}
-		instructions = disc.Get("result.instructions")
+	entries := []metaEntry{{"protocolVersion", jsonString(version)}}
+	if v := disc.Get("result.capabilities"); v.Exists() {
+		entries = append(entries, metaEntry{"capabilities", []byte(v.Raw)})
 	}
-	out := metaObject([]metaEntry{
-		{"protocolVersion", jsonString(version)},
-		{"capabilities", caps},
-		{"serverInfo", serverInfo},
-	})
-	if instructions.Type == gjson.String {
-		if b, err := sjson.SetRawBytes(out, "instructions", []byte(instructions.Raw)); err == nil {
-			out = b
-		}
+	if v := disc.Get("result._meta." + gjson.Escape(MetaServerInfo)); v.Exists() {
+		entries = append(entries, metaEntry{"serverInfo", []byte(v.Raw)})
 	}
-	return out
+	if v := disc.Get("result.instructions"); v.Exists() {
+		entries = append(entries, metaEntry{"instructions", []byte(v.Raw)})
+	}
+	return metaObject(entries)
 }

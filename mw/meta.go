@@ -14,11 +14,11 @@ import (
 // The _meta keys a 2026-07-28 request carries in place of the session
 // era's handshake (see [InjectMeta]).
 const (
-	MetaProtocolVersion    = metaProtocolVersionKey
-	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
-	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	MetaProtocolVersion    = frame.MetaProtocolVersion
+	MetaClientCapabilities = frame.MetaClientCapabilities
+	MetaClientInfo         = frame.MetaClientInfo
+	MetaLogLevel           = frame.MetaLogLevel
+	MetaServerInfo         = frame.MetaServerInfo
 )
 
 // metaTasksExtension is where a session-era client's tasks capability goes
@@ -27,6 +27,10 @@ const metaTasksExtension = "io.modelcontextprotocol/tasks"
 
 // MetaOptions configures [InjectMeta].
 type MetaOptions struct {
+	// ClientVersion is the version in the clientInfo the gateway declares
+	// for itself ("mcp-stdio") when the client said nothing of itself;
+	// "" means "unknown".
+	ClientVersion string
 	// Logger receives a debug line for a request it cannot stamp; nil
 	// discards.
 	Logger *slog.Logger
@@ -47,10 +51,17 @@ type MetaOptions struct {
 //     probe settled on ([Conn.Discovery]), [ModernVersion] when none;
 //   - io.modelcontextprotocol/clientCapabilities: the capabilities of the
 //     client's initialize ([Conn.ClientInitialize]), with tasks moved
-//     under extensions as io.modelcontextprotocol/tasks; {} when the
-//     client sent none;
-//   - io.modelcontextprotocol/clientInfo: the initialize's clientInfo, when
-//     it had one;
+//     under extensions as io.modelcontextprotocol/tasks; without an
+//     initialize, those a 2026-07-28 client declared last
+//     ([Conn.ClientMeta]); {} when the client declared none;
+//   - io.modelcontextprotocol/clientInfo: the initialize's clientInfo;
+//     without one, the clientInfo a 2026-07-28 client sent last; without
+//     that, the gateway's own ({"name":"mcp-stdio","version":
+//     ClientVersion}).
+//
+// The requests it stamps are a session-era client's and the gateway's own
+// on the client's behalf (the pages of a list, a listen, a re-list): the
+// server sees the same client in all of them.
 //   - io.modelcontextprotocol/logLevel: the level of the client's last
 //     logging/setLevel ([Conn.LogLevel]), when it sent one.
 //
@@ -67,9 +78,8 @@ func InjectMeta(o MetaOptions) Middleware {
 			if c == nil || c.Era() != EraStateless || m.Kind() != frame.Request || ClassifyEra(m) != EraSession {
 				return next.Handle(ctx, m)
 			}
-			init, _ := c.ClientInitialize()
 			_, version := c.Discovery()
-			out, err := withModernMeta(m, init, version, c.LogLevel())
+			out, err := withModernMeta(m, clientFactsOf(c, frame.Message{}, o.ClientVersion), version, c.LogLevel())
 			if err != nil {
 				log.Debug("request not stamped with _meta", "method", m.Method(), "id", m.ID().String(), "err", err)
 				return next.Handle(ctx, m)
@@ -84,12 +94,57 @@ type errNotObject string
 
 func (e errNotObject) Error() string { return string(e) + " is not an object" }
 
+// clientFacts is what a 2026-07-28 request says of its client: the raw
+// clientInfo object (nil: the key is left out) and client capabilities
+// (nil: {}).
+type clientFacts struct {
+	info, caps []byte
+}
+
+// clientFactsOf returns what the gateway's 2026-07-28 requests say of the
+// client of c (see InjectMeta): what its session-era initialize said —
+// init, when it is one, else the one c recorded — else what a 2026-07-28
+// client said in its requests' _meta, else the gateway's own clientInfo
+// (with version ownVersion) and no capabilities. c may be nil.
+func clientFactsOf(c *Conn, init frame.Message, ownVersion string) clientFacts {
+	if init.Len() == 0 && c != nil {
+		init, _ = c.ClientInitialize()
+	}
+	if init.Len() > 0 {
+		f := clientFacts{caps: modernCapabilities(init)}
+		if info := init.Get("params.clientInfo"); info.IsObject() {
+			f.info = []byte(info.Raw)
+		}
+		return f
+	}
+	var f clientFacts
+	if c != nil {
+		f.info, f.caps = c.ClientMeta()
+	}
+	if f.info == nil {
+		f.info = ownClientInfo(ownVersion)
+	}
+	return f
+}
+
+// GatewayName is the name in the clientInfo the gateway declares for
+// itself, and in its own initialize.
+const GatewayName = "mcp-stdio"
+
+// ownClientInfo returns the gateway's own clientInfo object: GatewayName
+// and version ("" means "unknown").
+func ownClientInfo(version string) []byte {
+	if version == "" {
+		version = "unknown"
+	}
+	return metaObject([]metaEntry{{"name", jsonString(GatewayName)}, {"version", jsonString(version)}})
+}
+
 // withModernMeta returns m with the 2026-07-28 request keys added to
 // params._meta (see InjectMeta): version ("" means ModernVersion), the
-// capabilities and clientInfo of init (a session-era initialize request;
-// the zero Message for none) and level ("" for none). Keys already there
-// are kept.
-func withModernMeta(m, init frame.Message, version, level string) (frame.Message, error) {
+// client's capabilities and clientInfo as f says, and level ("" for
+// none). Keys already there are kept.
+func withModernMeta(m frame.Message, f clientFacts, version, level string) (frame.Message, error) {
 	params := m.Get("params")
 	if params.Exists() && !params.IsObject() {
 		return m, errNotObject("params")
@@ -98,7 +153,7 @@ func withModernMeta(m, init frame.Message, version, level string) (frame.Message
 	if meta.Exists() && !meta.IsObject() {
 		return m, errNotObject("params._meta")
 	}
-	entries := modernMetaEntries(init, version, level)
+	entries := modernMetaEntries(f, version, level)
 	if !meta.Exists() {
 		return m.Set("params._meta", metaObject(entries))
 	}
@@ -122,19 +177,21 @@ type metaEntry struct {
 }
 
 // modernMetaEntries returns the keys InjectMeta adds, in order.
-func modernMetaEntries(init frame.Message, version, level string) []metaEntry {
+func modernMetaEntries(f clientFacts, version, level string) []metaEntry {
 	if version == "" {
 		version = ModernVersion
+	}
+	caps := f.caps
+	if caps == nil {
+		caps = []byte("{}")
 	}
 	entries := make([]metaEntry, 0, 4)
 	entries = append(entries,
 		metaEntry{MetaProtocolVersion, jsonString(version)},
-		metaEntry{MetaClientCapabilities, modernCapabilities(init)},
+		metaEntry{MetaClientCapabilities, caps},
 	)
-	if init.Len() > 0 {
-		if info := init.Get("params.clientInfo"); info.IsObject() {
-			entries = append(entries, metaEntry{MetaClientInfo, []byte(info.Raw)})
-		}
+	if f.info != nil {
+		entries = append(entries, metaEntry{MetaClientInfo, f.info})
 	}
 	if level != "" {
 		entries = append(entries, metaEntry{MetaLogLevel, jsonString(level)})

@@ -32,6 +32,8 @@ func TestInjectMeta(t *testing.T) {
 		name, in, want string
 		level          string
 		noInit         bool
+		modernHost     string // a 2026-07-28 host's request seen before (no initialize then)
+		version        string // MetaOptions.ClientVersion
 	}{
 		{
 			name: "no params",
@@ -48,7 +50,21 @@ func TestInjectMeta(t *testing.T) {
 			name:   "keys kept byte for byte, no initialize seen",
 			in:     `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":7, "traceparent":"t","x.y/z":[1.0],"io.modelcontextprotocol/clientCapabilities":{"own":1}}}}`,
 			noInit: true,
-			want:   `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":7, "traceparent":"t","x.y/z":[1.0],"io.modelcontextprotocol/clientCapabilities":{"own":1},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+			want:   `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":7, "traceparent":"t","x.y/z":[1.0],"io.modelcontextprotocol/clientCapabilities":{"own":1},"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"mcp-stdio","version":"unknown"}}}}`,
+		},
+		{
+			name:    "the gateway's own clientInfo when the host said nothing of itself",
+			in:      `{"jsonrpc":"2.0","id":"mcp-stdio/page/1","method":"tools/list"}`,
+			noInit:  true,
+			version: "1.2.3",
+			want:    `{"jsonrpc":"2.0","id":"mcp-stdio/page/1","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcp-stdio","version":"1.2.3"}}}}`,
+		},
+		{
+			name:       "a 2026-07-28 host's clientInfo and capabilities on the gateway's own requests",
+			in:         `{"jsonrpc":"2.0","id":"mcp-stdio/page/1","method":"tools/list"}`,
+			noInit:     true,
+			modernHost: `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"modern-host","version":"3"}}}}`,
+			want:       `{"jsonrpc":"2.0","id":"mcp-stdio/page/1","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"modern-host","version":"3"}}}}`,
 		},
 		{
 			name: "a modern host's line passes",
@@ -72,9 +88,12 @@ func TestInjectMeta(t *testing.T) {
 			if !tc.noInit {
 				c.Initialized(frame.MustParse(hostInit), frame.MustParse(`{"jsonrpc":"2.0","id":1,"result":{}}`))
 			}
+			if tc.modernHost != "" {
+				c.NoteClientMeta(frame.MustParse(tc.modernHost))
+			}
 			c.SetLogLevel(tc.level)
 			s := &fakeServer{}
-			in, _ := pipeline(s, InjectMeta(MetaOptions{}))
+			in, _ := pipeline(s, InjectMeta(MetaOptions{ClientVersion: tc.version}))
 			is.NoErr(in.Handle(ctx, frame.MustParse(tc.in)))
 			is.Equal(s.sent.lines(), []string{tc.want})
 		})
@@ -162,15 +181,35 @@ func TestLocalAnswers(t *testing.T) {
 	is.Equal(init.ID(), frame.ID("4")) // the last handshake
 }
 
+// TestLocalAnswersWithoutDiscoverResult: with nothing the server said to
+// answer initialize from, the host is told so; nothing is made up.
 func TestLocalAnswersWithoutDiscoverResult(t *testing.T) {
 	is := is.New(t)
 	c := NewConn(EraStateless)
+	c.SetEraBy(EraStateless, "--era modern")
 	c.Discovered(frame.Message{}, ModernVersion)
 	s := &fakeServer{}
-	in, client := pipeline(s, LocalAnswers(LocalAnswersOptions{ServerName: "remote.test"}))
+	in, client := pipeline(s, LocalAnswers(LocalAnswersOptions{}))
 	is.NoErr(in.Handle(WithConn(t.Context(), c), frame.MustParse(hostInit)))
 	is.Equal(client.lines(), []string{
-		`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"prompts":{},"resources":{}},"serverInfo":{"name":"remote.test","version":"unknown"}}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"the server gave no server/discover result to answer initialize from (speaking 2026-07-28: --era modern)"}}`,
+	})
+	_, ok := c.ClientInitialize()
+	is.True(!ok) // no handshake recorded
+	is.Equal(len(s.sent.all()), 0)
+}
+
+// TestLocalAnswersAbsentStaysAbsent: a DiscoverResult without _meta
+// serverInfo or instructions gives an initialize result without them.
+func TestLocalAnswersAbsentStaysAbsent(t *testing.T) {
+	is := is.New(t)
+	c := NewConn(EraStateless)
+	c.Discovered(frame.MustParse(`{"jsonrpc":"2.0","id":"x","result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}},"ttlMs":0,"cacheScope":"private"}}`), ModernVersion)
+	s := &fakeServer{}
+	in, client := pipeline(s, LocalAnswers(LocalAnswersOptions{}))
+	is.NoErr(in.Handle(WithConn(t.Context(), c), frame.MustParse(hostInit)))
+	is.Equal(client.lines(), []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true}}}}`,
 	})
 }
 
@@ -200,6 +239,51 @@ func TestCleanResults(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"result":{"resultType":"input_required","inputRequests":{}}}`,                                    // not the cleanup's
 		`{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete","tools":[],"ttlMs":10,"cacheScope":"public","_meta":{"k":1}}}`, // a modern host's
 		`{"jsonrpc":"2.0","id":4,"error":{"code":-1,"message":"x"}}`,
+	})
+}
+
+// TestCleanResultsModernMeta: no _meta key of 2026-07-28 reaches a
+// session-era host — results, errors, notifications — while other keys
+// stay, byte for byte.
+func TestCleanResultsModernMeta(t *testing.T) {
+	is := is.New(t)
+	c, ctx := modernConn(t)
+	c.Initialized(frame.MustParse(hostInit), frame.MustParse(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	s := &fakeServer{answer: func(_ context.Context, m frame.Message) ([]frame.Message, error) {
+		switch m.ID() {
+		case "1", "3":
+			return []frame.Message{
+				frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}}}}`),
+				frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1,"_meta":{"a":1, "io.modelcontextprotocol/subscriptionId":7,"io.modelcontextprotocol/related-task":{"taskId":"t"}}}}`),
+				answerWith(m, `{"resultType":"complete","tools":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"2"},"k":1.50}}`),
+			}, nil
+		}
+		return []frame.Message{frame.MustParse(`{"jsonrpc":"2.0","id":` + string(m.ID()) + `,"error":{"code":-32602,"message":"x","data":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}},"why":1}}}`)}, nil
+	}}
+	in, client := pipeline(s, CleanResults())
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call"}`,
+	} {
+		is.NoErr(in.Handle(ctx, frame.MustParse(line)))
+	}
+	is.Equal(client.lines(), []string{
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1,"_meta":{"a":1,"io.modelcontextprotocol/related-task":{"taskId":"t"}}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"_meta":{"k":1.50}}}`,
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"x","data":{"why":1}}}`,
+	})
+
+	t.Run("a 2026-07-28 host gets them", func(t *testing.T) {
+		is := is.New(t)
+		_, ctx := modernConn(t) // no initialize: a 2026-07-28 host
+		in, client := pipeline(s, CleanResults())
+		is.NoErr(in.Handle(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)))
+		is.Equal(client.lines(), []string{
+			`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}}}}`,
+			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1,"_meta":{"a":1, "io.modelcontextprotocol/subscriptionId":7,"io.modelcontextprotocol/related-task":{"taskId":"t"}}}}`,
+			`{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete","tools":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"2"},"k":1.50}}}`,
+		})
 	})
 }
 
@@ -244,11 +328,12 @@ func TestRetryReissue(t *testing.T) {
 func TestJudgeDiscover(t *testing.T) {
 	status := func(code int, body string) error { return &frame.StatusError{Code: code, Body: []byte(body)} }
 	msg := func(s string) frame.Message { return frame.MustParse(s) }
+	const undecided = EraUnknown
 	for _, tc := range []struct {
 		name    string
 		resp    frame.Message
 		err     error
-		era     Era
+		era     Era // EraUnknown: the answer decides nothing
 		retryAt string
 		result  bool
 	}{
@@ -257,25 +342,39 @@ func TestJudgeDiscover(t *testing.T) {
 		{"DiscoverResult without versions", msg(`{"jsonrpc":"2.0","id":"p","result":{}}`), nil, EraSession, "", false},
 		{"200 with -32601", msg(`{"jsonrpc":"2.0","id":"p","error":{"code":-32601,"message":"no"}}`), nil, EraSession, "", false},
 		{"200 with -32602", msg(`{"jsonrpc":"2.0","id":"p","error":{"code":-32602,"message":"no"}}`), nil, EraSession, "", false},
-		{"404 with -32601", frame.Message{}, status(404, `{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"no"}}`), EraStateless, "", false},
+		// -32601 means the server does not know server/discover, whatever
+		// the status (supergateway 4.0.0 answers 404 so).
+		{"404 with -32601", frame.Message{}, status(404, `{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"no"}}`), EraSession, "", false},
 		{"400 with -32601", frame.Message{}, status(400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"no"}}`), EraSession, "", false},
 		{"plain 404", frame.Message{}, status(404, `404 page not found`), EraSession, "", false},
 		{"405", frame.Message{}, status(405, ``), EraSession, "", false},
+		{"500", frame.Message{}, status(500, `oops`), EraSession, "", false},
 		{"400 -32020", frame.Message{}, status(400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32020,"message":"h"}}`), EraStateless, "", false},
 		{"400 -32021", frame.Message{}, status(400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32021,"message":"c"}}`), EraStateless, "", false},
 		{"-32022 naming ours", frame.Message{}, status(400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32022,"message":"v","data":{"supported":["2026-07-28"]}}}`), EraStateless, "2026-07-28", false},
 		{"-32022 naming session-era versions only", frame.Message{}, status(400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32022,"message":"v","data":{"supported":["2025-11-25"]}}}`), EraSession, "", false},
 		{"400 session-era error", frame.Message{}, status(400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"no session"}}`), EraSession, "", false},
 		{"timeout", frame.Message{}, context.DeadlineExceeded, EraSession, "", false},
-		{"network", frame.Message{}, &frame.SendError{Err: errors.New("refused")}, EraSession, "", false},
+		// What says nothing of the era decides nothing.
+		{"network", frame.Message{}, &frame.SendError{Err: errors.New("refused")}, undecided, "", false},
+		{"401", frame.Message{}, status(401, `{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"no"}}`), undecided, "", false},
+		{"403", frame.Message{}, status(403, ``), undecided, "", false},
+		{"429", frame.Message{}, status(429, ``), undecided, "", false},
+		{"503", frame.Message{}, status(503, ``), undecided, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
-			v := judgeDiscover(tc.resp, tc.err)
-			is.Equal(v.era, tc.era)
+			v := judgeDiscover(tc.resp, tc.err, time.Second)
+			if tc.era == undecided {
+				is.True(v.undecided)
+				is.True(v.err != nil)
+			} else {
+				is.True(!v.undecided)
+				is.Equal(v.era, tc.era)
+			}
 			is.Equal(v.retryAt, tc.retryAt)
 			is.Equal(v.result.Len() > 0, tc.result)
-			is.True(v.reason != "" || v.retryAt != "") // a verdict says why
+			is.True(v.reason != "") // a verdict says why
 		})
 	}
 }

@@ -185,7 +185,7 @@ func (l *ladder) claim(m frame.Message) (frame.Message, error) {
 	if err := routingMismatch(m, true); err != nil {
 		return m, err
 	}
-	out, err := withModernMeta(m, frame.Message{}, l.versions[0], "")
+	out, err := withModernMeta(m, clientFacts{}, l.versions[0], "")
 	if err != nil {
 		return m, Refuse(http.StatusBadRequest, m.ID(), frame.CodeInvalidParams, "Invalid params: "+err.Error())
 	}

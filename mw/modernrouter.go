@@ -25,7 +25,7 @@ const routerStage = "serve"
 // metaSubscriptionIDPath is the gjson path of a listen frame's
 // subscription id, in a notification's params and in a result.
 const (
-	metaSubscriptionIDKey        = "io.modelcontextprotocol/subscriptionId"
+	metaSubscriptionIDKey        = frame.MetaSubscriptionID
 	paramsSubscriptionIDPath     = `params._meta.io\.modelcontextprotocol\/subscriptionId`
 	resultSubscriptionIDPath     = `result._meta.io\.modelcontextprotocol\/subscriptionId`
 	paramsProgressTokenPath      = "params.progressToken"

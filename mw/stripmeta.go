@@ -54,7 +54,20 @@ type metaMember struct {
 // (see StripModernMeta); m itself when it has none, or when the edit
 // cannot be made in place.
 func withoutModernMeta(m frame.Message) frame.Message {
-	meta := m.Get("params._meta")
+	return withoutMetaKeys(m, "params._meta", isReservedMetaKey)
+}
+
+// isReservedMetaKey reports whether a _meta key is of the prefix MCP
+// reserves.
+func isReservedMetaKey(key string) bool { return strings.HasPrefix(key, reservedMetaPrefix) }
+
+// withoutMetaKeys returns m without the members of the _meta object at
+// path (a gjson path such as "params._meta") whose key drop picks, and
+// without that _meta when no member is left; every other byte stays. It
+// returns m itself when nothing is dropped, or when the edit cannot be
+// made in place.
+func withoutMetaKeys(m frame.Message, path string, drop func(key string) bool) frame.Message {
+	meta := m.Get(path)
 	if !meta.IsObject() {
 		return m
 	}
@@ -62,7 +75,7 @@ func withoutModernMeta(m frame.Message) frame.Message {
 	var members []metaMember
 	drops, bad := 0, false
 	meta.ForEach(func(key, value gjson.Result) bool {
-		mm := metaMember{start: key.Index, end: value.Index + len(value.Raw), drop: strings.HasPrefix(key.Str, reservedMetaPrefix)}
+		mm := metaMember{start: key.Index, end: value.Index + len(value.Raw), drop: drop(key.Str)}
 		if !located(raw, key) || !located(raw, value) {
 			bad = true
 			return false
@@ -77,7 +90,7 @@ func withoutModernMeta(m frame.Message) frame.Message {
 		return m
 	}
 	if drops == len(members) {
-		out, err := m.Delete("params._meta")
+		out, err := m.Delete(path)
 		if err != nil {
 			return m
 		}

@@ -59,6 +59,66 @@ func FuzzStripModernMeta(f *testing.F) {
 	})
 }
 
+// FuzzCleanModernMeta: whatever _meta a 2026-07-28 server puts on a
+// result, an error's data or a notification, taking its 2026-07-28 keys
+// off for a session-era host leaves valid JSON of the same kind with
+// every other key of _meta, value and order kept, and no empty _meta
+// where one was emptied.
+func FuzzCleanModernMeta(f *testing.F) {
+	for _, meta := range []string{
+		`{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}`,
+		`{"io.modelcontextprotocol/serverInfo":{},"k":1.50,"io.modelcontextprotocol/related-task":{"taskId":"t"}}`,
+		`{ "a" : 1 , "io.modelcontextprotocol/subscriptionId" : "L" }`,
+		`{"io.modelcontextprotocol\/serverInfo":1,"io.modelcontextprotocol/serverInfo":2}`,
+		`{}`,
+		`7`,
+	} {
+		for kind := range byte(3) {
+			f.Add([]byte(meta), kind)
+		}
+	}
+	f.Fuzz(func(t *testing.T, meta []byte, kind byte) {
+		var raw []byte
+		var path string
+		switch kind % 3 {
+		case 0:
+			raw, path = append(append([]byte(`{"jsonrpc":"2.0","id":1,"result":{"x":1,"_meta":`), meta...), "}}"...), "result._meta"
+		case 1:
+			raw, path = append(append([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m","data":{"x":1,"_meta":`), meta...), "}}}"...), "error.data._meta"
+		default:
+			raw, path = append(append([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"x":1,"_meta":`), meta...), "}}"...), "params._meta"
+		}
+		m, err := frame.Parse(raw)
+		if err != nil || m.Kind() == frame.Invalid || !m.Get(path).IsObject() {
+			return // an invalid message (repeated member names, say) never gets here
+		}
+		out := withoutMetaKeys(m, path, frame.IsModernMetaKey)
+		if !gjson.ValidBytes(out.Bytes()) || out.Kind() != m.Kind() {
+			t.Fatalf("%s became %s", m, out)
+		}
+		var want, got []string
+		dropped := false
+		m.Get(path).ForEach(func(k, v gjson.Result) bool {
+			if frame.IsModernMetaKey(k.Str) {
+				dropped = true
+			} else {
+				want = append(want, k.Raw+":"+v.Raw)
+			}
+			return true
+		})
+		out.Get(path).ForEach(func(k, v gjson.Result) bool {
+			got = append(got, k.Raw+":"+v.Raw)
+			return true
+		})
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("%s became %s: kept %v, want %v", m, out, got, want)
+		}
+		if dropped && len(want) == 0 && out.Get(path).Exists() {
+			t.Fatalf("%s became %s: an empty _meta stayed", m, out)
+		}
+	})
+}
+
 // FuzzStampResult: whatever result a server sends, stamping leaves valid
 // JSON whose result has a resultType and keeps every member it had.
 func FuzzStampResult(f *testing.F) {

@@ -23,10 +23,14 @@ type CheckResult struct {
 	Prompts         bool
 	SessionID       string
 	Transport       string // the transport that answered
-	// Era is the era the server speaks: "2026-07-28" when the era probe
-	// found a 2026-07-28 server (ProtocolVersion is then the modern
-	// version), else "session era".
+	// Era is the era the check spoke to the server, as a session-era
+	// host: "session era" when the server answered its initialize, or
+	// "2026-07-28" when the server speaks only that era (or --era modern
+	// said so) and the initialize was answered from server/discover
+	// (ProtocolVersion is then the modern version).
 	Era string
+	// EraReason says what decided Era: what the server answered.
+	EraReason string
 }
 
 // checkRunnerGrace bounds how long Check waits for the reason the HTTP+SSE
@@ -116,6 +120,7 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 		SessionID:       r.session.ID(),
 		Transport:       cfg.Transport,
 		Era:             r.conn.Era().String(),
+		EraReason:       r.conn.EraReason(),
 	}
 	if r.conn.Era() == mw.EraStateless {
 		// The initialize was answered from server/discover: the version
@@ -127,7 +132,11 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 	fmt.Fprintln(w, "✓ Connected")
 	fmt.Fprintf(w, "  server:    %s %s\n", oneLineText(res.ServerName), oneLineText(res.ServerVersion))
 	fmt.Fprintf(w, "  protocol:  %s\n", oneLineText(res.ProtocolVersion))
-	fmt.Fprintf(w, "  era:       %s\n", res.Era)
+	if res.EraReason != "" {
+		fmt.Fprintf(w, "  era:       %s (%s)\n", res.Era, oneLineText(res.EraReason))
+	} else {
+		fmt.Fprintf(w, "  era:       %s\n", res.Era)
+	}
 	fmt.Fprintf(w, "  tools:     %s\n  resources: %s\n  prompts:   %s\n", yes[res.Tools], yes[res.Resources], yes[res.Prompts])
 	if res.SessionID != "" {
 		fmt.Fprintf(w, "  session:   %s\n", oneLineText(res.SessionID))

@@ -42,8 +42,10 @@ type RelayConfig struct {
 	// Transport is TransportAuto (the default when empty),
 	// TransportStreamable or TransportSSE.
 	Transport string
-	// Era is how the server's era is picked: mw.EraAuto (the default when
-	// empty) probes with server/discover, mw.EraModern speaks 2026-07-28,
+	// Era is how the era spoken to the server is picked: mw.EraAuto (the
+	// default when empty) speaks the host's own era whenever the server
+	// speaks it and bridges only when it does not (see mw.EraProbe);
+	// mw.EraModern speaks 2026-07-28 whatever the host speaks;
 	// mw.EraChoiceSession the session era (and HTTP+SSE) without probing.
 	// With TransportSSE the era is the session era's.
 	Era mw.EraChoice
@@ -132,9 +134,11 @@ type RelayConfig struct {
 	// stream (one per change of failure) or a message skipped on a
 	// standing stream (the first of each stream).
 	Remedy func(err error) string
-	// Version is the program's version: the clientInfo version of the
-	// initialize the relay sends itself for a 2026-07-28 host of a
-	// session-era server ("" means "unknown").
+	// Version is the program's version: the clientInfo version the relay
+	// declares for itself ("mcp-stdio") where the host has not said who it
+	// is — the initialize it sends for a 2026-07-28 host that names no
+	// clientInfo, its requests to a 2026-07-28 server before the host
+	// spoke ("" means "unknown").
 	Version string
 	// Logger receives diagnostics; nil discards them. Never stdout.
 	Logger *slog.Logger
@@ -321,7 +325,7 @@ func newRelay(cfg RelayConfig, client mw.Handler, oneShot bool) (*relay, error) 
 		streams = &remedyStreams{StreamTransport: streams, cfg: &r.cfg}
 	}
 	r.session = mw.NewSession(mw.SessionOptions{Transport: streams, Conn: r.conn, Logger: cfg.Logger})
-	r.probe = mw.NewEraProbe(mw.EraProbeOptions{Choice: cfg.Era, Conn: r.conn, Timeout: cfg.ProbeTimeout, Logger: cfg.Logger})
+	r.probe = mw.NewEraProbe(mw.EraProbeOptions{Choice: cfg.Era, Conn: r.conn, Timeout: cfg.ProbeTimeout, ClientVersion: cfg.Version, Logger: cfg.Logger})
 	modern := mw.Chain(r.modernEraStages()...)(mw.Duplex{ToServer: w.modern, ToClient: r.probe.ModernClient()})
 	toModern.Bind(modern.ToClient)
 	r.chain = mw.Chain(slices.Concat(
@@ -445,7 +449,7 @@ func (r *relay) modernEraStages() []mw.Middleware {
 		// the host's notifications/initialized pass before they are
 		// answered and swallowed here.
 		mw.LocalAnswers(mw.LocalAnswersOptions{Logger: cfg.Logger}),
-		mw.InjectMeta(mw.MetaOptions{Logger: cfg.Logger}),
+		mw.InjectMeta(mw.MetaOptions{ClientVersion: cfg.Version, Logger: cfg.Logger}),
 		mw.RoutingHeaders(),
 		r.traceHeaders(),
 		mw.Retry(retry),
@@ -515,7 +519,10 @@ func (r *relay) run(ctx context.Context, stdio *transport.Stdio) error {
 		}
 	})
 	_ = stdio.Serve(ctx, r.chain.ToServer) // a failed read is logged there
-	if err := r.stop(ctx); err != nil {
+	// A server found to speak 2026-07-28 after its refusal of the host's
+	// initialize sent the session era's transport to HTTP+SSE, which
+	// failed: that failure is not the relay's.
+	if err := r.stop(ctx); err != nil && r.conn.Era() != mw.EraStateless {
 		if u := r.cfg.explain(err); u != nil {
 			return u
 		}

@@ -18,7 +18,8 @@ import (
 )
 
 // The relay's listen bridge runs over the real Streamable HTTP client,
-// behind the era probe that finds a 2026-07-28 server: the
+// behind the era probe that finds a server of 2026-07-28 only (it
+// refuses the host's initialize): the
 // listen's notifications reach stdout while its POST is open, and the
 // listen is closed when the relay ends.
 func TestRelayListenBridge(t *testing.T) {
@@ -38,6 +39,11 @@ func TestRelayListenBridge(t *testing.T) {
 			return
 		}
 		switch m.Method() {
+		case "initialize": // a server of 2026-07-28 only
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write(frame.ErrorResponseData(m.ID(), frame.CodeUnsupportedVersion, "Unsupported protocol version", []byte(`{"supported":["2026-07-28"]}`)).Bytes())
+			return
 		case "server/discover": // the era probe: a 2026-07-28 server
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(frame.ResultResponse(m.ID(), []byte(`{"supportedVersions":["2026-07-28"],"capabilities":`+caps+`,"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"modern","version":"1"}}}`)).Bytes())

@@ -19,8 +19,9 @@ import (
 //     sends server/discover, then _meta and the routing headers on every
 //     request);
 //   - relay-session-era: a go-sdk client asking for 2025-11-25 over stdio to
-//     the relay binary, which answers the handshake itself and stamps each
-//     request with _meta and the routing headers (the era bridges at work);
+//     the relay binary with --era modern, which answers the handshake itself
+//     and stamps each request with _meta and the routing headers (the era
+//     bridges at work);
 //   - relay-modern: a go-sdk client speaking 2026-07-28 over stdio to the
 //     relay, which passes its lines through and derives the routing
 //     headers.
@@ -41,7 +42,7 @@ func BenchmarkRelayModern(b *testing.B) {
 	if v := direct.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 		b.Fatalf("direct client speaks %q, want 2026-07-28", v)
 	}
-	sessionEra := startRelay(b, ctx, url, "--log-level", benchLogLevel)
+	sessionEra := startRelay(b, ctx, url, "--era", "modern", "--log-level", benchLogLevel)
 	modern := startRelayAt(b, ctx, "", url, "--log-level", benchLogLevel)
 	if v := sessionEra.cs.InitializeResult().ProtocolVersion; v != clientVersion {
 		b.Fatalf("session-era host got %q, want %s", v, clientVersion)

@@ -34,7 +34,9 @@ const (
 	confClientArg  = "mcp-stdio-conformance-client"
 	confBrowserArg = "mcp-stdio-conformance-browser"
 	// confSessionEraHostArg, before RELAY, makes the client a session-era
-	// host: it asks for 2025-11-25 whatever the scenario's version.
+	// host: it asks for 2025-11-25 whatever the scenario's version, and the
+	// relay runs with --era modern, bridging it to the scenario's
+	// 2026-07-28 server.
 	confSessionEraHostArg = "--session-era-host"
 )
 
@@ -81,12 +83,17 @@ type confToolCall struct {
 // relay runs with --oauth for those, and without for the others.
 func confAuthScenario(scenario string) bool { return strings.HasPrefix(scenario, "auth/") }
 
-// confRelayArgs returns the relay's arguments for a scenario.
-func confRelayArgs(scenario string, sc confScenarioContext, url string) []string {
-	if !confAuthScenario(scenario) {
-		return []string{"--log-level", "debug", url}
+// confRelayArgs returns the relay's arguments for a scenario; bridge
+// forces the bridge to 2026-07-28 (--era modern) for a session-era host.
+func confRelayArgs(scenario string, sc confScenarioContext, url string, bridge bool) []string {
+	var args []string
+	if bridge {
+		args = []string{"--era", "modern"}
 	}
-	args := []string{"--oauth", "--log-level", "debug", "--oauth-timeout", "30"}
+	if !confAuthScenario(scenario) {
+		return append(args, "--log-level", "debug", url)
+	}
+	args = append(args, "--oauth", "--log-level", "debug", "--oauth-timeout", "30")
 	if sc.ClientID != "" {
 		args = append(args, "--client-id", sc.ClientID)
 	}
@@ -154,7 +161,7 @@ func confClientMain(args []string, getenv func(string) string, stderr io.Writer)
 	c := &confClient{
 		relay:   relay,
 		url:     url,
-		args:    confRelayArgs(scenario, sc, url),
+		args:    confRelayArgs(scenario, sc, url, sessionEraHost),
 		env:     append(os.Environ(), "XDG_CONFIG_HOME="+home, "BROWSER="+self+" "+confBrowserArg),
 		version: version,
 		spec:    spec,

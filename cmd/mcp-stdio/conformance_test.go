@@ -501,7 +501,10 @@ type confClientRun struct {
 	repeat int
 	// sessionEraHost makes the client a session-era host (it asks for
 	// 2025-11-25, sends initialize) whatever the scenario's spec version:
-	// the relay bridges it to the scenario's 2026-07-28 server.
+	// the relay, run with --era modern, bridges it to the scenario's
+	// 2026-07-28 server (the scenarios' servers also answer the session
+	// era's initialize, and under --era auto the relay would speak the
+	// host's era to them, not the 2026-07-28 the scenario checks).
 	sessionEraHost bool
 }
 
@@ -686,7 +689,8 @@ func confRelayMode(t *testing.T, ctx context.Context, suite *confSuite, bins *co
 	m.Commands = []string{
 		line,
 		"# mcp-stdio.test " + confClientArg + " (the go-sdk client) runs, per scenario:",
-		"mcp-stdio " + strings.Join(confRelayArgs("", confScenarioContext{}, "URL"), " "),
+		"mcp-stdio " + strings.Join(confRelayArgs("", confScenarioContext{}, "URL", false), " "),
+		"# as a session-era host at 2026-07-28: mcp-stdio --era modern …",
 	}
 	confClientScenarios(t, ctx, suite, command, runs, sem, m)
 	rp, rt := m.Tally(true)
@@ -706,8 +710,9 @@ func confAuthMode(t *testing.T, ctx context.Context, suite *confSuite, bins *con
 		line,
 		"# mcp-stdio.test " + confClientArg + " (the go-sdk client) runs, per scenario:",
 		"XDG_CONFIG_HOME=$(mktemp -d) BROWSER='mcp-stdio.test " + confBrowserArg + "' \\",
-		"  mcp-stdio " + strings.Join(confRelayArgs("auth/", confScenarioContext{ClientID: "[ID]", ClientSecret: "[SECRET]"}, "URL"), " "),
-		"# [--client-id/--client-secret: from the scenario context; --client-metadata-url " + confCIMDURL + ": auth/basic-cimd]",
+		"  mcp-stdio " + strings.Join(confRelayArgs("auth/", confScenarioContext{ClientID: "[ID]", ClientSecret: "[SECRET]"}, "URL", false), " "),
+		"# [--client-id/--client-secret: from the scenario context; --client-metadata-url " + confCIMDURL + ": auth/basic-cimd;",
+		"#  --era modern: as a session-era host at 2026-07-28]",
 	}
 	confClientScenarios(t, ctx, suite, command, runs, sem, m)
 	rp, rt := m.Tally(true)

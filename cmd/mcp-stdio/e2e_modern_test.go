@@ -18,21 +18,24 @@ import (
 
 // The 2026-07-28 end-to-end tests (issue 11) run the relay binary between
 // the go-sdk v1.8.0 client and a go-sdk server in its stateless mode, which
-// speaks MCP 2026-07-28: the client as a session-era host (it asks for
-// 2025-11-25 and sends initialize), and as a 2026-07-28 host (it sends
-// server/discover). Against the stateful server the probe falls back and
-// TestRelayE2E runs unchanged.
+// speaks MCP 2026-07-28 and, statelessly, the session era too: the client
+// as a session-era host (it asks for 2025-11-25 and sends initialize), and
+// as a 2026-07-28 host (it sends server/discover). Under --era auto a
+// session-era host talks the session era to such a server (issue 23,
+// TestRelaySessionEraHostDualEraServer); the bridge tests force it with
+// --era modern, the flag for a stateless server behind a balancer. Against
+// the stateful server TestRelayE2E runs unchanged, with no probe.
 
-// TestRelaySessionEraHostModernServer: the relay probes, finds 2026-07-28,
-// answers the host's handshake itself and stamps every request with
-// _meta and the routing headers; the stateless server, which checks them
-// all, answers.
+// TestRelaySessionEraHostModernServer: with --era modern the relay
+// probes, finds 2026-07-28, answers the host's handshake itself and stamps
+// every request with _meta and the routing headers; the stateless server,
+// which checks them all, answers.
 func TestRelaySessionEraHostModernServer(t *testing.T) {
 	relayBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	srv := startServer(t, modernServer, "")
-	e := &e2e{ctx: ctx, srv: srv, relay: startRelay(t, ctx, srv.url)}
+	e := &e2e{ctx: ctx, srv: srv, relay: startRelay(t, ctx, srv.url, "--era", "modern")}
 
 	t.Run("initialize", func(t *testing.T) {
 		is := is.New(t)
@@ -42,7 +45,6 @@ func TestRelaySessionEraHostModernServer(t *testing.T) {
 		is.True(init.Capabilities.Tools != nil)         // the server's capabilities
 		is.Equal(e.srv.fx.initializes.Load(), int32(0)) // the server never saw an initialize
 		is.NoErr(e.relay.cs.Ping(e.ctx, nil))           // answered by the relay
-		is.True(strings.Contains(e.relay.stderr.String(), "server speaks MCP 2026-07-28"))
 	})
 	t.Run("paginated tools/list", func(t *testing.T) { testPaginatedList(t, relayCase{}, e) })
 	t.Run("tools/call", func(t *testing.T) { testToolsCall(t, relayCase{}, e) })
@@ -52,6 +54,7 @@ func TestRelaySessionEraHostModernServer(t *testing.T) {
 	t.Run("no session", func(t *testing.T) {
 		is := is.New(t)
 		e.relay.close(t)
+		is.True(strings.Contains(e.relay.stderr.String(), "speaking MCP 2026-07-28 to the server")) // read once the relay ended
 		reqs := e.srv.requests()
 		is.True(len(reqs) > 0)
 		is.Equal(reqs[0], "POST server/discover session=") // the probe first
@@ -98,18 +101,44 @@ func TestRelayModernHostModernServer(t *testing.T) {
 }
 
 // TestRelayStatefulServerFallsBack: the go-sdk stateful server answers
-// the probe's server/discover with no 2026-07-28 version, so the relay
-// speaks the session era: the handshake reaches the server and a session
-// is kept, as without a probe.
+// the session-era host's initialize, so the relay speaks the session era
+// without asking anything else: the handshake reaches the server and a
+// session is kept, as with --era session.
 func TestRelayStatefulServerFallsBack(t *testing.T) {
 	is := is.New(t)
 	e := setup(t, relayCases[0])
 	testInitialize(t, relayCases[0], e)
 	testToolsCall(t, relayCases[0], e)
-	is.True(strings.Contains(e.relay.stderr.String(), "server speaks the session era"))
+	e.relay.close(t)
+	is.True(strings.Contains(e.relay.stderr.String(), "speaking the session era to the server"))
 	reqs := e.srv.requests()
-	is.Equal(reqs[0], "POST server/discover session=")
-	is.True(strings.HasPrefix(reqs[1], "POST  session=")) // initialize, as a session-era client sends it
+	is.True(strings.HasPrefix(reqs[0], "POST  session=")) // initialize, as a session-era client sends it
+	for _, r := range reqs {
+		is.True(!strings.Contains(r, "server/discover")) // no probe
+	}
+}
+
+// TestRelaySessionEraHostDualEraServer: under --era auto a session-era
+// host talks the session era to the stateless go-sdk server, which speaks
+// both eras (issue 23): its initialize reaches the server, nothing is
+// probed, and the host's calls run as the session era's.
+func TestRelaySessionEraHostDualEraServer(t *testing.T) {
+	relayBinary(t)
+	is := is.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	srv := startServer(t, modernServer, "")
+	e := &e2e{ctx: ctx, srv: srv, relay: startRelay(t, ctx, srv.url)}
+	init := e.relay.cs.InitializeResult()
+	is.Equal(init.ProtocolVersion, clientVersion) // the server's answer, not the relay's
+	is.Equal(init.ServerInfo.Name, "e2e-server")
+	testToolsCall(t, relayCase{}, e)
+	e.relay.close(t)
+	is.Equal(srv.fx.initializes.Load(), int32(1)) // the host's own
+	for _, r := range srv.requests() {
+		is.True(!strings.Contains(r, "server/discover")) // no probe
+	}
+	is.True(strings.Contains(e.relay.stderr.String(), "the host speaks the session era, and the server answered its initialize"))
 }
 
 // TestRelayEraSessionFlag: --era session sends no probe.
@@ -235,13 +264,14 @@ func startFeatureServer(t *testing.T, listChanged bool) *featureServer {
 }
 
 // TestRelayModernFeatures runs a session-era host (2025-11-25) through the
-// relay against the 2026-07-28 features of a stateless go-sdk server.
+// relay, bridged with --era modern, against the 2026-07-28 features of a
+// stateless go-sdk server.
 func TestRelayModernFeatures(t *testing.T) {
 	relayBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	fs := startFeatureServer(t, true)
-	rc := startRelay(t, ctx, fs.url)
+	rc := startRelay(t, ctx, fs.url, "--era", "modern")
 	call := func(name string, args map[string]any) (*mcp.CallToolResult, error) {
 		return rc.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	}
@@ -328,7 +358,7 @@ func TestRelayModernParamHeaderSelfHeal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	fs := startFeatureServer(t, false)
-	rc := startRelay(t, ctx, fs.url)
+	rc := startRelay(t, ctx, fs.url, "--era", "modern")
 
 	_, err := rc.cs.ListTools(ctx, nil)
 	is.NoErr(err)
@@ -416,6 +446,29 @@ func TestRelayModernHostSessionServer(t *testing.T) {
 		}
 	}
 	is.Equal(discovers, 1) // the host's discover never reached the server
-	is.True(strings.Contains(rc.stderr.String(), "server speaks the session era"))
+	is.True(strings.Contains(rc.stderr.String(), "speaking the session era to the server"))
 	is.True(strings.Contains(rc.stderr.String(), "initialized the server for 2026-07-28 clients"))
+}
+
+// TestRelaySessionEraHostModernOnlyServe: a session-era host (go-sdk at
+// 2025-11-25) through the relay to serve --modern-only, which refuses the
+// session era's initialize with 400 and -32022: the relay asks
+// server/discover, finds 2026-07-28, and bridges the host, answering its
+// initialize from the DiscoverResult (issue 23, point 1: a bridge only
+// where the server lacks the host's era).
+func TestRelaySessionEraHostModernOnlyServe(t *testing.T) {
+	bin := relayBinary(t)
+	is := is.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	srv := startServeWith(t, bin, []string{"--modern-only"}, bin, "example-server")
+	rc := startRelay(t, ctx, srv.url)
+	init := rc.cs.InitializeResult()
+	is.Equal(init.ProtocolVersion, clientVersion)       // the host's version, echoed
+	is.Equal(init.ServerInfo.Name, "mcp-stdio-example") // from the DiscoverResult's _meta
+	res, err := rc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "bridged"}})
+	is.NoErr(err)
+	is.Equal(resultText(res), "bridged")
+	rc.close(t)
+	is.True(strings.Contains(rc.stderr.String(), "the server refused its initialize with HTTP 400 and error -32022, and server/discover lists 2026-07-28: bridging the host to 2026-07-28"))
 }

@@ -58,7 +58,7 @@ func TestRelayModernHostSessionServerMRTR(t *testing.T) {
 	is.True(!res.IsError)
 	is.Equal(resultText(res), interviewAnswer)                              // the answers reached the server
 	is.Equal([]int32{ic.elicited.Load(), ic.sampled.Load()}, []int32{1, 1}) // each handler once
-	is.True(strings.Contains(stderr.String(), "server speaks the session era"))
+	is.True(strings.Contains(stderr.String(), "speaking the session era to the server"))
 
 	// The host was asked through input_required results, one a round,
 	// never with a request of the server's: the go-sdk client would

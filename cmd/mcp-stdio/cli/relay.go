@@ -132,7 +132,7 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.Var(&f.headers, "H", "shorthand for --header")
 	fs.StringVar(&f.transport, "transport", f.transport, "speak `TRANSPORT`: auto (Streamable HTTP, falling back to HTTP+SSE), streamable-http or sse")
 	f.era = string(mw.EraAuto)
-	fs.StringVar(&f.era, "era", f.era, "speak the protocol era `ERA`: auto (ask with server/discover whether the server speaks MCP 2026-07-28; else the session era), modern (2026-07-28) or session (skip the probe: the session era over Streamable HTTP, falling back to HTTP+SSE)")
+	fs.StringVar(&f.era, "era", f.era, "speak the protocol era `ERA` to the server: auto (the host's own era when the server speaks it, a bridge only when it does not), modern (MCP 2026-07-28 whatever the host speaks: no session, every request on its own, for a stateless server behind a round-robin balancer) or session (no probe: the session era over Streamable HTTP, falling back to HTTP+SSE)")
 	fs.Var(&f.connectTimeout, "timeout-connect", "wait at most `DURATION` to connect, and at start for the HTTP+SSE endpoint event")
 	fs.Var(&f.readTimeout, "timeout-read", "wait at most `DURATION` for response headers, and for the next byte inside a response")
 	fs.Var(&f.sseReadTimeout, "sse-read-timeout", "reconnect a standing SSE stream that stays silent for `DURATION` (0 = never)")
