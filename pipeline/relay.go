@@ -279,6 +279,10 @@ type relay struct {
 	session *mw.Session
 	probe   *mw.EraProbe
 	chain   mw.Duplex
+	// reached tells the retry stages of both chains whether the server
+	// has answered yet: a server never reached is not tried again, so the
+	// host hears at once that nothing is there.
+	reached mw.Reached
 	// runner is the transport's background work (the HTTP+SSE stream), or
 	// nil.
 	runner func(context.Context) error
@@ -480,6 +484,9 @@ func (r *relay) retryOptions() mw.RetryOptions {
 	retry := r.cfg.Retry
 	if retry.Logger == nil {
 		retry.Logger = r.cfg.Logger
+	}
+	if retry.Reached == nil {
+		retry.Reached = &r.reached
 	}
 	return retry
 }

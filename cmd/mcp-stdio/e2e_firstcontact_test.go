@@ -197,6 +197,48 @@ func TestRelayWrongURLAnswersInitializeAndStays(t *testing.T) {
 	is.True(strings.Contains(stderr.String(), "level=ERROR msg=\"cannot use the MCP server: HTTP 404 from "+url))
 }
 
+// firstAnswer bounds the answer to a host's initialize when nothing
+// listens at the URL: the README's "the host is told at once".
+const firstAnswer = time.Second
+
+// As a relay, nothing listening at the URL: the host's first initialize
+// is answered within firstAnswer (the era probe and the initialize are
+// refused and not tried again: a server never reached is not waited
+// for), with what is wrong and what to do; the relay stays until stdin
+// closes.
+func TestRelayRefusedServerAnswersInitializeAtOnce(t *testing.T) {
+	is := is.New(t)
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL + "/mcp"
+	srv.Close() // nothing listens there now
+	cmd := exec.Command(relayBinary(t), "--log-level", "debug", url)
+	cmd.Env = testEnv()
+	stdin, err := cmd.StdinPipe()
+	is.NoErr(err)
+	stdout, err := cmd.StdoutPipe()
+	is.NoErr(err)
+	stderr := &transporttest.SyncBuffer{}
+	cmd.Stderr = stderr
+	is.NoErr(cmd.Start())
+	defer cmd.Process.Kill()
+	// The relay has started once it logs; the bound is the answer's.
+	stderr.Watch(regexp.MustCompile(`msg="relaying stdio"`)).Next(t, testTimeout)
+	out := bufio.NewScanner(stdout)
+
+	start := time.Now()
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`+"\n")
+	is.True(out.Scan())
+	took := time.Since(start)
+	if took >= firstAnswer {
+		t.Errorf("the initialize was answered after %v, want under %v", took, firstAnswer)
+	}
+	is.Equal(out.Text(), `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"cannot reach `+url+`: connection refused: nothing listens there; check the host and port, and that the server is running"}}`)
+	is.True(!strings.Contains(stderr.String(), "msg=retrying"))
+
+	stdin.Close()
+	_ = cmd.Wait()
+}
+
 // A server command that cannot run is refused at start, at once, with
 // what to do — not served, to fail every session with a 502.
 func TestServeRefusesACommandThatCannotRun(t *testing.T) {
