@@ -149,6 +149,11 @@ type RelayConfig struct {
 	Spans mw.SpanExporter
 	// Sampler picks the spans recorded; nil means parent-based, always on.
 	Sampler mw.Sampler
+
+	// lookup is the look for the server's OAuth metadata after a refusal
+	// (see Unreachable.OAuthMetadata), shared by the
+	// copies of the configuration a relay makes; set by defaults.
+	lookup *metadataLookup
 }
 
 func (c *RelayConfig) defaults() {
@@ -181,6 +186,9 @@ func (c *RelayConfig) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.lookup == nil {
+		c.lookup = &metadataLookup{}
 	}
 }
 

@@ -124,7 +124,9 @@ func TestCheckRefusedConnectionFailsFast(t *testing.T) {
 }
 
 // --check against serve with a token, without one: the check names the
-// environment variable (and the other ways) to give it.
+// environment variable (and the other ways) to give it, and not --oauth:
+// serve with a static token publishes no OAuth metadata, which the relay
+// looked for.
 func TestCheckNamesTheTokenServeWants(t *testing.T) {
 	is := is.New(t)
 	url, _ := startServeBinary(t, testEnv("MCP_STDIO_SERVE_TOKEN=serve-secret-1234"), "--listen", "127.0.0.1:0")
@@ -134,12 +136,56 @@ func TestCheckNamesTheTokenServeWants(t *testing.T) {
 	is.True(strings.Contains(stderr, "✗ HTTP 401 from "+url))
 	is.True(strings.Contains(stderr, "WWW-Authenticate: Bearer"))
 	is.True(strings.Contains(stderr, "MCP_BEARER_TOKEN"))
-	is.True(strings.Contains(stderr, "--oauth"))
+	is.True(strings.Contains(stderr, "--bearer-token"))
+	is.True(!strings.Contains(stderr, "--oauth"))
 
 	// With the token it connects.
 	code, _, stderr, _ = runBinary(t, testEnv("MCP_BEARER_TOKEN=serve-secret-1234"), "--check", url)
 	is.Equal(code, 0)
 	is.True(strings.Contains(stderr, "✓ Connected"))
+}
+
+// As a relay in front of serve with a token, without one: the host's
+// initialize, refused with serve's own "Unauthorized" JSON-RPC error, is
+// answered with the explanation and the remedy that fits (the token, not
+// --oauth: serve publishes no OAuth metadata there).
+func TestRelayAnswersA401WithItsRemedy(t *testing.T) {
+	is := is.New(t)
+	url, _ := startServeBinary(t, testEnv("MCP_STDIO_SERVE_TOKEN=serve-secret-1234"), "--listen", "127.0.0.1:0")
+	cmd := exec.Command(relayBinary(t), url)
+	cmd.Env = testEnv()
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}` + "\n")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	_ = cmd.Run()
+	is.True(time.Since(start) < quickFailure)
+	answer := stdout.String()
+	is.True(strings.HasPrefix(answer, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"HTTP 401 from `+url+`: the server wants credentials`))
+	is.True(strings.Contains(answer, `the server said: \"Unauthorized: a valid bearer token is required\"`))
+	is.True(strings.Contains(answer, "set MCP_BEARER_TOKEN (or pass --bearer-token)"))
+	is.True(!strings.Contains(answer, "--oauth"))
+}
+
+// As a relay in front of serve --enable-oauth, without --oauth: serve
+// publishes its protected resource metadata, which the relay finds, so
+// the host's initialize is answered with a sign-in with --oauth as the
+// remedy.
+func TestRelayAnswersA401WithOAuthWhereItIsPublished(t *testing.T) {
+	is := is.New(t)
+	srv := startOAuthServe(t, "127.0.0.1:0")
+	cmd := exec.Command(relayBinary(t), srv.url)
+	cmd.Env = testEnv()
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}` + "\n")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	_ = cmd.Run()
+	is.True(time.Since(start) < quickFailure)
+	answer := stdout.String()
+	is.True(strings.HasPrefix(answer, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"HTTP 401 from `+srv.url))
+	is.True(strings.Contains(answer, "resource_metadata="))
+	is.True(strings.Contains(answer, "the server publishes OAuth metadata: sign in with --oauth"))
 }
 
 // --transport sse against a Streamable HTTP endpoint: its GET without a
