@@ -346,12 +346,14 @@ func (st *serveListen) listen(ctx context.Context, m frame.Message) error {
 		s.stop()
 		return err
 	}
-	err := st.next.ToClient.Handle(ctx, s.ack())
+	ack := s.ack()
+	err := st.next.ToClient.Handle(ctx, ack)
 	st.unlockSend(s)
 	if err != nil {
 		st.end(s, nil)
 		return err
 	}
+	st.log.Debug("acknowledged a listen", "listen", id, "honoured", ack.Get("params.notifications").Raw)
 	st.mu.Lock()
 	if s.state == listenGone {
 		st.mu.Unlock()
