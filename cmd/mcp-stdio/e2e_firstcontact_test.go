@@ -248,41 +248,46 @@ func TestRelayWrongURLAnswersInitializeAndStays(t *testing.T) {
 const firstAnswer = time.Second
 
 // As a relay, nothing listening at the URL: the host's first initialize
-// is answered within firstAnswer (the era probe and the initialize are
-// refused and not tried again: a server never reached is not waited
-// for), with what is wrong and what to do; the relay stays until stdin
-// closes.
+// is answered within firstAnswer (the era probe and the initialize, or
+// the HTTP+SSE stream's first GET, are refused and not tried again: a
+// server never reached is not waited for), with what is wrong and what
+// to do; the relay stays until stdin closes.
 func TestRelayRefusedServerAnswersInitializeAtOnce(t *testing.T) {
-	is := is.New(t)
-	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL + "/mcp"
-	srv.Close() // nothing listens there now
-	cmd := exec.Command(relayBinary(t), "--log-level", "debug", url)
-	cmd.Env = testEnv()
-	stdin, err := cmd.StdinPipe()
-	is.NoErr(err)
-	stdout, err := cmd.StdoutPipe()
-	is.NoErr(err)
-	stderr := &transporttest.SyncBuffer{}
-	cmd.Stderr = stderr
-	is.NoErr(cmd.Start())
-	defer cmd.Process.Kill()
-	// The relay has started once it logs; the bound is the answer's.
-	stderr.Watch(regexp.MustCompile(`msg="relaying stdio"`)).Next(t, testTimeout)
-	out := bufio.NewScanner(stdout)
+	for _, transport := range []string{"auto", "sse"} {
+		t.Run(transport, func(t *testing.T) {
+			is := is.New(t)
+			srv := httptest.NewServer(http.NotFoundHandler())
+			url := srv.URL + "/mcp"
+			srv.Close() // nothing listens there now
+			cmd := exec.Command(relayBinary(t), "--log-level", "debug", "--transport", transport, url)
+			cmd.Env = testEnv()
+			stdin, err := cmd.StdinPipe()
+			is.NoErr(err)
+			stdout, err := cmd.StdoutPipe()
+			is.NoErr(err)
+			stderr := &transporttest.SyncBuffer{}
+			cmd.Stderr = stderr
+			is.NoErr(cmd.Start())
+			defer cmd.Process.Kill()
+			// The relay has started once it logs; the bound is the answer's.
+			stderr.Watch(regexp.MustCompile(`msg="relaying stdio"`)).Next(t, testTimeout)
+			out := bufio.NewScanner(stdout)
 
-	start := time.Now()
-	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`+"\n")
-	is.True(out.Scan())
-	took := time.Since(start)
-	if took >= firstAnswer {
-		t.Errorf("the initialize was answered after %v, want under %v", took, firstAnswer)
+			start := time.Now()
+			io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`+"\n")
+			is.True(out.Scan())
+			took := time.Since(start)
+			if took >= firstAnswer {
+				t.Errorf("the initialize was answered after %v, want under %v", took, firstAnswer)
+			}
+			is.Equal(out.Text(), `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"cannot reach `+url+`: connection refused: nothing listens there; check the host and port, and that the server is running"}}`)
+			is.True(!strings.Contains(stderr.String(), "msg=retrying"))
+			is.True(!strings.Contains(stderr.String(), "reconnecting"))
+
+			stdin.Close()
+			_ = cmd.Wait()
+		})
 	}
-	is.Equal(out.Text(), `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"cannot reach `+url+`: connection refused: nothing listens there; check the host and port, and that the server is running"}}`)
-	is.True(!strings.Contains(stderr.String(), "msg=retrying"))
-
-	stdin.Close()
-	_ = cmd.Wait()
 }
 
 // A server command that cannot run is refused at start, at once, with
