@@ -122,16 +122,17 @@ type ServeListenOptions struct {
 // with the honoured kinds in the order toolsListChanged,
 // promptsListChanged, resourcesListChanged, resourceSubscriptions ({} when
 // nothing is honoured: the listen stays open all the same). Handle returns
-// once the ack is handed on.
+// once the ack is handed on (see AwaitEnd for the relay).
 //
 // Subscribe. After the ack, a goroutine takes the listen's references on
 // its URIs: the first reference to a URI on the child sends it
 // resources/subscribe, the last one released sends resources/unsubscribe,
 // both under ids minted as "mcp-stdio/serve-listen/<random>/<n>" (see
-// CounterIDs), whose answers are swallowed. The counts are guarded by a lock held across the send, so a
-// URI's subscribe and unsubscribe reach the child in order; the stage's
-// other lock (the listens) is only ever taken inside it, never the other
-// way round, and the child's reader never takes it. A listen released
+// CounterIDs), whose answers are swallowed. The counts are guarded by a
+// lock held across the send, so a URI's subscribe and unsubscribe reach
+// the child in order; the stage's other lock (the listens) is only ever
+// taken inside it, never the other way round, and the child's reader
+// never takes it. A listen released
 // before its goroutine ran takes no reference. A subscribe the child
 // refuses (an error answer, or a failed send) is logged once per URI per
 // listen holding it, and the URI stays honoured.
@@ -143,7 +144,7 @@ type ServeListenOptions struct {
 // Each copy has L set at params._meta["io.modelcontextprotocol/subscriptionId"],
 // every other byte kept, and waits in that listen's queue (ListenQueueSize)
 // for a goroutine that hands it client-bound, so a slow client never holds
-// the child's reader. These four notifications go no further: the stage
+// the child's reader (Inline hands it on at once instead). These four notifications go no further: the stage
 // swallows them, whether a listen wanted them or not. Every other message
 // passes both ways untouched; notifications/message in particular never
 // reaches a listen.

@@ -151,8 +151,8 @@ type RelayConfig struct {
 	Sampler mw.Sampler
 
 	// lookup is the look for the server's OAuth metadata after a refusal
-	// (see Unreachable.OAuthMetadata), shared by the
-	// copies of the configuration a relay makes; set by defaults.
+	// (see Unreachable.OAuthMetadata), shared by the copies of the
+	// configuration a relay makes; set by defaults.
 	lookup *metadataLookup
 }
 
@@ -433,14 +433,15 @@ func (r *relay) modernHostStages() []mw.Middleware {
 // listen only); its resourceSubscriptions become resources/subscribe and,
 // when the last listen lets go, resources/unsubscribe. It sits inside the
 // handshake, which the listen waits for when it is the host's first
-// request, so the honoured subset is the server's: both under one guard,
-// which so never takes the handshake's own initialize for a session-era
-// host's. A listen's Handle runs
-// until it ends (AwaitEnd), so that its end is the host's answer: the
-// final result when stdin ends (the drain ends them first), an error
-// saying why when it ends abruptly — the session re-established without
-// its subscriptions, the host not reading — and nothing when the host
-// cancels it.
+// request, so the honoured subset is the server's; both are under one
+// guard, which so never takes the handshake's own initialize for a
+// session-era host's. A listen's Handle runs until it ends (AwaitEnd), so
+// that its end is the host's answer: the final result when stdin ends
+// (the drain ends the listens first), an error saying why when it ends
+// abruptly (the session re-established without its subscriptions), and
+// nothing when the host cancels it. Notifications are handed on as the
+// server's stream delivers them (Inline), in its order, as everything
+// else the server sends reaches stdout.
 func (r *relay) modernHostListens(handshake mw.Middleware) mw.Middleware {
 	listen, listens := mw.ServeListen(mw.ServeListenOptions{AwaitEnd: true, Inline: true, LimitFlag: "-", CounterIDs: true, Logger: r.cfg.Logger})
 	r.listens = listens
