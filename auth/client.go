@@ -603,7 +603,11 @@ func (c *Client) forgetGrant(ctx context.Context, rejected Token) {
 //     is the case when the rejection was stale (the token had already been
 //     replaced), when the store held a newer token from a sibling process,
 //     after a successful refresh, and after a first sign-in (one that found
-//     no grant at all), which runs in the foreground.
+//     no grant at all), which runs in the foreground. So does the sign-in
+//     after the server's protected resource metadata came to name another
+//     authorization server than the grant's (SEP-2352): nothing of the old
+//     one is used again, neither its tokens nor its client, and the new
+//     one gets a registration of its own.
 //   - (false, *ReauthorizingError): the grant is dead (the refresh token was
 //     refused, or a freshly refreshed token was rejected again); a sign-in
 //     was started in the background (one at a time, paused for
@@ -630,6 +634,9 @@ func (c *Client) Unauthorized(ctx context.Context, gen uint64, h http.Header) (b
 	if gen == curGen {
 		rejected = cur.AccessToken
 	}
+	if to, moved := c.authServerMoved(ctx, hints); moved {
+		return c.migrate(ctx, to, cur, rejected, hints)
+	}
 	if rejected != "" && curGen == from401 {
 		c.log.Info("oauth: the refreshed token was rejected too; the grant is dead", "server", shortURL(c.resource))
 		c.forgetGrant(ctx, cur)
@@ -655,6 +662,59 @@ func (c *Client) Unauthorized(ctx context.Context, gen uint64, h http.Header) (b
 		return false, errors.New("the grant is no longer valid and re-authorization is off")
 	}
 	return false, c.startBackground(hints)
+}
+
+// authServerMoved reports whether the server's protected resource
+// metadata now names another authorization server than the one the
+// current grant and client belong to (SEP-2352), and which: it is looked
+// for as a sign-in would (the challenge's resource_metadata first). A
+// grant whose issuer is not known, or metadata that cannot be had, is
+// taken as not moved.
+func (c *Client) authServerMoved(ctx context.Context, hints challengeHints) (string, bool) {
+	c.mu.Lock()
+	was := c.sess.Issuer
+	c.mu.Unlock()
+	if was == "" {
+		return "", false
+	}
+	prm, _, _, err := findResourceMetadata(ctx, c.http, c.log, c.server, hints.resourceMetadata)
+	if err != nil {
+		c.log.Debug("oauth: cannot tell whether the authorization server changed", "err", err)
+		return "", false
+	}
+	now, err := c.pickAuthServer(prm)
+	if err != nil || sameIssuer(now, was) {
+		return "", false
+	}
+	return now, true
+}
+
+// migrate answers a 401 after the server moved to the authorization server
+// to (SEP-2352): nothing of the old one is used again — not its token,
+// refresh token or client; the grant is forgotten (the store keeps the
+// old client's registration, which a sign-in uses only with its own
+// issuer), and a sign-in at the new one, with a registration of its own,
+// runs while the request waits, as a first sign-in does, so that the
+// host need not come back. A pre-registered client (--client-id) was
+// registered with the old one: it is not taken to the new one.
+func (c *Client) migrate(ctx context.Context, to string, cur Token, rejected string, hints challengeHints) (bool, error) {
+	c.mu.Lock()
+	was := c.sess.Issuer
+	c.mu.Unlock()
+	c.log.Info("oauth: the server names another authorization server; signing in there, as a new client", "server", shortURL(c.resource), "was", was, "now", to)
+	if rejected != "" {
+		c.forgetGrant(ctx, cur)
+	}
+	if c.opts.ClientID != "" {
+		return false, fmt.Errorf("the server's authorization server changed from %s to %s; the pre-registered client (--client-id) is %s's: register a client with %s and pass its id", was, to, was, to)
+	}
+	if c.opts.NoReauth {
+		return false, fmt.Errorf("the server's authorization server changed from %s to %s, and re-authorization is off", was, to)
+	}
+	if err := c.signInWait(ctx, hints, nil, true); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // startBackground starts a sign-in that outlives the request (it runs on

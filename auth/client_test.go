@@ -276,6 +276,68 @@ func TestRefreshedTokenRejectedAgainIsADeadGrant(t *testing.T) {
 	is.Equal(srv.Count("/token", "refresh_token"), 1) // refreshed once only
 }
 
+// SEP-2352: the server's protected resource metadata comes to name
+// another authorization server. The 401 that follows is not a dead grant
+// to refresh at the old one: the relay signs in at the new one while the
+// request waits, registering there, and presents nothing of the old one
+// (its client id, its refresh token) anywhere.
+func TestAuthorizationServerMigrationSignsInAnew(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	h, srv := signedIn(t, authtest.Options{TokenTTL: time.Hour}, nil)
+	as2 := authtest.NewServer(t, authtest.Options{})
+	old, _ := h.c.store.load(h.c.resource)
+	is.Equal(old.Issuer, srv.Issuer())
+	srv.Update(func(o *authtest.Options) { o.PRMServers = []string{as2.Issuer()} })
+
+	_, gen := h.c.BearerToken(ctx)
+	retry, err := h.c.Unauthorized(ctx, gen, challenge(srv))
+	is.NoErr(err)
+	is.True(retry)                                    // signed in while the request waited: no -32002
+	is.Equal(srv.Count("/token", "refresh_token"), 0) // nothing spent at the old one
+	is.Equal(srv.Count("/register", ""), 1)           // the first sign-in's only
+	is.Equal(as2.Count("/register", ""), 1)           // a registration of its own
+	for _, r := range as2.Requests() {
+		is.True(r.Query.Get("client_id") != old.ClientID) // the old client is not presented
+		is.True(r.Form.Get("client_id") != old.ClientID)
+		is.True(r.Form.Get("refresh_token") == "" || r.Form.Get("refresh_token") != old.RefreshToken)
+	}
+	e, _ := h.c.store.load(h.c.resource)
+	is.Equal(e.Issuer, as2.Issuer())
+	is.True(e.ClientID != old.ClientID)
+	is.Equal(e.TokenEndpoint, as2.Issuer()+"/token")
+	tok, err := h.c.Token(ctx)
+	is.NoErr(err)
+	is.True(as2.ValidAccessToken(tok))
+	is.True(strings.Contains(h.log.String(), "names another authorization server"))
+
+	// The next 401 (the new token refused, say) is an ordinary one again:
+	// no migration, a refresh at the new authorization server.
+	as2.RevokeAccessTokens()
+	_, gen = h.c.BearerToken(ctx)
+	retry, err = h.c.Unauthorized(ctx, gen, challenge(srv))
+	is.NoErr(err)
+	is.True(retry)
+	is.Equal(as2.Count("/token", "refresh_token"), 1)
+	is.Equal(as2.Count("/register", ""), 1)
+}
+
+// A pre-registered client belongs to the authorization server it was
+// registered with: it is not taken to another one.
+func TestAuthorizationServerMigrationWithAPreRegisteredClient(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	h, srv := signedIn(t, authtest.Options{PreRegistered: map[string]string{"pre-1": ""}}, func(o *Options) { o.ClientID = "pre-1" })
+	as2 := authtest.NewServer(t, authtest.Options{PreRegistered: map[string]string{"pre-1": ""}})
+	srv.Update(func(o *authtest.Options) { o.PRMServers = []string{as2.Issuer()} })
+	_, gen := h.c.BearerToken(ctx)
+	retry, err := h.c.Unauthorized(ctx, gen, challenge(srv))
+	is.True(!retry)
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), "the pre-registered client (--client-id) is "+srv.Issuer()+"'s: register a client with "+as2.Issuer()))
+	is.Equal(len(as2.Requests()), 0) // nothing sent there
+}
+
 func TestForbiddenStepsUpWithTheUnionOfScopes(t *testing.T) {
 	is := is.New(t)
 	srv := authtest.NewServer(t, authtest.Options{

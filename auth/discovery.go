@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -53,52 +54,11 @@ type discovery struct {
 //     (MCP 2025-03-26 fallback).
 func (c *Client) discover(ctx context.Context, hints challengeHints) (*discovery, error) {
 	d := &discovery{}
-	var tried []string
-	var candidates []string
-	if hints.resourceMetadata != "" {
-		u, err := parseHTTPURL(hints.resourceMetadata)
-		switch {
-		case err != nil:
-			c.log.Warn("oauth: ignoring the challenge's resource_metadata", "err", err)
-		case checkSecureURL("resource metadata URL", u) != nil && origin(u) != origin(c.server):
-			c.log.Warn("oauth: ignoring a plain-http resource_metadata URL on another origin", "url", redactURL(u))
-		default:
-			candidates = append(candidates, u.String())
-		}
+	prm, _, tried, err := findResourceMetadata(ctx, c.http, c.log, c.server, hints.resourceMetadata)
+	if err != nil {
+		return nil, err
 	}
-	for _, u := range prmURLs(c.server) {
-		if !slices.Contains(candidates, u) {
-			candidates = append(candidates, u)
-		}
-	}
-	var malformed error
-	for _, u := range candidates {
-		body, status, err := c.getDocument(ctx, u)
-		if err != nil {
-			return nil, fmt.Errorf("protected resource metadata: %w", err)
-		}
-		if status != http.StatusOK {
-			tried = append(tried, fmt.Sprintf("%s: HTTP %d", shortURL(u), status))
-			continue
-		}
-		prm, err := ParseProtectedResourceMetadata(body)
-		if errors.Is(err, errNotJSONObject) {
-			malformed = fmt.Errorf("%s: %w", shortURL(u), err)
-			tried = append(tried, malformed.Error())
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", shortURL(u), err)
-		}
-		if !resourceCovers(prm.Resource, c.server) {
-			return nil, fmt.Errorf("protected resource metadata at %s is for resource %q, not for %s", shortURL(u), prm.Resource, c.resource)
-		}
-		d.prm = prm
-		break
-	}
-	if d.prm == nil && malformed != nil {
-		return nil, fmt.Errorf("protected resource metadata is malformed: %w", malformed)
-	}
+	d.prm = prm
 	d.resource = c.resource
 	if d.prm != nil {
 		d.resource = d.prm.Resource
@@ -128,6 +88,105 @@ func (c *Client) discover(ctx context.Context, hints challengeHints) (*discovery
 	}
 	c.log.Info("oauth: no authorization server metadata; using default endpoints", "issuer", issuer)
 	return d, nil
+}
+
+// findResourceMetadata finds the protected resource metadata of the MCP
+// server at server (step 1 of discover): at hint, the resource_metadata of
+// a challenge, when it is usable, then at the path-aware well-known URL
+// (the server's query kept), then at the host root. It returns the
+// document and where it was found, or nil with the URLs tried and how
+// they answered when none has one. A 404 or any other status, and a body
+// that is not JSON at all, move on to the next URL; a document that
+// parses but is wrong (bad types, no resource, a resource that is not
+// this server) is an error, and so is a failure to reach a URL.
+func findResourceMetadata(ctx context.Context, hc *http.Client, log *slog.Logger, server *url.URL, hint string) (*ProtectedResourceMetadata, string, []string, error) {
+	var tried []string
+	var candidates []string
+	if hint != "" {
+		u, err := parseHTTPURL(hint)
+		switch {
+		case err != nil:
+			log.Warn("oauth: ignoring the challenge's resource_metadata", "err", err)
+		case checkSecureURL("resource metadata URL", u) != nil && origin(u) != origin(server):
+			log.Warn("oauth: ignoring a plain-http resource_metadata URL on another origin", "url", redactURL(u))
+		default:
+			candidates = append(candidates, u.String())
+		}
+	}
+	for _, u := range prmURLs(server) {
+		if !slices.Contains(candidates, u) {
+			candidates = append(candidates, u)
+		}
+	}
+	var malformed error
+	for _, u := range candidates {
+		body, status, err := getDocument(ctx, hc, u)
+		if err != nil {
+			return nil, "", tried, fmt.Errorf("protected resource metadata: %w", err)
+		}
+		if status != http.StatusOK {
+			tried = append(tried, fmt.Sprintf("%s: HTTP %d", shortURL(u), status))
+			continue
+		}
+		prm, err := ParseProtectedResourceMetadata(body)
+		if errors.Is(err, errNotJSONObject) {
+			malformed = fmt.Errorf("%s: %w", shortURL(u), err)
+			tried = append(tried, malformed.Error())
+			continue
+		}
+		if err != nil {
+			return nil, "", tried, fmt.Errorf("%s: %w", shortURL(u), err)
+		}
+		if !resourceCovers(prm.Resource, server) {
+			return nil, "", tried, fmt.Errorf("protected resource metadata at %s is for resource %q, not for %s", shortURL(u), prm.Resource, canonical(server))
+		}
+		return prm, u, tried, nil
+	}
+	if malformed != nil {
+		return nil, "", tried, fmt.Errorf("protected resource metadata is malformed: %w", malformed)
+	}
+	return nil, "", tried, nil
+}
+
+// FindOAuthMetadata tells whether an OAuth sign-in has something to start
+// from at the MCP server at serverURL, looking where a sign-in looks: its
+// protected resource metadata (RFC 9728) at the resource_metadata URL of
+// the WWW-Authenticate challenge in header (nil for none), then at the
+// well-known URLs, path-aware first; else, as MCP 2025-03-26 had it, the
+// authorization server metadata (RFC 8414, then OpenID configuration) of
+// the server's origin. It returns the URL of the first document found, ""
+// with a nil error when the server publishes neither: a sign-in would
+// then guess endpoints the server most likely does not have. hc sends the
+// requests, which carry no credentials; nil means http.DefaultClient. A
+// protected resource metadata document that is malformed or names another
+// resource, or a URL that cannot be reached, is an error.
+func FindOAuthMetadata(ctx context.Context, hc *http.Client, serverURL string, header http.Header) (string, error) {
+	u, err := parseHTTPURL(serverURL)
+	if err != nil {
+		return "", fmt.Errorf("server URL: %w", err)
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	hc = guardRedirects(hc)
+	_, at, _, err := findResourceMetadata(ctx, hc, slog.New(slog.DiscardHandler), u, hintsFrom(header).resourceMetadata)
+	if err != nil || at != "" {
+		return at, err
+	}
+	issuer := origin(u)
+	for _, mu := range asMetadataURLs(u.ResolveReference(&url.URL{Path: "/"})) {
+		body, status, err := getDocument(ctx, hc, mu)
+		if err != nil {
+			return "", fmt.Errorf("authorization server metadata: %w", err)
+		}
+		if status != http.StatusOK {
+			continue
+		}
+		if m, err := ParseAuthServerMetadata(body); err == nil && sameIssuer(m.Issuer, issuer) {
+			return mu, nil
+		}
+	}
+	return "", nil
 }
 
 // pickAuthServer returns the issuer identifier to use: the first listed
@@ -226,15 +285,21 @@ func (m *AuthServerMetadata) check(issuer string) error {
 	return nil
 }
 
-// getDocument GETs a JSON document. A transport failure is an error; any
-// HTTP status is returned for the caller to judge.
+// getDocument GETs a JSON document with c's HTTP client (see the
+// function getDocument).
 func (c *Client) getDocument(ctx context.Context, u string) ([]byte, int, error) {
+	return getDocument(ctx, c.http, u)
+}
+
+// getDocument GETs a JSON document with hc. A transport failure is an
+// error; any HTTP status is returned for the caller to judge.
+func getDocument(ctx context.Context, hc *http.Client, u string) ([]byte, int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", shortURL(u), err)
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := c.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, 0, fmt.Errorf("cannot reach %s: %w", shortURL(u), unwrapURLError(err))
 	}

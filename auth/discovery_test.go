@@ -217,3 +217,38 @@ func slicesContain(list []string, s string) bool {
 	}
 	return false
 }
+
+// FindOAuthMetadata tells whether a server publishes what a sign-in
+// starts from, looking where a sign-in would: the challenge's URL first,
+// then the well-known ones; then, as in MCP 2025-03-26, the origin's
+// authorization server metadata. Nothing found is no error.
+func TestFindOAuthMetadata(t *testing.T) {
+	is := is.New(t)
+	srv := authtest.NewServer(t, authtest.Options{PRMPath: "/custom/prm.json"})
+	at, err := FindOAuthMetadata(context.Background(), nil, srv.MCPURL(), challenge(srv))
+	is.NoErr(err)
+	is.Equal(at, srv.URL+"/custom/prm.json")
+	is.Equal(paths(srv), []string{"/custom/prm.json"})
+
+	// No protected resource metadata, but the origin's authorization
+	// server metadata (MCP 2025-03-26).
+	old := authtest.NewServer(t, authtest.Options{PRMPath: "-"})
+	at, err = FindOAuthMetadata(context.Background(), nil, old.MCPURL(), nil)
+	is.NoErr(err)
+	is.Equal(at, old.URL+"/.well-known/oauth-authorization-server")
+	is.Equal(paths(old), []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server"})
+
+	// Neither: a plain bearer token server.
+	plain := httptest.NewServer(http.NotFoundHandler())
+	defer plain.Close()
+	at, err = FindOAuthMetadata(context.Background(), nil, plain.URL+"/mcp", nil)
+	is.NoErr(err)
+	is.Equal(at, "")
+
+	// A document for another resource is an error, not "none".
+	other := authtest.NewServer(t, authtest.Options{PRMResource: "https://elsewhere.example/mcp"})
+	_, err = FindOAuthMetadata(context.Background(), nil, other.MCPURL(), nil)
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), `is for resource "https://elsewhere.example/mcp"`))
+	http.DefaultClient.CloseIdleConnections()
+}

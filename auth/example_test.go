@@ -85,3 +85,25 @@ func ExampleParseWWWAuthenticate() {
 	fmt.Println(cs[0].Scheme, errCode, scope)
 	// Output: Bearer insufficient_scope files:read files:write
 }
+
+// FindOAuthMetadata tells, after a 401, whether the server publishes
+// what an OAuth sign-in starts from: here its protected resource
+// metadata, at the URL its challenge names.
+func ExampleFindOAuthMetadata() {
+	srv := authtest.Start(authtest.Options{})
+	defer srv.Close()
+	resp, err := http.Post(srv.MCPURL(), "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	at, err := auth.FindOAuthMetadata(context.Background(), nil, srv.MCPURL(), resp.Header)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(resp.StatusCode, strings.TrimPrefix(at, srv.URL))
+	http.DefaultClient.CloseIdleConnections()
+	// Output: 401 /.well-known/oauth-protected-resource/mcp
+}

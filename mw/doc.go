@@ -31,7 +31,10 @@
 //	    ForModernHost(ParkChildRequests)
 //	                         the server's sampling, elicitation, roots during a
 //	                         2026-07-28 host's call: input_required rounds
-//	    HandshakeForModern   initialize made here for a 2026-07-28 host that made none
+//	    ForModernHost(HandshakeForModern, ServeListen)
+//	                         initialize made here for a 2026-07-28 host that made
+//	                         none; its subscriptions/listen served from the
+//	                         session's notifications
 //	    LocalDiscover        its server/discover answered from that initialize
 //	    StripModernMeta      io.modelcontextprotocol/* _meta keys taken off its requests
 //	    PaginationMerge      one answer for a whole list
@@ -75,11 +78,16 @@
 // since a call's Handle there runs until the server's answer, long after
 // its input_required, its retries wait for their own answers
 // (ParkOptions.AwaitRetryAnswers) and the cancel filter leaves a request
-// it saw answered running. ServeListen is not listed: its listens live on
-// the listen request's context and end without a word when there is no
-// exchange to cut, while the relay's context of a request ends when its
-// Handle returns (after the ack) and a stdio host learns of an end only
-// from a response; a 2026-07-28 host's listen reaches the server.
+// it saw answered running. The relay lists ServeListen too, with the
+// handshake under one ForModernHost (so the handshake's own initialize
+// does not make the host a session-era one): there a listen's Handle runs
+// until the listen ends (ServeListenOptions.AwaitEnd), since a stdio host
+// learns of an end only from a response, and notifications are handed on
+// as the server sends them (ServeListenOptions.Inline); the stdio
+// transport's drain ends the listens gracefully first
+// (transport.StdioConfig.Draining), and a session re-established
+// (SessionOptions.Reestablished) ends them abruptly
+// ([ListenStreams.Interrupt]).
 //
 // ListenBridge sits in that list but acts only once the connection speaks
 // 2026-07-28 (its listen is a request like any other for the stages inside

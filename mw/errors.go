@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
@@ -48,19 +49,28 @@ type Unusable func(err error) (why error, everyRequest bool)
 // AnswerFailures returns the answer to a request the chain could not
 // deliver, for the edge that reads the client's requests (the stdio
 // transport's Failed): when unusable explains err, for every request or
-// for an initialize whose failure was not the server's own JSON-RPC error,
-// a -32000 error carrying the explanation — a client shows its user the
-// error its initialize got, so that is where the reason must be; every
-// other failure gets [ErrorFor]'s answer. A nil unusable explains nothing.
+// for a first request (initialize, or a 2026-07-28 host's
+// server/discover) whose failure was not the server's own JSON-RPC error
+// — or was one, on a 401 or 403: the explanation quotes the server's
+// words and adds which credentials to give — a -32000 error carrying the
+// explanation. A client shows its user the error its first request got,
+// so that is where the reason and the remedy must be. Every other
+// failure gets [ErrorFor]'s answer. A nil unusable explains nothing.
 func AnswerFailures(unusable Unusable) func(req frame.Message, err error) frame.Message {
 	return func(req frame.Message, err error) frame.Message {
 		if unusable != nil && !errors.Is(err, frame.ErrCancelled) {
-			if why, every := unusable(err); why != nil && (every || isInitialize(req) && !serverAnswered(req, err)) {
+			if why, every := unusable(err); why != nil && (every || isFirstRequest(req) && (!serverAnswered(req, err) || refusedAccess(err))) {
 				return frame.ErrorResponse(req.ID(), frame.CodeGateway, why.Error())
 			}
 		}
 		return ErrorFor(req, err)
 	}
+}
+
+// refusedAccess reports whether err is a 401 or 403.
+func refusedAccess(err error) bool {
+	var st *frame.StatusError
+	return errors.As(err, &st) && (st.Code == http.StatusUnauthorized || st.Code == http.StatusForbidden)
 }
 
 // serverAnswered reports whether err carries the server's own JSON-RPC
@@ -74,7 +84,8 @@ func serverAnswered(req frame.Message, err error) bool {
 	return ok
 }
 
-// isInitialize reports whether m is an initialize request.
-func isInitialize(m frame.Message) bool {
-	return m.Kind() == frame.Request && m.Method() == "initialize"
+// isFirstRequest reports whether m is a request a host begins with:
+// initialize, or a 2026-07-28 host's server/discover.
+func isFirstRequest(m frame.Message) bool {
+	return m.Kind() == frame.Request && (m.Method() == "initialize" || m.Method() == "server/discover")
 }

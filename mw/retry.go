@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -52,8 +53,48 @@ type RetryOptions struct {
 	// The answer reaches the client under the client's own id. The
 	// relay's chain for a 2026-07-28 server sets it.
 	Reissue bool
+	// Reached, when set, tells whether the server has ever been reached,
+	// and is told so by every attempt that reaches it; the stages that
+	// reach one server share it (the relay's two chains do). Until then a
+	// message that could not be sent at all (a [frame.SendError] with Sent
+	// false: the connection refused, the host name not resolved) is not
+	// sent again: nothing says the server is coming, and the client hears
+	// at once that it is not there. Once the server has answered anything
+	// (any HTTP status) or taken a connection, such failures are retried
+	// as below: the server was there and went away. nil retries them
+	// always.
+	Reached *Reached
 	// Logger receives a line per retry and per give-up; nil discards.
 	Logger *slog.Logger
+}
+
+// Reached records whether a server has ever been reached (see
+// RetryOptions.Reached). The zero value is a server not reached yet; it
+// is safe for concurrent use.
+type Reached struct{ yes atomic.Bool }
+
+// Reached reports whether the server has been reached.
+func (r *Reached) Reached() bool { return r.yes.Load() }
+
+// Set records that the server has been reached.
+func (r *Reached) Set() { r.yes.Store(true) }
+
+// note records what an attempt that ended with err says about reaching
+// the server: anything but a message that could not be sent at all, or a
+// cancellation before an answer, shows that the server was there.
+func (r *Reached) note(err error) {
+	if r == nil || r.yes.Load() {
+		return
+	}
+	var se *frame.SendError
+	var st *frame.StatusError
+	switch {
+	case err == nil, errors.As(err, &st):
+	case errors.As(err, &se) && se.Sent:
+	default:
+		return
+	}
+	r.yes.Store(true)
 }
 
 // Retry returns the stage that sends a server-bound message again when
@@ -69,7 +110,8 @@ type RetryOptions struct {
 //   - [frame.SendError] with Sent false (the server never saw the message):
 //     retry, whatever the message — unless it matches
 //     [frame.ErrUnavailable]: the transport has already waited for the
-//     server as long as it may.
+//     server as long as it may; or the server has never been reached
+//     (RetryOptions.Reached).
 //   - [frame.SendError] matching [frame.ErrTooLarge] or
 //     [frame.ErrOverBudget] (an answer over the size cap or the memory
 //     budget): return at once; asking again would fetch it again.
@@ -183,6 +225,7 @@ func (r *retrier) send(ctx context.Context, m frame.Message, attempt int) error 
 func (r *retrier) Handle(ctx context.Context, m frame.Message) error {
 	for attempt := 0; ; attempt++ {
 		err := r.send(ctx, m, attempt)
+		r.o.Reached.note(err)
 		if err == nil {
 			return nil
 		}
@@ -215,6 +258,10 @@ func (r *retrier) decide(m frame.Message, err error, attempt int) (time.Duration
 			return 0, false
 		}
 		if se.Sent && (m.Kind() != frame.Request || !r.o.ReplaySafe(m.Method())) {
+			return 0, false
+		}
+		if !se.Sent && r.o.Reached != nil && !r.o.Reached.Reached() {
+			r.o.Logger.Debug("the server has never been reached: not sending again", "method", m.Method(), "id", m.ID().String())
 			return 0, false
 		}
 		return r.o.Backoff(retryWait, retryWait, attempt, nil), true

@@ -205,6 +205,44 @@ func TestRetry(t *testing.T) {
 	}
 }
 
+// A server never reached is not tried again: its refusals come back at
+// once (the host hears that nothing is there), while any answer, a status
+// or a connection that carried the request, shows it was there: after
+// that, through any stage sharing the Reached, a refusal is retried again
+// (the server went away and may come back).
+func TestRetryNotBeforeTheServerWasReached(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		first error // what shows the server was there
+	}{
+		{"an answer", nil},
+		{"a status", httpStatus(404)},
+		{"a connection that broke after the request left", retryBrokeMid},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			var reached Reached
+			h := &retryHarness{script: []error{retryRefused, retryRefused}}
+			err := h.handler(RetryOptions{Reached: &reached}).Handle(t.Context(), retryToolsList)
+			is.True(errors.Is(err, retryRefused)) // refused, and not tried again
+			is.Equal(h.attempts, 1)
+			is.Equal(len(h.sleeps), 0)
+			is.True(!reached.Reached())
+
+			// Another stage that reaches the same server sees it answer.
+			other := &retryHarness{script: []error{tt.first}}
+			_ = other.handler(RetryOptions{Reached: &reached}).Handle(t.Context(), retryToolsCall)
+			is.True(reached.Reached())
+
+			// Now a refusal is a server gone away: retried.
+			h = &retryHarness{script: []error{retryRefused}}
+			is.NoErr(h.handler(RetryOptions{Reached: &reached}).Handle(t.Context(), retryToolsList))
+			is.Equal(h.attempts, 2)
+			is.Equal(h.sleeps, []time.Duration{time.Second})
+		})
+	}
+}
+
 func TestRetryAfterHTTPDate(t *testing.T) {
 	is := is.New(t)
 	// retryablehttp reads HTTP-dates against the real clock.

@@ -1,10 +1,13 @@
 package mw
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -51,10 +54,37 @@ type ServeListenOptions struct {
 	// MaxListens bounds the listens served on one child at once; 0 means
 	// DefaultMaxListens.
 	MaxListens int
+	// LimitFlag is the flag that sets MaxListens, named in a refusal and
+	// its log line; "" means --max-listens, "-" names none (the relay has
+	// no such flag).
+	LimitFlag string
+	// AwaitEnd makes the Handle of a listen return only once the listen
+	// has ended and let go of its resources (its resources/unsubscribe
+	// sent and answered): nil after its final response was handed on,
+	// [frame.ErrCancelled] when the client ended it, and an error that
+	// says why when it ended abruptly, for the edge to answer the listen
+	// request with. The relay sets it: its chain's Handle of a request
+	// runs until the request is answered, and a stdio host learns of an
+	// end only from a response. Serve leaves it unset (its Router holds
+	// the exchange).
+	AwaitEnd bool
+	// Inline hands each notification to the listens that want it on the
+	// goroutine that delivers it from the server, in the server's order
+	// and in the order the listens were made, instead of through each
+	// listen's queue: the relay's host reads everything on one stdout,
+	// which the server's other messages wait for as well. Nothing is
+	// queued, so no listen overflows.
+	Inline bool
 	// Rand is read once per child for the random part of the ids of the
 	// stage's own requests (see [IDMinter.Randomize]); nil means
 	// crypto/rand.
 	Rand io.Reader
+	// CounterIDs mints the ids of the stage's own requests as a plain
+	// counter, "mcp-stdio/serve-listen/<n>", and Rand is not read, as the
+	// relay's other stages mint theirs: the relay has one client, whose
+	// ids never take the reserved prefix ([ReservedIDs]), so there is no
+	// one to keep from guessing them.
+	CounterIDs bool
 	// Logger receives what happens to the listens; nil discards.
 	Logger *slog.Logger
 }
@@ -92,16 +122,17 @@ type ServeListenOptions struct {
 // with the honoured kinds in the order toolsListChanged,
 // promptsListChanged, resourcesListChanged, resourceSubscriptions ({} when
 // nothing is honoured: the listen stays open all the same). Handle returns
-// once the ack is handed on.
+// once the ack is handed on (see AwaitEnd for the relay).
 //
 // Subscribe. After the ack, a goroutine takes the listen's references on
 // its URIs: the first reference to a URI on the child sends it
 // resources/subscribe, the last one released sends resources/unsubscribe,
-// both under ids minted as "mcp-stdio/serve-listen/<random>/<n>", whose answers are
-// swallowed. The counts are guarded by a lock held across the send, so a
-// URI's subscribe and unsubscribe reach the child in order; the stage's
-// other lock (the listens) is only ever taken inside it, never the other
-// way round, and the child's reader never takes it. A listen released
+// both under ids minted as "mcp-stdio/serve-listen/<random>/<n>" (see
+// CounterIDs), whose answers are swallowed. The counts are guarded by a
+// lock held across the send, so a URI's subscribe and unsubscribe reach
+// the child in order; the stage's other lock (the listens) is only ever
+// taken inside it, never the other way round, and the child's reader
+// never takes it. A listen released
 // before its goroutine ran takes no reference. A subscribe the child
 // refuses (an error answer, or a failed send) is logged once per URI per
 // listen holding it, and the URI stays honoured.
@@ -113,7 +144,7 @@ type ServeListenOptions struct {
 // Each copy has L set at params._meta["io.modelcontextprotocol/subscriptionId"],
 // every other byte kept, and waits in that listen's queue (ListenQueueSize)
 // for a goroutine that hands it client-bound, so a slow client never holds
-// the child's reader. These four notifications go no further: the stage
+// the child's reader (Inline hands it on at once instead). These four notifications go no further: the stage
 // swallows them, whether a listen wanted them or not. Every other message
 // passes both ways untouched; notifications/message in particular never
 // reaches a listen.
@@ -123,15 +154,22 @@ type ServeListenOptions struct {
 //     is handed on, then the final response
 //     {"jsonrpc":"2.0","id":L,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":L}}},
 //     which ends the exchange (the Router's business).
-//   - Abrupt: the child ends ([Conn.OnClose]), or a listen's queue
-//     overflows. No final frame: the exchange of the listen request is cut
-//     ([Exchange.Cut] of [ExchangeOf] its context; with none, as in the
-//     relay or a test, the listen is only forgotten). The Router's
-//     notifications/cancelled that follows is swallowed (for the last 16
-//     listens so ended).
+//   - Abrupt: the child ends ([Conn.OnClose]), a listen's queue
+//     overflows, or [ListenStreams.Interrupt]. No final frame: the
+//     exchange of the listen request is cut ([Exchange.Cut] of
+//     [ExchangeOf] its context; with none, as in the relay or a test, the
+//     listen is only forgotten). The Router's notifications/cancelled
+//     that follows is swallowed (for the last 16 listens so ended).
 //   - The client: a server-bound notifications/cancelled naming L (the
-//     Router sends it when the client closed the stream) releases the
-//     listen; it is swallowed.
+//     Router sends it when the client closed the stream), or the end of
+//     the listen request's context, releases the listen; the notification
+//     is swallowed.
+//
+// With ServeListenOptions.AwaitEnd (the relay), the listen's Handle
+// returns only at its end, saying which: nil after the final response,
+// the reason of an abrupt end (the edge answers the listen with it, an
+// error the host can tell from the final result), frame.ErrCancelled
+// for the client's (no answer is due).
 //
 // Every ending but the child's releases the listen's URI references (see
 // Subscribe). Every goroutine of the stage ends with its listen, or after
@@ -144,16 +182,21 @@ func ServeListen(o ServeListenOptions) (Middleware, *ListenStreams) {
 	log := loggerOrDiscard(o.Logger)
 	return func(next Duplex) Duplex {
 		st := &serveListen{
-			next:    next,
-			log:     log,
-			ctl:     ctl,
-			max:     o.MaxListens,
-			refs:    make(map[string]int),
-			streams: make(map[frame.ID]*servedListen),
-			pending: make(map[frame.ID]string),
+			next:     next,
+			log:      log,
+			ctl:      ctl,
+			max:      o.MaxListens,
+			flag:     o.LimitFlag,
+			awaitEnd: o.AwaitEnd,
+			inline:   o.Inline,
+			refs:     make(map[string]int),
+			streams:  make(map[frame.ID]*servedListen),
+			pending:  make(map[frame.ID]string),
 		}
-		if err := st.ids.Randomize(o.Rand); err != nil {
-			log.Error("the ids minted for this server are a plain counter", "err", err)
+		if !o.CounterIDs {
+			if err := st.ids.Randomize(o.Rand); err != nil {
+				log.Error("the ids minted for this server are a plain counter", "err", err)
+			}
 		}
 		return Duplex{ToServer: HandlerFunc(st.toServer), ToClient: HandlerFunc(st.toClient)}
 	}, ctl
@@ -189,7 +232,7 @@ func (l *ListenStreams) Close(ctx context.Context) error {
 		case <-s.done:
 		case <-ctx.Done():
 			for _, s := range ending[i:] {
-				s.st.end(s, true)
+				s.st.end(s, errListenShutdown)
 			}
 			return ctx.Err()
 		}
@@ -203,11 +246,14 @@ func (l *ListenStreams) Close(ctx context.Context) error {
 // and the held and tornDown of every listen, and is held across the sends
 // of subscribe and unsubscribe; mu guards the rest.
 type serveListen struct {
-	next Duplex
-	log  *slog.Logger
-	ctl  *ListenStreams
-	max  int
-	ids  IDMinter
+	next     Duplex
+	log      *slog.Logger
+	ctl      *ListenStreams
+	max      int
+	flag     string
+	awaitEnd bool
+	inline   bool
+	ids      IDMinter
 
 	subMu sync.Mutex
 	refs  map[string]int // references on each URI, by its decoded value
@@ -217,6 +263,7 @@ type serveListen struct {
 
 	mu      sync.Mutex
 	started bool
+	made    uint64 // listens made, for their order (inline)
 	// run is the context of the stage's own requests to the child: it
 	// ends with the child.
 	run       context.Context
@@ -249,11 +296,21 @@ type servedListen struct {
 	dctx     context.Context
 	stop     context.CancelFunc
 	done     chan struct{} // closed when nothing delivers for it any more
+	released chan struct{} // closed once its URI references are let go
+	// sendMu, inline, is held while a message is handed to the listen's
+	// client: from its attachment to its ack, and for each notification
+	// and its final response, so that none overtakes another.
+	sendMu sync.Mutex
+	seq    uint64 // its place among the stage's listens (inline)
 
 	// Guarded by st.mu.
 	state      listenState
 	delivering bool
 	failLogged map[string]bool
+	// why is what ended it abruptly (its exchange cut), nil otherwise;
+	// completed says its final response was handed on.
+	why       error
+	completed bool
 
 	// Guarded by st.subMu.
 	held, tornDown bool
@@ -282,18 +339,26 @@ func (st *serveListen) listen(ctx context.Context, m frame.Message) error {
 		return st.next.ToClient.Handle(ctx, frame.ErrorResponse(id, frame.CodeInvalidParams, listenMethod+": params.notifications must be an object"))
 	}
 	s := st.newListen(ctx, id, req)
+	if st.inline {
+		s.sendMu.Lock() // nothing overtakes the ack
+	}
 	if err := st.attach(ctx, s); err != nil {
+		st.unlockSend(s)
 		s.stop()
 		return err
 	}
-	if err := st.next.ToClient.Handle(ctx, s.ack()); err != nil {
-		st.end(s, false)
+	ack := s.ack()
+	err := st.next.ToClient.Handle(ctx, ack)
+	st.unlockSend(s)
+	if err != nil {
+		st.end(s, nil)
 		return err
 	}
+	st.log.Debug("acknowledged a listen", "listen", id, "honoured", ack.Get("params.notifications").Raw)
 	st.mu.Lock()
 	if s.state == listenGone {
 		st.mu.Unlock()
-		return nil
+		return st.ended(ctx, s)
 	}
 	s.delivering = true
 	st.mu.Unlock()
@@ -301,7 +366,40 @@ func (st *serveListen) listen(ctx context.Context, m frame.Message) error {
 	if len(s.uris) > 0 {
 		st.bg.Go(func() { st.subscribe(s) })
 	}
-	return nil
+	return st.ended(ctx, s)
+}
+
+// unlockSend lets go of s's sendMu, which listen holds inline until the
+// ack is handed on.
+func (st *serveListen) unlockSend(s *servedListen) {
+	if st.inline {
+		s.sendMu.Unlock()
+	}
+}
+
+// ended returns what the Handle of listen s returns once it has been
+// acknowledged: nil at once, unless the stage awaits the end
+// (ServeListenOptions.AwaitEnd); then, once s has ended and let go of
+// its URIs, nil after its final response, the error that ended it
+// abruptly, or the client's doing.
+func (st *serveListen) ended(ctx context.Context, s *servedListen) error {
+	if !st.awaitEnd {
+		return nil
+	}
+	<-s.done
+	<-s.released
+	st.mu.Lock()
+	completed, why := s.completed, s.why
+	st.mu.Unlock()
+	switch {
+	case completed:
+		return nil
+	case why != nil:
+		return why
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	}
+	return frame.ErrCancelled // the client's notifications/cancelled
 }
 
 // newListen works out what a listen honours.
@@ -326,6 +424,7 @@ func (st *serveListen) newListen(ctx context.Context, id frame.ID, req gjson.Res
 		},
 		graceful: make(chan struct{}),
 		done:     make(chan struct{}),
+		released: make(chan struct{}),
 	}
 	s.q.init()
 	if subs := req.Get("resourceSubscriptions"); subs.IsArray() && ServesResourceSubscriptions(caps) {
@@ -412,9 +511,18 @@ func (st *serveListen) attachLocked(ctx context.Context, s *servedListen) (*Conn
 	}
 	if live >= st.max {
 		st.mu.Unlock()
-		st.log.Warn("refused a listen: the server has as many listeners as it may; raise --max-listens", "listen", s.id, "max", st.max)
+		flag := st.flag
+		if flag == "" {
+			flag = "--max-listens"
+		}
+		if flag == "-" {
+			st.log.Warn("refused a listen: the server has as many listeners as the gateway serves; end one first", "listen", s.id, "max", st.max)
+			return nil, Refuse(503, s.id, frame.CodeInternalError,
+				fmt.Sprintf("this server already has %d listeners, the most the gateway serves; end one, or try again later", st.max))
+		}
+		st.log.Warn("refused a listen: the server has as many listeners as it may; raise "+flag, "listen", s.id, "max", st.max)
 		return nil, Refuse(503, s.id, frame.CodeInternalError,
-			fmt.Sprintf("this server already has %d listeners, the most the gateway allows (--max-listens); try again later", st.max))
+			fmt.Sprintf("this server already has %d listeners, the most the gateway allows (%s); try again later", st.max, flag))
 	}
 	first := !st.started
 	var conn *Conn
@@ -423,12 +531,62 @@ func (st *serveListen) attachLocked(ctx context.Context, s *servedListen) (*Conn
 		conn = ConnOf(ctx)
 		st.run, st.cancelRun = context.WithCancel(WithExchange(context.WithoutCancel(ctx), nil))
 	}
+	st.made++
+	s.seq = st.made
 	st.streams[s.id] = s
 	st.mu.Unlock()
 	if first {
 		st.ctl.stages[st] = struct{}{}
 	}
 	return conn, nil
+}
+
+// Why a listen ended abruptly: what the Handle of a listen returns with
+// ServeListenOptions.AwaitEnd, for the edge to answer it with.
+var (
+	errListenServerGone = errors.New("the listen ended: the connection to the server ended")
+	errListenShutdown   = errors.New("the listen ended: the gateway shut down before it could end it gracefully")
+	errListenOverflow   = fmt.Errorf("the listen ended: its notifications came faster than the client read them (%d waiting); listen again", ListenQueueSize)
+)
+
+// Interrupt ends every listen now, abruptly, with why (what the Handle of
+// a listen returns under ServeListenOptions.AwaitEnd), and keeps serving
+// new ones: the server forgot what they had it do. Their URI references
+// are dropped without resources/unsubscribe, since the server holds none
+// any more; the next listens subscribe anew. The relay calls it when the
+// server's session is re-established: the new session has none of the
+// old one's subscriptions, and the host, told its listen ended, listens
+// again (and lists again what it may have missed meanwhile).
+func (l *ListenStreams) Interrupt(why error) {
+	l.mu.Lock()
+	stages := make([]*serveListen, 0, len(l.stages))
+	for st := range l.stages {
+		stages = append(stages, st)
+	}
+	l.mu.Unlock()
+	for _, st := range stages {
+		st.interrupt(why)
+	}
+}
+
+// interrupt is Interrupt for one stage.
+func (st *serveListen) interrupt(why error) {
+	st.subMu.Lock()
+	st.mu.Lock()
+	var live []*servedListen
+	for _, s := range st.streams {
+		if s.state == listenLive {
+			live = append(live, s)
+		}
+		s.held, s.tornDown = false, true // what they held is gone
+	}
+	st.mu.Unlock()
+	clear(st.refs)
+	st.subMu.Unlock()
+	for _, s := range live {
+		st.log.Info("ended a listen: "+why.Error(), "listen", s.id)
+		st.end(s, why)
+	}
 }
 
 // childGone ends every listen abruptly: the child is gone.
@@ -444,7 +602,7 @@ func (st *serveListen) childGone() {
 	}
 	st.mu.Unlock()
 	for _, s := range all {
-		st.end(s, true)
+		st.end(s, errListenServerGone)
 	}
 }
 
@@ -465,14 +623,17 @@ func (st *serveListen) endGracefully() []*servedListen {
 }
 
 // end ends s abruptly, unless it has ended: it stops delivering, cuts its
-// exchange when cut, and releases its URI references.
-func (st *serveListen) end(s *servedListen, cut bool) {
+// exchange when why says what ended it (nil: the client did), and
+// releases its URI references.
+func (st *serveListen) end(s *servedListen, why error) {
+	cut := why != nil
 	st.mu.Lock()
 	if s.state == listenGone {
 		st.mu.Unlock()
 		return
 	}
 	s.state = listenGone
+	s.why = why
 	delete(st.streams, s.id)
 	st.gone = append(st.gone, s.id) // for the Router's cancel, when it comes
 	if len(st.gone) > maxGoneListens {
@@ -499,7 +660,7 @@ func (st *serveListen) cancelled(id frame.ID) bool {
 	st.mu.Unlock()
 	if s != nil {
 		st.log.Debug("the client closed a listen", "listen", id)
-		st.end(s, false)
+		st.end(s, nil)
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -521,7 +682,7 @@ func (st *serveListen) deliver(s *servedListen) {
 			if s.dctx.Err() == nil {
 				st.log.Debug("a listen's client cannot be reached", "listen", s.id, "err", err)
 			}
-			st.end(s, true)
+			st.end(s, fmt.Errorf("the listen's client cannot be reached: %w", err))
 			return false
 		}
 		return true
@@ -529,7 +690,7 @@ func (st *serveListen) deliver(s *servedListen) {
 	for {
 		select {
 		case <-s.dctx.Done():
-			st.end(s, false)
+			st.end(s, nil)
 			return
 		case <-s.q.wake:
 			for _, m := range s.q.take() {
@@ -538,6 +699,10 @@ func (st *serveListen) deliver(s *servedListen) {
 				}
 			}
 		case <-s.graceful:
+			if st.inline {
+				s.sendMu.Lock() // after the notification being handed on, if any
+				defer s.sendMu.Unlock()
+			}
 			for _, m := range s.q.take() {
 				if !send(m) {
 					return
@@ -549,6 +714,7 @@ func (st *serveListen) deliver(s *servedListen) {
 			st.mu.Lock()
 			ended := s.state == listenGone
 			s.state = listenGone
+			s.completed = !ended
 			delete(st.streams, s.id)
 			st.mu.Unlock()
 			s.stop()
@@ -576,8 +742,10 @@ func (st *serveListen) subscribe(s *servedListen) {
 	}
 }
 
-// release lets go of s's references on its URIs.
+// release lets go of s's references on its URIs. It runs once per
+// listen.
 func (st *serveListen) release(s *servedListen) {
+	defer close(s.released)
 	st.subMu.Lock()
 	defer st.subMu.Unlock()
 	s.tornDown = true
@@ -647,17 +815,17 @@ func (st *serveListen) toClient(ctx context.Context, m frame.Message) error {
 	case frame.Notification:
 		switch m.Method() {
 		case toolsListChangedMethod:
-			st.fanOut(m, func(s *servedListen) bool { return s.kinds.tools })
+			st.fanOut(ctx, m, func(s *servedListen) bool { return s.kinds.tools })
 			return nil
 		case promptsListChangedMethod:
-			st.fanOut(m, func(s *servedListen) bool { return s.kinds.prompts })
+			st.fanOut(ctx, m, func(s *servedListen) bool { return s.kinds.prompts })
 			return nil
 		case resourcesListChangedMethod:
-			st.fanOut(m, func(s *servedListen) bool { return s.kinds.resources })
+			st.fanOut(ctx, m, func(s *servedListen) bool { return s.kinds.resources })
 			return nil
 		case resourcesUpdatedMethod:
 			if uri := m.Get("params.uri"); uri.Type == gjson.String {
-				st.fanOut(m, func(s *servedListen) bool { return s.set[uri.Str] })
+				st.fanOut(ctx, m, func(s *servedListen) bool { return s.set[uri.Str] })
 			}
 			return nil
 		}
@@ -687,9 +855,11 @@ func (st *serveListen) answered(m frame.Message) bool {
 }
 
 // fanOut queues m, stamped, for every live listen that wants it; a listen
-// whose queue is full ends abruptly.
-func (st *serveListen) fanOut(m frame.Message, wants func(*servedListen) bool) {
+// whose queue is full ends abruptly. Inline, it hands the copies on
+// instead, in the order the listens were made.
+func (st *serveListen) fanOut(ctx context.Context, m frame.Message, wants func(*servedListen) bool) {
 	var over []*servedListen
+	var now []listenCopy
 	st.mu.Lock()
 	for _, s := range st.streams {
 		if s.state != listenLive || !wants(s) {
@@ -700,6 +870,10 @@ func (st *serveListen) fanOut(m frame.Message, wants func(*servedListen) bool) {
 			st.log.Debug("dropped a notification that cannot be stamped", "listen", s.id, "method", m.Method(), "err", err)
 			continue
 		}
+		if st.inline {
+			now = append(now, listenCopy{s, out})
+			continue
+		}
 		if !s.q.push(out, ListenQueueSize) {
 			over = append(over, s)
 		}
@@ -707,7 +881,34 @@ func (st *serveListen) fanOut(m frame.Message, wants func(*servedListen) bool) {
 	st.mu.Unlock()
 	for _, s := range over {
 		st.log.Warn("ended a listen whose client does not keep up", "listen", s.id, "queued", ListenQueueSize)
-		st.end(s, true)
+		st.end(s, errListenOverflow)
+	}
+	slices.SortFunc(now, func(a, b listenCopy) int { return cmp.Compare(a.s.seq, b.s.seq) })
+	for _, c := range now {
+		st.handOn(ctx, c.s, c.m)
+	}
+}
+
+// listenCopy is a notification stamped for listen s.
+type listenCopy struct {
+	s *servedListen
+	m frame.Message
+}
+
+// handOn hands m to listen s's client at once (inline), unless s has
+// ended or is ending; a client that cannot be reached ends it.
+func (st *serveListen) handOn(ctx context.Context, s *servedListen, m frame.Message) {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	st.mu.Lock()
+	live := s.state == listenLive
+	st.mu.Unlock()
+	if !live {
+		return
+	}
+	if err := st.next.ToClient.Handle(ctx, m); err != nil && s.dctx.Err() == nil {
+		st.log.Debug("a listen's client cannot be reached", "listen", s.id, "err", err)
+		st.end(s, fmt.Errorf("the listen's client cannot be reached: %w", err))
 	}
 }
 

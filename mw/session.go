@@ -37,6 +37,13 @@ type SessionOptions struct {
 	// stream the stage opens after notifications/initialized to be answered;
 	// 0 means [DefaultStreamWait].
 	StreamWait time.Duration
+	// Reestablished, when set, is called each time the session has been
+	// re-established after the server forgot it, on the goroutine that
+	// re-established it, before the messages that waited for it go on:
+	// what the server kept for the old session (its resource
+	// subscriptions) is gone. It must not send anything through the
+	// stage. The relay ends its 2026-07-28 host's listens there.
+	Reestablished func()
 	// Logger receives session events; nil discards.
 	Logger *slog.Logger
 }
@@ -113,6 +120,7 @@ type Session struct {
 	listenBackoff func(attempt int) time.Duration
 	sleep         func(ctx context.Context, d time.Duration) error
 	streamWait    time.Duration
+	reestablished func()
 	log           *slog.Logger
 
 	conn    *Conn
@@ -179,6 +187,7 @@ func NewSession(o SessionOptions) *Session {
 		listenBackoff: o.ListenBackoff,
 		sleep:         o.Sleep,
 		streamWait:    o.StreamWait,
+		reestablished: o.Reestablished,
 		log:           loggerOrDiscard(o.Logger),
 		pendingInit:   make(map[frame.ID]frame.Message),
 	}
@@ -512,6 +521,9 @@ func (s *Session) startLocked(ctx context.Context) (*reestablish, error) {
 			// another.
 			s.log.Info("re-establishing the session failed; trying again", "err", err)
 			sid, version, err = s.handshake(rctx, next, init, inited, hasInited)
+		}
+		if err == nil && s.reestablished != nil {
+			s.reestablished()
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()

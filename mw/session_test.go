@@ -301,6 +301,28 @@ func TestSessionRecoversFrom404(t *testing.T) {
 	is.Equal(ids, []string{"0", "1"}) // the replayed initialize never reaches the client
 }
 
+// Reestablished is called once per re-established session, with its new
+// id in place, before the message that waited goes on.
+func TestSessionReestablishedHook(t *testing.T) {
+	is := is.New(t)
+	srv := newSessionServer()
+	var s *Session
+	var seen []string
+	s = NewSession(SessionOptions{Reestablished: func() {
+		seen = append(seen, fmt.Sprint(len(srv.summary())))
+	}})
+	defer closeSession(t, s)
+	toServer, _ := pipeline(srv.fakeServer, s.Middleware())
+	clientHandshake(t, toServer)
+	is.Equal(len(seen), 0) // not for the client's own handshake
+
+	srv.restart()
+	is.NoErr(toServer.Handle(t.Context(), frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)))
+	// Called after the replayed initialize and initialized (5 messages
+	// then), before the tools/list went again.
+	is.Equal(seen, []string{"5"})
+}
+
 func TestSessionRecoveryFailure(t *testing.T) {
 	for _, tt := range []struct {
 		name   string

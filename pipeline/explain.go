@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -8,8 +9,11 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
+	"github.com/mcp-stdio/mcp-stdio/auth"
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/transport"
 )
@@ -39,6 +43,15 @@ type Unreachable struct {
 	// Credentials says whether the refused request carried credentials
 	// (an Authorization header, or OAuth).
 	Credentials bool
+	// OAuthMetadata is, after a 401 or 403 when the relay does not sign in
+	// itself (RelayConfig.Auth is nil), the URL of the metadata an OAuth
+	// sign-in would start from that the server publishes: its protected
+	// resource metadata (RFC 9728), else its origin's authorization server
+	// metadata (MCP 2025-03-26). It is looked for as a sign-in does
+	// (auth.FindOAuthMetadata), once per relay, for at most
+	// OAuthMetadataWait. "" when the server publishes neither, or it could
+	// not be told: then a sign-in has nothing to go by.
+	OAuthMetadata string
 	// Said is the server's own explanation, made safe to print: the
 	// message of its JSON-RPC error, or the first line of its body.
 	Said string
@@ -144,9 +157,50 @@ func (c *RelayConfig) diagnose(err error) *Unreachable {
 	u.Said = c.serverSaid(st)
 	if st.Code == http.StatusUnauthorized || st.Code == http.StatusForbidden {
 		u.Challenge = c.safeText(st.Header.Get("WWW-Authenticate"))
+		if c.Auth == nil {
+			u.OAuthMetadata = c.oauthMetadata(st.Header)
+		}
 	}
 	u.Cause = statusCause(u)
 	return u
+}
+
+// OAuthMetadataWait bounds the look for a server's OAuth metadata after
+// it refused the relay with 401 or 403 (see Unreachable.OAuthMetadata).
+const OAuthMetadataWait = 3 * time.Second
+
+// metadataLookup is the look for the server's OAuth metadata, made once
+// for a relay (and [Check]): the advice of every answer it explains comes
+// from the same look.
+type metadataLookup struct {
+	once sync.Once
+	at   string
+}
+
+// oauthMetadata returns the URL of the OAuth metadata the server
+// publishes, "" for none: the look is made once, with the challenge of
+// the first refusal h, without credentials.
+func (c *RelayConfig) oauthMetadata(h http.Header) string {
+	look := c.lookup
+	if look == nil {
+		look = &metadataLookup{}
+	}
+	look.once.Do(func() {
+		hc := c.HTTPClient
+		if hc == nil {
+			hc = transport.NewHTTPClient(c.HTTP)
+			defer hc.CloseIdleConnections()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), OAuthMetadataWait)
+		defer cancel()
+		at, err := auth.FindOAuthMetadata(ctx, hc, c.URL, h)
+		if err != nil {
+			c.Logger.Debug("could not tell whether the server publishes OAuth metadata", "err", err)
+			return
+		}
+		look.at = at
+	})
+	return look.at
 }
 
 // statusCause is the likely cause of a refusal.

@@ -153,6 +153,11 @@ type RelayConfig struct {
 	Spans mw.SpanExporter
 	// Sampler picks the spans recorded; nil means parent-based, always on.
 	Sampler mw.Sampler
+
+	// lookup is the look for the server's OAuth metadata after a refusal
+	// (see Unreachable.OAuthMetadata), shared by the copies of the
+	// configuration a relay makes; set by defaults.
+	lookup *metadataLookup
 }
 
 func (c *RelayConfig) defaults() {
@@ -185,6 +190,9 @@ func (c *RelayConfig) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.lookup == nil {
+		c.lookup = &metadataLookup{}
 	}
 }
 
@@ -220,6 +228,7 @@ func Relay(ctx context.Context, cfg RelayConfig, in io.Reader, out io.Writer) er
 		MaxInFlight:    cfg.MaxInFlight,
 		DrainTimeout:   cfg.DrainTimeout,
 		Failed:         func(req frame.Message, err error) frame.Message { return answer(req, r.remedied(err)) },
+		Draining:       func(ctx context.Context) { _ = r.listens.Close(ctx) }, // each gets its final result
 		Logger:         cfg.Logger,
 	})
 	r, err := newRelay(cfg, stdio, false)
@@ -282,7 +291,14 @@ type relay struct {
 	conn    *mw.Conn
 	session *mw.Session
 	probe   *mw.EraProbe
+	// listens are the 2026-07-28 host's subscriptions/listen the relay
+	// serves for a session-era server (mw.ServeListen).
+	listens *mw.ListenStreams
 	chain   mw.Duplex
+	// reached tells the retry stages of both chains whether the server
+	// has answered yet: a server never reached is not tried again, so the
+	// host hears at once that nothing is there.
+	reached mw.Reached
 	// runner is the transport's background work (the HTTP+SSE stream), or
 	// nil.
 	runner func(context.Context) error
@@ -324,7 +340,9 @@ func newRelay(cfg RelayConfig, client mw.Handler, oneShot bool) (*relay, error) 
 	if streams != nil && cfg.Remedy != nil {
 		streams = &remedyStreams{StreamTransport: streams, cfg: &r.cfg}
 	}
-	r.session = mw.NewSession(mw.SessionOptions{Transport: streams, Conn: r.conn, Logger: cfg.Logger})
+	r.session = mw.NewSession(mw.SessionOptions{Transport: streams, Conn: r.conn, Logger: cfg.Logger,
+		// The new session holds none of the old one's subscriptions.
+		Reestablished: func() { r.listens.Interrupt(errSessionReestablished) }})
 	r.probe = mw.NewEraProbe(mw.EraProbeOptions{Choice: cfg.Era, Conn: r.conn, Timeout: cfg.ProbeTimeout, ClientVersion: cfg.Version, Logger: cfg.Logger})
 	modern := mw.Chain(r.modernEraStages()...)(mw.Duplex{ToServer: w.modern, ToClient: r.probe.ModernClient()})
 	toModern.Bind(modern.ToClient)
@@ -394,19 +412,49 @@ func (r *relay) sessionEraStages() []mw.Middleware {
 // The host's server/discover is answered from the server's initialize
 // result (the relay makes the handshake itself when the host made none),
 // the io.modelcontextprotocol/* _meta keys are taken off its requests,
-// and its results stamped. The cache hints say ttlMs 0: the server's list
-// changes reach a 2026-07-28 host only through a subscriptions/listen,
-// which this chain does not serve.
+// its results stamped, and its subscriptions/listen served from the
+// session's own notifications (r.modernHostListens). The cache hints say
+// ttlMs 0: the relay has no setting for them, and 0 is never stale.
 func (r *relay) modernHostStages() []mw.Middleware {
 	cfg := r.cfg
 	return []mw.Middleware{
 		mw.StampResults(mw.StampOptions{CacheTTL: -1, Logger: cfg.Logger}),
 		r.modernHostServerRequests(),
-		mw.HandshakeForModern(mw.HandshakeOptions{ClientVersion: cfg.Version, Logger: cfg.Logger}),
-		mw.LocalDiscover(mw.LocalDiscoverOptions{Logger: cfg.Logger}),
+		r.modernHostListens(mw.HandshakeForModern(mw.HandshakeOptions{ClientVersion: cfg.Version, Logger: cfg.Logger})),
+		mw.LocalDiscover(mw.LocalDiscoverOptions{KeepResourceSubscribe: mw.ServesResourceSubscriptions, Logger: cfg.Logger}),
 		mw.StripModernMeta(),
 	}
 }
+
+// modernHostListens returns the stage that makes the handshake for a
+// 2026-07-28 host (handshake, mw.HandshakeForModern) and serves its
+// subscriptions/listen for a session-era server, serve's
+// (mw.ServeListen), guarded by mw.ForModernHost: the listen is
+// acknowledged first with the subset the server's capabilities back; the
+// server's list_changed and resources/updated, from the GET stream and
+// the POST streams alike, go stamped to the listens that asked for them
+// (and to no one else: a 2026-07-28 host gets change notifications on a
+// listen only); its resourceSubscriptions become resources/subscribe and,
+// when the last listen lets go, resources/unsubscribe. It sits inside the
+// handshake, which the listen waits for when it is the host's first
+// request, so the honoured subset is the server's; both are under one
+// guard, which so never takes the handshake's own initialize for a
+// session-era host's. A listen's Handle runs until it ends (AwaitEnd), so
+// that its end is the host's answer: the final result when stdin ends
+// (the drain ends the listens first), an error saying why when it ends
+// abruptly (the session re-established without its subscriptions), and
+// nothing when the host cancels it. Notifications are handed on as the
+// server's stream delivers them (Inline), in its order, as everything
+// else the server sends reaches stdout.
+func (r *relay) modernHostListens(handshake mw.Middleware) mw.Middleware {
+	listen, listens := mw.ServeListen(mw.ServeListenOptions{AwaitEnd: true, Inline: true, LimitFlag: "-", CounterIDs: true, Logger: r.cfg.Logger})
+	r.listens = listens
+	return mw.ForModernHost(mw.Chain(handshake, listen))
+}
+
+// errSessionReestablished ends the 2026-07-28 host's listens when the
+// server's session is re-established.
+var errSessionReestablished = errors.New("the listen ended: the server forgot the session, and the new one has none of its subscriptions; listen again")
 
 // modernHostServerRequests returns the stage that turns a session-era
 // server's own requests (sampling, elicitation, roots) into input_required
@@ -484,6 +532,9 @@ func (r *relay) retryOptions() mw.RetryOptions {
 	retry := r.cfg.Retry
 	if retry.Logger == nil {
 		retry.Logger = r.cfg.Logger
+	}
+	if retry.Reached == nil {
+		retry.Reached = &r.reached
 	}
 	return retry
 }

@@ -216,7 +216,10 @@ func (c *SSEClient) Ready() <-chan struct{} {
 // Run connects the stream and keeps it connected until ctx ends, then
 // returns nil. It fails with a *[StartError] when no endpoint event arrived
 // within FirstEndpointTimeout of the start (failed attempts are retried
-// until then, or until StartAttempts have failed), and at once when the
+// until then, or until StartAttempts have failed), at once when the first
+// GET could not be sent at all (a *frame.SendError with Sent false: the
+// connection refused, the host name not resolved — the server was never
+// reached, and is not waited for), at once when the
 // server refuses the first GET with a status that asking again will not
 // change (see StartError.Status): a wrong URL; and at once when the GET is
 // redirected, or the stream names an endpoint, where FollowRedirects does
@@ -249,6 +252,7 @@ func (c *SSEClient) Run(ctx context.Context) error {
 	}
 	log := c.logger()
 	lastFailure := "" // the failure of the streak of failed attempts so far
+	reached := false  // the server has answered (or taken) a GET
 	for attempt := 1; ; attempt++ {
 		streamCtx, abandon := context.WithCancelCause(runCtx)
 		c.mu.Lock()
@@ -270,7 +274,15 @@ func (c *SSEClient) Run(ctx context.Context) error {
 		var st *frame.StatusError
 		isStatus := errors.As(err, &st)
 		_, redirected := redirectRefused(err)
+		var se *frame.SendError
+		neverSent := errors.As(err, &se) && !se.Sent
+		reached = reached || got || !neverSent
 		if !c.hadEndpoint() {
+			if !reached {
+				// Nothing there (refused, a name that does not resolve):
+				// the server was never reached, and is not waited for.
+				return startFailed(err)
+			}
 			if isStatus && definiteRefusal(st.Code, c.AuthLater) {
 				return c.fail(&StartError{URL: c.URL, Status: st, PostStatus: c.fallbackFrom})
 			}

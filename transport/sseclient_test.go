@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -535,6 +536,47 @@ func TestSSEClientRefusedAtStart(t *testing.T) {
 			is.True(errors.As(herr, &se))
 		})
 	}
+}
+
+// Nothing listening: the first GET is never sent (the connection
+// refused), and Run fails at once instead of trying again until
+// FirstEndpointTimeout: a server never reached is not waited for. Once a
+// GET has been answered, even with a status that may pass, a refusal is
+// a server gone away, and tried again.
+func TestSSEClientNothingThereAtStart(t *testing.T) {
+	is := is.New(t)
+	srv, client := newServer(t, http.NotFoundHandler())
+	url := srv.URL + "/sse"
+	srv.Close()
+	c := &SSEClient{URL: url, Client: client, FirstEndpointTimeout: time.Hour, ReconnectDelay: func(int) time.Duration { return 0 }}
+	err := c.Run(context.Background())
+	var se *StartError
+	is.True(errors.As(err, &se))
+	var send *frame.SendError
+	is.True(errors.As(err, &send)) // the dial's failure, for the explanation
+	is.True(!send.Sent)
+	is.True(errors.Is(err, syscall.ECONNREFUSED))
+
+	// Answered first (503), then refused: tried again, until StartAttempts.
+	var gets atomic.Int32
+	up, upClient := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gets.Add(1)
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+	}))
+	refused := 0
+	c = &SSEClient{URL: up.URL + "/sse", Client: upClient, FirstEndpointTimeout: time.Hour, StartAttempts: 3,
+		ReconnectDelay: func(int) time.Duration {
+			if refused == 0 {
+				up.Close() // it goes away after its first answer
+			}
+			refused++
+			return 0
+		}}
+	err = c.Run(context.Background())
+	is.True(errors.As(err, &se))
+	is.True(errors.Is(err, syscall.ECONNREFUSED))
+	is.Equal(gets.Load(), int32(1))
+	is.Equal(refused, 2) // the refusals were waited for and tried again
 }
 
 // Auto falling back to HTTP+SSE on a refused POST, then refused on the

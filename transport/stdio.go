@@ -37,6 +37,13 @@ type StdioConfig struct {
 	// DrainTimeout bounds how long Serve lets what is in flight finish once
 	// reading has ended; 0 means [DefaultDrainTimeout].
 	DrainTimeout time.Duration
+	// Draining, when set, is called once reading has ended (at the
+	// input's end, its failure, or ctx's), as the drain starts, on a
+	// goroutine of its own, with a context that ends when the drain gives
+	// up (DrainTimeout); Serve returns only after it has. It ends what
+	// would otherwise hold the drain until its timeout: the relay ends its
+	// 2026-07-28 host's listens there, gracefully.
+	Draining func(ctx context.Context)
 	// BadLine is called, on the reading goroutine, for each line that is
 	// not a usable message: not JSON or over MaxMessageSize (a
 	// *frame.LineError), or JSON that is not a valid JSON-RPC message (Err
@@ -145,11 +152,21 @@ func (s *Stdio) Serve(ctx context.Context, h Sink) error {
 
 	// Drain: let requests in flight and queued messages finish, within
 	// the bound.
+	hooked := make(chan struct{})
+	if s.cfg.Draining != nil {
+		go func() {
+			defer close(hooked)
+			s.cfg.Draining(work)
+		}()
+	} else {
+		close(hooked)
+	}
 	drained := make(chan struct{})
 	go func() {
 		d.requests.Wait()
 		close(d.ordered)
 		ordered.Wait()
+		<-hooked
 		close(drained)
 	}()
 	select {

@@ -224,6 +224,38 @@ func TestStdioDrainTimeout(t *testing.T) {
 	})
 }
 
+// Draining is called when the input ends, while a request is in flight:
+// it ends what the request waits for (here, as the relay's listens do),
+// and the drain is over at once, not at its timeout. A hook that does not
+// return by itself is ended by the drain's timeout, and Serve waits for
+// it.
+func TestStdioDraining(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		release := make(chan struct{})
+		h := &handled{h: func(ctx context.Context, _ frame.Message) error {
+			<-release
+			return nil
+		}}
+		s := NewStdio(strings.NewReader(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen"}`+"\n"), &transporttest.SyncBuffer{},
+			StdioConfig{MaxInFlight: 8, DrainTimeout: time.Hour, Draining: func(context.Context) { close(release) }})
+		start := time.Now()
+		is.NoErr(s.Serve(t.Context(), h))
+		is.Equal(time.Since(start), time.Duration(0)) // no wait for the timeout
+
+		var cause error
+		s = NewStdio(strings.NewReader(""), &transporttest.SyncBuffer{}, StdioConfig{DrainTimeout: 5 * time.Second,
+			Draining: func(ctx context.Context) {
+				<-ctx.Done()
+				cause = context.Cause(ctx)
+			}})
+		start = time.Now()
+		is.NoErr(s.Serve(t.Context(), h))
+		is.Equal(time.Since(start), 5*time.Second) // the hook held the drain to its bound
+		is.True(errors.Is(cause, frame.ErrClosed))
+	})
+}
+
 // Handle writes one line per message.
 func TestStdioHandleWritesLines(t *testing.T) {
 	is := is.New(t)

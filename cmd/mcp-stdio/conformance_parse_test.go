@@ -14,10 +14,12 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/internal/conformancereport"
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // TestConformanceParsers checks how the conformance test reads the suite's
@@ -82,6 +84,24 @@ func TestConformanceParsers(t *testing.T) {
 		})
 		_, err = confAuthRuns(listed[:1])
 		is.True(err != nil) // no required auth scenario is an error
+
+		// SEP-2352 (issue 23): required at 2026-07-28 as either host,
+		// played by a host that does not retry -32002.
+		runs, err = confAuthRuns(confParseList([]byte("Client scenarios (test against a client):\n  - auth/authorization-server-migration [2026-07-28]\n"))["client"])
+		is.NoErr(err)
+		is.Equal(len(runs), 3)
+		is.True(runs[0].required && !runs[0].sessionEraHost && runs[0].spec == "2026-07-28")
+		is.True(runs[1].required && runs[1].sessionEraHost && runs[1].spec == "2026-07-28")
+		is.True(runs[2].forced && !runs[2].required)
+		_, noRetry := confNoRetry["auth/authorization-server-migration"]
+		is.True(noRetry)
+		tries := 0
+		err = confRetry(context.Background(), io.Discard, "tools/list", 1, func() error {
+			tries++
+			return &jsonrpc.Error{Code: frame.CodeReauthorizing, Message: "sign-in started"}
+		})
+		is.True(err != nil)
+		is.Equal(tries, 1) // answered -32002 once, and given up on, as such a host does
 	})
 	t.Run("unscored reasons", func(t *testing.T) {
 		is := is.New(t)

@@ -124,7 +124,9 @@ func TestCheckRefusedConnectionFailsFast(t *testing.T) {
 }
 
 // --check against serve with a token, without one: the check names the
-// environment variable (and the other ways) to give it.
+// environment variable (and the other ways) to give it, and not --oauth:
+// serve with a static token publishes no OAuth metadata, which the relay
+// looked for.
 func TestCheckNamesTheTokenServeWants(t *testing.T) {
 	is := is.New(t)
 	url, _ := startServeBinary(t, testEnv("MCP_STDIO_SERVE_TOKEN=serve-secret-1234"), "--listen", "127.0.0.1:0")
@@ -134,12 +136,56 @@ func TestCheckNamesTheTokenServeWants(t *testing.T) {
 	is.True(strings.Contains(stderr, "✗ HTTP 401 from "+url))
 	is.True(strings.Contains(stderr, "WWW-Authenticate: Bearer"))
 	is.True(strings.Contains(stderr, "MCP_BEARER_TOKEN"))
-	is.True(strings.Contains(stderr, "--oauth"))
+	is.True(strings.Contains(stderr, "--bearer-token"))
+	is.True(!strings.Contains(stderr, "--oauth"))
 
 	// With the token it connects.
 	code, _, stderr, _ = runBinary(t, testEnv("MCP_BEARER_TOKEN=serve-secret-1234"), "--check", url)
 	is.Equal(code, 0)
 	is.True(strings.Contains(stderr, "✓ Connected"))
+}
+
+// As a relay in front of serve with a token, without one: the host's
+// initialize, refused with serve's own "Unauthorized" JSON-RPC error, is
+// answered with the explanation and the remedy that fits (the token, not
+// --oauth: serve publishes no OAuth metadata there).
+func TestRelayAnswersA401WithItsRemedy(t *testing.T) {
+	is := is.New(t)
+	url, _ := startServeBinary(t, testEnv("MCP_STDIO_SERVE_TOKEN=serve-secret-1234"), "--listen", "127.0.0.1:0")
+	cmd := exec.Command(relayBinary(t), url)
+	cmd.Env = testEnv()
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}` + "\n")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	_ = cmd.Run()
+	is.True(time.Since(start) < quickFailure)
+	answer := stdout.String()
+	is.True(strings.HasPrefix(answer, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"HTTP 401 from `+url+`: the server wants credentials`))
+	is.True(strings.Contains(answer, `the server said: \"Unauthorized: a valid bearer token is required\"`))
+	is.True(strings.Contains(answer, "set MCP_BEARER_TOKEN (or pass --bearer-token)"))
+	is.True(!strings.Contains(answer, "--oauth"))
+}
+
+// As a relay in front of serve --enable-oauth, without --oauth: serve
+// publishes its protected resource metadata, which the relay finds, so
+// the host's initialize is answered with a sign-in with --oauth as the
+// remedy.
+func TestRelayAnswersA401WithOAuthWhereItIsPublished(t *testing.T) {
+	is := is.New(t)
+	srv := startOAuthServe(t, "127.0.0.1:0")
+	cmd := exec.Command(relayBinary(t), srv.url)
+	cmd.Env = testEnv()
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}` + "\n")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	_ = cmd.Run()
+	is.True(time.Since(start) < quickFailure)
+	answer := stdout.String()
+	is.True(strings.HasPrefix(answer, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"HTTP 401 from `+srv.url))
+	is.True(strings.Contains(answer, "resource_metadata="))
+	is.True(strings.Contains(answer, "the server publishes OAuth metadata: sign in with --oauth"))
 }
 
 // --transport sse against a Streamable HTTP endpoint: its GET without a
@@ -195,6 +241,53 @@ func TestRelayWrongURLAnswersInitializeAndStays(t *testing.T) {
 	is.True(errors.As(err, &ee))
 	is.Equal(ee.ExitCode(), 1)
 	is.True(strings.Contains(stderr.String(), "level=ERROR msg=\"cannot use the MCP server: HTTP 404 from "+url))
+}
+
+// firstAnswer bounds the answer to a host's initialize when nothing
+// listens at the URL: the README's "the host is told at once".
+const firstAnswer = time.Second
+
+// As a relay, nothing listening at the URL: the host's first initialize
+// is answered within firstAnswer (the era probe and the initialize, or
+// the HTTP+SSE stream's first GET, are refused and not tried again: a
+// server never reached is not waited for), with what is wrong and what
+// to do; the relay stays until stdin closes.
+func TestRelayRefusedServerAnswersInitializeAtOnce(t *testing.T) {
+	for _, transport := range []string{"auto", "sse"} {
+		t.Run(transport, func(t *testing.T) {
+			is := is.New(t)
+			srv := httptest.NewServer(http.NotFoundHandler())
+			url := srv.URL + "/mcp"
+			srv.Close() // nothing listens there now
+			cmd := exec.Command(relayBinary(t), "--log-level", "debug", "--transport", transport, url)
+			cmd.Env = testEnv()
+			stdin, err := cmd.StdinPipe()
+			is.NoErr(err)
+			stdout, err := cmd.StdoutPipe()
+			is.NoErr(err)
+			stderr := &transporttest.SyncBuffer{}
+			cmd.Stderr = stderr
+			is.NoErr(cmd.Start())
+			defer cmd.Process.Kill()
+			// The relay has started once it logs; the bound is the answer's.
+			stderr.Watch(regexp.MustCompile(`msg="relaying stdio"`)).Next(t, testTimeout)
+			out := bufio.NewScanner(stdout)
+
+			start := time.Now()
+			io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`+"\n")
+			is.True(out.Scan())
+			took := time.Since(start)
+			if took >= firstAnswer {
+				t.Errorf("the initialize was answered after %v, want under %v", took, firstAnswer)
+			}
+			is.Equal(out.Text(), `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"cannot reach `+url+`: connection refused: nothing listens there; check the host and port, and that the server is running"}}`)
+			is.True(!strings.Contains(stderr.String(), "msg=retrying"))
+			is.True(!strings.Contains(stderr.String(), "reconnecting"))
+
+			stdin.Close()
+			_ = cmd.Wait()
+		})
+	}
 }
 
 // A server command that cannot run is refused at start, at once, with

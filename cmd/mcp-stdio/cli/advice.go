@@ -39,30 +39,42 @@ func (f *relayFlags) advice(u *pipeline.Unreachable) string {
 }
 
 // authAdvice is the advice for a 401 or 403: which credentials to give,
-// after what the server's challenge asks for.
+// after what the server's challenge asks for and what it publishes. A
+// sign-in with --oauth is advised only where the server publishes the
+// metadata a sign-in starts from (pipeline.Unreachable.OAuthMetadata);
+// without it, --oauth would guess endpoints the server most likely does
+// not have.
 func (f *relayFlags) authAdvice(u *pipeline.Unreachable) string {
 	challenge := strings.ToLower(u.Challenge)
+	oauth := u.OAuthMetadata != ""
 	switch {
 	case strings.Contains(challenge, "insufficient_scope"):
 		if f.oauth {
 			return "the token lacks a scope the server asks for: pass it with --oauth-scope"
 		}
-		return "the token lacks a scope the server asks for: use a token that has it, or --oauth to sign in"
+		if oauth {
+			return "the token lacks a scope the server asks for: use a token that has it, or --oauth to sign in"
+		}
+		return "the token lacks a scope the server asks for: use a token that has it"
 	case f.oauth:
 		return "the signed-in token was refused: check --oauth-scope and --client-id"
+	case u.Credentials && oauth:
+		return "check the token (MCP_BEARER_TOKEN, --bearer-token or -H 'Authorization: …'), or sign in with --oauth (the server publishes OAuth metadata)"
 	case u.Credentials:
-		return "check the token (MCP_BEARER_TOKEN, --bearer-token or -H 'Authorization: …'), or sign in with --oauth"
+		return "check the token (MCP_BEARER_TOKEN, --bearer-token or -H 'Authorization: …')"
 	case strings.HasPrefix(challenge, "basic"):
 		return "the server asks for Basic credentials: pass -H 'Authorization: Basic …'"
-	case strings.Contains(challenge, "resource_metadata") || strings.HasPrefix(challenge, "bearer"):
-		return "the server asks for a Bearer token: sign in with --oauth, or set MCP_BEARER_TOKEN (or -H 'Authorization: Bearer …')"
+	case oauth:
+		return "the server publishes OAuth metadata: sign in with --oauth, or set MCP_BEARER_TOKEN (or --bearer-token) to a token it takes"
+	case strings.HasPrefix(challenge, "bearer"):
+		return "the server asks for a bearer token: set MCP_BEARER_TOKEN (or pass --bearer-token) to the token it takes"
 	}
 	if u.Status == http.StatusForbidden {
 		// Without a challenge a 403 may be about anything: a policy, the
 		// client's address, a Host the server does not serve.
-		return "if the server wants credentials, set MCP_BEARER_TOKEN (or -H 'Authorization: …'), or sign in with --oauth"
+		return "if the server wants credentials, set MCP_BEARER_TOKEN (or --bearer-token, or -H 'Authorization: …')"
 	}
-	return "set MCP_BEARER_TOKEN (or -H 'Authorization: …'), or sign in with --oauth"
+	return "set MCP_BEARER_TOKEN (or --bearer-token, or -H 'Authorization: …') to the credentials the server takes"
 }
 
 // remedy says what the user can do about a request that failed for a
