@@ -32,6 +32,17 @@ type Backend interface {
 	Close(ctx context.Context) error
 }
 
+// BackendEndCause is what a [Backend] may also implement to say why its
+// server ended on its own: for a child, its exit status and the stderr
+// lines that explain it. [Sessions] tells it to the client of a session
+// whose server ends before its initialize was answered (the error of the
+// initialize), and logs it.
+type BackendEndCause interface {
+	// EndCause says why the server ended; it is called once Done is
+	// closed.
+	EndCause() error
+}
+
 // SessionsOptions configures [NewSessions].
 type SessionsOptions struct {
 	// Open starts the server side of a new session: id is its
@@ -454,6 +465,11 @@ func (ss *session) forward(ctx context.Context, m frame.Message, x Exchange, isI
 	if !isInit && (ss.isClosed() || errors.Is(err, frame.ErrUnavailable)) {
 		return Refuse(http.StatusNotFound, id, frame.CodeInvalidRequest, "session not found")
 	}
+	if isInit && errors.Is(err, frame.ErrUnavailable) {
+		if cause := ss.endCause(ctx); cause != nil {
+			return Refuse(http.StatusBadGateway, id, frame.CodeGateway, "the server could not start: "+cause.Error())
+		}
+	}
 	return Refuse(http.StatusBadGateway, id, frame.CodeGateway, "the server could not take the message: "+err.Error())
 }
 
@@ -502,13 +518,36 @@ func (ss *session) idleFired(gen uint64) {
 	}
 }
 
-// watch ends the session when its backend ends on its own.
+// watch ends the session when its backend ends on its own; before the
+// initialize was answered, with the cause the backend gives
+// ([BackendEndCause]), which its client then gets.
 func (ss *session) watch() {
 	select {
 	case <-ss.backend.Done():
-		ss.close(context.Background(), "the server process exited")
+		reason := "the server process exited"
+		if ss.conn.ProtocolVersion() == "" {
+			if cause := ss.endCause(context.Background()); cause != nil {
+				reason = cause.Error()
+			}
+		}
+		ss.close(context.Background(), reason)
 	case <-ss.done:
 	}
+}
+
+// endCause returns why the backend ended, once it has ([BackendEndCause]);
+// nil when it cannot say, or ctx ends first.
+func (ss *session) endCause(ctx context.Context) error {
+	ec, ok := ss.backend.(BackendEndCause)
+	if !ok {
+		return nil
+	}
+	select {
+	case <-ss.backend.Done():
+	case <-ctx.Done():
+		return nil
+	}
+	return ec.EndCause()
 }
 
 // close ends the session: its id is forgotten (404 from now on), its Conn

@@ -720,16 +720,13 @@ func (s *Server) handshakeChild(ctx context.Context, conn *mw.Conn, stderrPrefix
 		_ = c.Close(ctx)
 		if errors.Is(err, errChildDone) || c.track.endedOnItsOwn() {
 			if skipDiscover {
-				err = errors.New("the server process exited during its handshake")
-				if status := c.Err(); status != nil {
-					err = fmt.Errorf("the server process exited during its handshake (%v)", status)
-				}
+				err = c.exitCause("during its handshake")
 			} else {
 				err = mw.ErrChildDied
 			}
 		}
 		if !errors.Is(err, mw.ErrChildDied) || skipDiscover {
-			s.ready.record(err)
+			s.ready.record(readinessError(err))
 			return nil, nil, err
 		}
 		log.Info("the server process exited on server/discover; starting it again as a server of the session era")
@@ -808,6 +805,10 @@ func (b *childBackend) Handle(ctx context.Context, m frame.Message) error {
 	return b.entry.Handle(ctx, m)
 }
 func (b *childBackend) Done() <-chan struct{} { return b.child.Done() }
+
+// EndCause says why the child ended on its own: its exit status, and the
+// stderr lines that explain it (see mw.BackendEndCause).
+func (b *childBackend) EndCause() error { return b.child.exitCause("") }
 func (b *childBackend) Close(ctx context.Context) error {
 	if b.closing.Load() {
 		return b.child.Terminate(ctx) // within the bound of a shutdown
