@@ -137,7 +137,7 @@ func (s *Server) probe() {
 	ctx, cancel := context.WithTimeout(s.life, readyProbeTimeout)
 	defer cancel()
 	log := s.log.With("probe", "readiness")
-	c, _, err := s.handshakeChild(ctx, mw.NewConn(mw.EraUnknown), "[probe] ", log)
+	c, _, err := s.handshakeChild(ctx, mw.NewConn(mw.EraUnknown), "[probe] ", log, s.childAnswers(log))
 	if err != nil {
 		log.Warn("the server command cannot be started", "err", err)
 		return
