@@ -48,6 +48,14 @@ const (
 	// ServeTokenEnv names the environment variable holding serve's bearer
 	// token. It is never passed on to children.
 	ServeTokenEnv = "MCP_STDIO_SERVE_TOKEN"
+	// ParentPIDEnv names the environment variable by which a parent asks
+	// the serve command to end with it: the parent's own process id. The
+	// npm package's launcher sets it for the binary it starts, so that
+	// `npx mcp-stdio serve` does not outlive the launcher (npm's exec
+	// does not pass a SIGTERM on to it, and serve, unlike the relay, has
+	// no stdin whose end would tell it). It is never passed on to
+	// children.
+	ParentPIDEnv = "MCP_STDIO_PARENT_PID"
 	// StateKeyEnv names the environment variable holding the key that
 	// seals requestState (see ServeConfig.StateKey). It is never passed on
 	// to children.
@@ -65,8 +73,8 @@ type ServeConfig struct {
 	// Command is the stdio server's program and arguments; required.
 	Command []string
 	// Env is the children's environment; nil means the gateway's own. The
-	// variables ServeTokenEnv, StateKeyEnv and
-	// server.IntrospectionSecretEnv are always removed.
+	// variables ServeTokenEnv, StateKeyEnv, server.IntrospectionSecretEnv
+	// and ParentPIDEnv are always removed.
 	Env []string
 	// Dir is the children's working directory; "" means the gateway's.
 	Dir string
@@ -844,15 +852,16 @@ func (b *childBackend) Close(ctx context.Context) error {
 }
 
 // childEnv returns the children's environment: env (or the gateway's
-// own) without serve's secrets: the token, the state key, the
-// introspection secret.
+// own) without serve's secrets — the token, the state key, the
+// introspection secret — and without ParentPIDEnv, which asks serve, not
+// its children, to end with its parent.
 func childEnv(env []string) []string {
 	if env == nil {
 		env = os.Environ()
 	}
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, ServeTokenEnv+"=") && !strings.HasPrefix(kv, StateKeyEnv+"=") && !strings.HasPrefix(kv, server.IntrospectionSecretEnv+"=") {
+		if !strings.HasPrefix(kv, ServeTokenEnv+"=") && !strings.HasPrefix(kv, StateKeyEnv+"=") && !strings.HasPrefix(kv, server.IntrospectionSecretEnv+"=") && !strings.HasPrefix(kv, ParentPIDEnv+"=") {
 			out = append(out, kv)
 		}
 	}

@@ -84,3 +84,11 @@ func TestStartAdvice(t *testing.T) {
 		is.True(strings.Contains(got, want) && (want != "") == (got != ""))
 	}
 }
+
+// The children never get serve's own variables: its secrets, and the
+// parent id by which the launcher asks serve (not them) to end with it.
+func TestChildEnvDropsServesOwnVariables(t *testing.T) {
+	is := is.New(t)
+	got := childEnv([]string{"PATH=/bin", ServeTokenEnv + "=t", StateKeyEnv + "=k", ParentPIDEnv + "=42", "HOME=/h"})
+	is.Equal(got, []string{"PATH=/bin", "HOME=/h"})
+}

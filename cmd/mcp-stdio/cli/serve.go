@@ -256,6 +256,10 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	}
 	if opt.OwnProcess {
 		tuneServeProcess(getenv, logger)
+		// A parent (the npm launcher) that asks for it: serve ends with it.
+		var stopWatch func()
+		ctx, stopWatch = endWithParent(ctx, getenv, logger)
+		defer stopWatch()
 	}
 	// Listen first: without --public-url, the embedded authorization
 	// server's issuer is the address bound.
