@@ -37,6 +37,12 @@ their origin is loopback, --public-url or --allow-origin. Set a bearer token
 with the MCP_STDIO_SERVE_TOKEN environment variable (or --auth-token, which
 shows in ps) before listening anywhere but loopback.
 
+Sessions a client leaves without DELETE end after --session-idle-timeout
+(30 minutes); at --max-sessions a new session takes the place of the one
+idle the longest. Started by the npm package's launcher (npx mcp-stdio
+serve), or by any parent that sets MCP_STDIO_PARENT_PID to its own process
+id, serve drains and exits when that parent dies.
+
 DURATION is seconds (30) or a Go duration (30s, 5m, 1h); BYTES is a number
 of bytes, or one with KiB, MiB or GiB (64MiB).
 
