@@ -8,6 +8,8 @@ import (
 	"math/big"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -47,6 +49,12 @@ func FuzzReader(f *testing.F) {
 						t.Fatalf("recovered id %q is not a JSON token", le.ID)
 					}
 					checkOneLine(t, frame.ErrorResponse(le.ID, le.Code(), "bad line").Bytes()) // the answer to the line
+					if len(le.Head) > frame.LineHeadSize || le.Size < int64(len(le.Head)) {
+						t.Fatalf("head of %d bytes for a line of %d", len(le.Head), le.Size)
+					}
+					if x := le.Excerpt(); !utf8.ValidString(x) || strings.IndexFunc(x, unicode.IsControl) >= 0 {
+						t.Fatalf("excerpt %q is not fit for a log line", x)
+					}
 					continue
 				}
 				return

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -33,6 +36,62 @@ type LineError struct {
 	// envelope is invalid but whose id is fine), else "". It lets the
 	// caller answer the request instead of leaving its sender waiting.
 	ID ID
+	// Head is the start of the line, at most [LineHeadSize] bytes of it (a
+	// copy, cut anywhere, possibly within a character), and Size the
+	// line's length in bytes without its end of line, so that a log can
+	// show what was refused ([LineError.Excerpt]). A Reader sets both;
+	// Size is 0 when unknown.
+	Head []byte
+	Size int64
+}
+
+// LineHeadSize bounds [LineError.Head].
+const LineHeadSize = 120
+
+// Excerpt returns Head fit to quote in a log line: printable characters
+// as they are, a backslash doubled, every other byte or character escaped
+// (\xNN, \uNNNN), a character the cut split dropped, and "…" at the end
+// when the line is longer.
+func (e *LineError) Excerpt() string {
+	head := e.Head
+	cut := e.Size > int64(len(head))
+	if cut {
+		// Drop a character the cut split: at most 3 bytes of one.
+		for i := 1; i <= 3 && i <= len(head); i++ {
+			if utf8.RuneStart(head[len(head)-i]) {
+				if !utf8.FullRune(head[len(head)-i:]) {
+					head = head[:len(head)-i]
+				}
+				break
+			}
+		}
+	}
+	var b strings.Builder
+	for len(head) > 0 {
+		r, n := utf8.DecodeRune(head)
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, head[0])
+		case r == '\\':
+			b.WriteString(`\\`)
+		case unicode.IsPrint(r):
+			b.WriteRune(r)
+		case r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		head = head[n:]
+	}
+	if cut {
+		b.WriteString("…")
+	}
+	return b.String()
+}
+
+// lineHead returns a copy of the first LineHeadSize bytes of line.
+func lineHead(line []byte) []byte {
+	return bytes.Clone(line[:min(len(line), LineHeadSize)])
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
@@ -132,14 +191,14 @@ func (r *Reader) TakeHeld() int64 {
 func (r *Reader) Read() (Message, error) {
 	r.budget.Release(r.TakeHeld())
 	for {
-		line, bad, err := r.readLine()
+		line, size, bad, err := r.readLine()
 		if len(line) == 0 && bad == nil && err != nil {
 			r.dropScratch()
 			return Message{}, err
 		}
 		r.line++
 		if bad != nil {
-			return Message{}, &LineError{Line: r.line, Err: bad, ID: probeID(line)}
+			return Message{}, &LineError{Line: r.line, Err: bad, ID: probeID(line), Head: lineHead(line), Size: size}
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
@@ -156,7 +215,7 @@ func (r *Reader) Read() (Message, error) {
 		m, perr := r.parser.ParseOwned(own)
 		if perr != nil {
 			r.budget.Release(held)
-			return Message{}, &LineError{Line: r.line, Err: perr, ID: requestID(perr)}
+			return Message{}, &LineError{Line: r.line, Err: perr, ID: requestID(perr), Head: lineHead(own), Size: int64(len(own))}
 		}
 		r.passed = held
 		return m, nil
@@ -202,22 +261,27 @@ func (r *Reader) dropScratch() {
 func (r *Reader) Line() int { return r.line }
 
 // readLine returns the next line without its terminator, valid until the
-// next call. For a line that cannot be used whole it returns only the
-// first idProbe bytes and why (ErrTooLarge, ErrOverBudget). err is non-nil
-// only when the input ended (the line, if any, is still valid).
-func (r *Reader) readLine() (line []byte, bad, err error) {
+// next call, and its length. For a line that cannot be used whole it
+// returns only the first idProbe bytes, its whole length, and why
+// (ErrTooLarge, ErrOverBudget). err is non-nil only when the input ended
+// (the line, if any, is still valid).
+func (r *Reader) readLine() (line []byte, size int64, bad, err error) {
 	chunk, err := r.br.ReadSlice('\n')
 	if !errors.Is(err, bufio.ErrBufferFull) {
 		if cap(r.scratch) > keepScratch {
 			r.dropScratch() // the long lines are over: let their buffer go
 		}
-		if line := trimEOL(chunk); len(line) <= r.max {
-			return line, nil, err
+		line := trimEOL(chunk)
+		if len(line) <= r.max {
+			return line, int64(len(line)), nil, err
 		}
-		return chunk[:min(idProbe, len(chunk))], ErrTooLarge, err
+		return line[:min(idProbe, len(line))], int64(len(line)), ErrTooLarge, err
 	}
 	buf := r.scratch[:0]
+	var end []byte // the last bytes read, for the end of line
 	for {
+		size += int64(len(chunk))
+		end = chunk
 		if bad == nil {
 			var ok bool
 			if len(buf)+len(chunk) > r.max+2 {
@@ -235,9 +299,10 @@ func (r *Reader) readLine() (line []byte, bad, err error) {
 			}
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
+			size -= int64(len(end) - len(trimEOL(end)))
 			if line := trimEOL(buf); bad == nil && len(line) <= r.max {
 				r.scratch = buf[:0]
-				return line, nil, err
+				return line, int64(len(line)), nil, err
 			}
 			// A line that is not kept leaves no buffer behind: the probe
 			// stays valid for the caller as long as it needs it.
@@ -245,7 +310,7 @@ func (r *Reader) readLine() (line []byte, bad, err error) {
 			if bad == nil {
 				bad = ErrTooLarge
 			}
-			return buf[:min(idProbe, len(buf))], bad, err
+			return buf[:min(idProbe, len(buf))], size, bad, err
 		}
 		chunk, err = r.br.ReadSlice('\n')
 	}

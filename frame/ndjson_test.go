@@ -162,3 +162,42 @@ func TestReaderLine(t *testing.T) {
 	is.Equal(m.Kind(), frame.Invalid)
 	is.Equal(r.Line(), 4)
 }
+
+// A bad line keeps its start and its length, so that a log can show what
+// was refused: at most LineHeadSize bytes, escaped, and "…" when cut.
+func TestReaderBadLineHeadAndSize(t *testing.T) {
+	is := is.New(t)
+	long := "oops " + strings.Repeat("z", 200)
+	huge := `{"id":"h","s":"` + strings.Repeat("q", 200<<10) + `"}`
+	in := "not json\x01é\r\n" + long + "\n" + huge + "\r\n"
+	_, errs, _ := readAll(frame.NewReader(strings.NewReader(in), 100<<10))
+	is.Equal(len(errs), 3)
+	is.Equal(string(errs[0].Head), "not json\x01é")
+	is.Equal(errs[0].Size, int64(len("not json\x01é")))
+	is.Equal(errs[0].Excerpt(), `not json\x01é`)
+	is.Equal(len(errs[1].Head), frame.LineHeadSize)
+	is.Equal(errs[1].Size, int64(len(long)))
+	is.Equal(errs[1].Excerpt(), long[:frame.LineHeadSize]+"…")
+	is.True(errors.Is(errs[2], frame.ErrTooLarge)) // over the cap: its length still counted
+	is.Equal(errs[2].Size, int64(len(huge)))
+	is.Equal(string(errs[2].Head), huge[:frame.LineHeadSize])
+}
+
+// Excerpt escapes what a log line should not carry raw, and drops a
+// character the cut split.
+func TestLineErrorExcerpt(t *testing.T) {
+	is := is.New(t)
+	for _, c := range []struct {
+		head string
+		size int64
+		want string
+	}{
+		{`{"a":"b\n"}`, 11, `{"a":"b\\n"}`},
+		{"tab\there\x7f\xff\u2028", 0, `tab\x09here\x7f\xff\u2028`},
+		{"ab\xc3", 10, "ab…"},     // é cut after its first byte
+		{"ab\xe2\x82", 10, "ab…"}, // € cut after two
+		{"abé", 10, "abé…"},
+	} {
+		is.Equal((&frame.LineError{Head: []byte(c.head), Size: c.size}).Excerpt(), c.want)
+	}
+}

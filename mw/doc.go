@@ -145,7 +145,10 @@
 //	    StampResults         resultType, serverInfo, ttlMs (--cache-ttl-ms)
 //	    ServeListen          subscriptions/listen served by the gateway
 //	    CheckParamHeaders    below the listens, which take list_changed
-//	    ParkChildRequests    the child's sampling/elicitation/roots as MRTR
+//	    ParkChildRequests    the child's sampling/elicitation/roots as MRTR,
+//	                         when the one call in flight asked; else answered
+//	                         here (ChildAnswers, which also answers during
+//	                         the handshake)
 //	    LocalDiscover        server/discover answered from the child's initialize
 //	    StripModernMeta      io.modelcontextprotocol/* _meta keys taken off
 //	    AwaitAnswers

@@ -30,9 +30,9 @@ const (
 // The methods of the child's requests a 2026-07-28 client can answer as
 // input requests.
 const (
-	methodSampling    = "sampling/createMessage"
-	methodElicitation = "elicitation/create"
-	methodRootsList   = "roots/list"
+	methodSampling    = frame.MethodCreateMessage
+	methodElicitation = frame.MethodElicit
+	methodRootsList   = frame.MethodRootsList
 )
 
 // ParkOptions configures [ParkChildRequests].
@@ -78,6 +78,14 @@ type ParkOptions struct {
 	// the calls parked across all children. It is called under the
 	// stage's lock and must not block.
 	Parked func(delta int)
+	// Shared, when set, says that the child serves many clients (serve's
+	// pooled child) and answers, in the gateway's name, the child's
+	// requests no call can be said to have caused. A request is then
+	// given to a call only when that call is the only one in flight on
+	// the child; the child's first roots/list never is. See
+	// [ParkChildRequests]. nil (the relay, whose server has one client)
+	// keeps the rules for one client.
+	Shared *ChildAnswers
 	// Logger receives a warning when the child asks for input that could
 	// belong to several calls, and debug lines; nil discards.
 	Logger *slog.Logger
@@ -100,9 +108,29 @@ type ParkOptions struct {
 // answered here, never passed on:
 //
 //   - ping: {} to the child.
-//   - sampling/createMessage, elicitation/create, roots/list: given to the
-//     one tracked call, not finished, whose client declared that
-//     capability (URL elicitation needs elicitation.url, form elicitation
+//   - sampling/createMessage, elicitation/create, roots/list, with Shared
+//     (a child many clients share): given to a call only when serve can
+//     tell that call caused it. That is when it is the only call
+//     (tools/call, prompts/get or resources/read) in flight on the child
+//     — written to it, or being written, and not answered or cancelled
+//     yet; parked or running — when the request arrives, and the
+//     request is not the child's first roots/list, which asks for the
+//     roots of its connection (see [ChildAnswers.FirstRoots]). Requests
+//     the child sends while the gateway performs its handshake never
+//     reach this stage ([ChildAnswers.Handshake]). A request given to a
+//     call whose client declared the capability is parked as below; one
+//     whose client did not gets what such a client would give: for an
+//     elicitation {"action":"decline"}, for sampling an error (-32600),
+//     for roots/list Shared's roots. Every other request — none in
+//     flight, several, or the first roots/list — is answered by Shared
+//     ([ChildAnswers.Answer]: roots/list with the roots configured for
+//     the child, none by default; sampling and elicitation with an error
+//     saying no client can answer them) and logged, once per method at
+//     Info or Warn, after that at Debug. No client's roots reach the
+//     child but through a call of that client's alone.
+//   - sampling/createMessage, elicitation/create, roots/list, without
+//     Shared (one client): given to the one tracked call, not finished,
+//     whose client declared that capability (URL elicitation needs elicitation.url, form elicitation
 //     elicitation.form or an empty elicitation, sampling with tools
 //     sampling.tools). Calls running on the child (not parked) come
 //     first: while one runs, the request is taken to be one of theirs,
@@ -308,13 +336,7 @@ func (p *parker) flush(ctx context.Context, s parkSends) error {
 }
 
 // parkEligible reports whether method may answer input_required.
-func parkEligible(method string) bool {
-	switch method {
-	case "tools/call", "prompts/get", "resources/read":
-		return true
-	}
-	return false
-}
+func parkEligible(method string) bool { return frame.TakesInput(method) }
 
 // watch registers the OnClose of ctx's Conn, once.
 func (p *parker) watch(ctx context.Context) {
@@ -410,18 +432,23 @@ func (p *parker) toServer(ctx context.Context, m frame.Message) error {
 var capsPath = "params._meta." + gjson.Escape(MetaClientCapabilities)
 
 // track starts tracking call m when its client declared a capability the
-// child may use.
+// child may use; with Shared, every call, to know which are in flight.
 func (p *parker) track(ctx context.Context, m frame.Message) {
 	caps := m.Get(capsPath)
 	if !caps.Get("sampling").IsObject() && !caps.Get("elicitation").IsObject() && !caps.Get("roots").IsObject() {
-		return
+		if p.o.Shared == nil {
+			return
+		}
+		caps = gjson.Result{} // in flight, asks for nothing
 	}
 	c := &parkedCall{
-		childID:   m.ID(),
-		caps:      caps.Raw,
-		principal: sha256.Sum256([]byte(principalOf(ctx))),
-		hash:      requestHash(m),
-		waiting:   m.ID(),
+		childID: m.ID(),
+		caps:    caps.Raw,
+		waiting: m.ID(),
+	}
+	if caps.Raw != "" {
+		c.principal = sha256.Sum256([]byte(principalOf(ctx)))
+		c.hash = requestHash(m)
 	}
 	if t := m.Get("params._meta.progressToken"); t.Type == gjson.String || t.Type == gjson.Number {
 		c.childToken = t.Raw
@@ -784,7 +811,9 @@ func (p *parker) childRequest(ctx context.Context, m frame.Message) error {
 		return p.next.ToServer.Handle(ctx, frame.ErrorResponse(m.ID(), -32601,
 			"method not found: "+method+" (a 2026-07-28 client answers only sampling/createMessage, elicitation/create and roots/list, during a call)"))
 	}
-	var s parkSends
+	if p.o.Shared != nil {
+		return p.sharedRequest(ctx, m)
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -834,7 +863,57 @@ func (p *parker) childRequest(ctx context.Context, m frame.Message) error {
 		}
 		return p.next.ToServer.Handle(ctx, frame.ErrorResponse(m.ID(), -32603, msg))
 	}
-	c := found[0]
+	return p.giveLocked(ctx, found[0], m)
+}
+
+// sharedRequest answers the request m of a child many clients share
+// (ParkOptions.Shared): given to the call that caused it, when serve can
+// tell which, else answered by Shared.
+func (p *parker) sharedRequest(ctx context.Context, m frame.Message) error {
+	method := m.Method()
+	if method == methodRootsList && p.o.Shared.FirstRoots() {
+		return p.next.ToServer.Handle(ctx, p.o.Shared.Answer(m,
+			"it is the server's first roots/list, which asks for the roots of its connection, and every client of this server shares that connection"))
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	var inFlight []*parkedCall
+	for _, c := range p.byChild {
+		if c.held.Len() == 0 { // else the child has answered it
+			inFlight = append(inFlight, c)
+		}
+	}
+	if len(inFlight) != 1 {
+		p.mu.Unlock()
+		why := "it came while no call was in flight on the server"
+		if len(inFlight) > 1 {
+			why = "it came while " + strconv.Itoa(len(inFlight)) + " calls were in flight on the server, and nothing tells which one asked"
+		}
+		return p.next.ToServer.Handle(ctx, p.o.Shared.Answer(m, why))
+	}
+	c := inFlight[0]
+	if !declares(c.caps, m) {
+		p.mu.Unlock()
+		switch method {
+		case methodElicitation:
+			return p.next.ToServer.Handle(ctx, frame.ResultResponse(m.ID(), []byte(`{"action":"decline"}`)))
+		case methodRootsList:
+			return p.next.ToServer.Handle(ctx, p.o.Shared.Answer(m, "the client of the call in flight declared no roots"))
+		}
+		return p.next.ToServer.Handle(ctx, frame.ErrorResponse(m.ID(), -32600,
+			method+" is not available: the client of the call in flight did not declare that capability"))
+	}
+	return p.giveLocked(ctx, c, m)
+}
+
+// giveLocked parks the child's request m for call c, whose client will be
+// asked for it (see ParkChildRequests); p.mu is held, and released.
+func (p *parker) giveLocked(ctx context.Context, c *parkedCall, m frame.Message) error {
+	method := m.Method()
+	var s parkSends
 	if len(c.pending) >= maxParkedInputs {
 		p.mu.Unlock()
 		return p.next.ToServer.Handle(ctx, frame.ErrorResponse(m.ID(), -32603,

@@ -32,6 +32,17 @@ type Backend interface {
 	Close(ctx context.Context) error
 }
 
+// BackendEndCause is what a [Backend] may also implement to say why its
+// server ended on its own: for a child, its exit status and the stderr
+// lines that explain it. [Sessions] tells it to the client of a session
+// whose server ends before its initialize was answered (the error of the
+// initialize), and logs it.
+type BackendEndCause interface {
+	// EndCause says why the server ended; it is called once Done is
+	// closed.
+	EndCause() error
+}
+
 // SessionsOptions configures [NewSessions].
 type SessionsOptions struct {
 	// Open starts the server side of a new session: id is its
@@ -41,8 +52,11 @@ type SessionsOptions struct {
 	// initialize request's: it bounds the start, not the session.
 	// Required.
 	Open func(ctx context.Context, id string, conn *Conn) (Backend, error)
-	// MaxSessions bounds the sessions alive at once; an initialize beyond
-	// it gets 503. 0 means [DefaultMaxSessions].
+	// MaxSessions bounds the sessions alive at once; 0 means
+	// [DefaultMaxSessions]. At the bound a new session takes the place of
+	// the one idle the longest, which ends (its client's next request
+	// gets 404, and it initializes again); when none is idle, the new one
+	// is refused with 503 and Retry-After.
 	MaxSessions int
 	// IdleTimeout ends a session that has had no request and no open
 	// stream for this long; 0 means sessions never idle out.
@@ -87,7 +101,16 @@ type SessionsOptions struct {
 //     empty batch, one holding something that is not a JSON-RPC message,
 //     and a batched initialize are refused on any.
 //   - A session ends when its backend ends on its own, when it has been
-//     idle for IdleTimeout, or at Close.
+//     idle for IdleTimeout, when a new session takes its place, or at
+//     Close.
+//
+// A session is idle while no exchange of its is in progress: no request
+// waits for its answer, no stream (a GET's, an HTTP+SSE session's) is
+// open. At MaxSessions (sessions alive and starting together) a new
+// session evicts the session idle the longest: that one ends as DELETE
+// ends it, and the new one starts once its backend is gone, so that
+// MaxSessions bounds the backends too. Only when no session is idle is
+// the new one refused: 503, with Retry-After.
 //
 // A message its backend could not take is refused: 404 when the server
 // has ended, 502 otherwise; a stage's own refusal ([Refuse]) passes as it
@@ -100,6 +123,10 @@ type Sessions struct {
 	sessions map[string]*session
 	starting int  // sessions whose backend is being opened
 	closed   bool // no new sessions
+
+	// idleTicks orders the moments sessions fall idle: each one's
+	// idleSince is the tick of its last.
+	idleTicks atomic.Uint64
 }
 
 // NewSessions returns the session stage for o.
@@ -200,6 +227,7 @@ func (s *Sessions) post(ctx context.Context, m frame.Message, x Exchange) error 
 		if err != nil {
 			return err
 		}
+		defer ss.end() // open's hold: the initialize's exchange holds it now
 		return ss.initialize(ctx, m, x)
 	case sid == "":
 		return Refuse(http.StatusBadRequest, m.ID(), frame.CodeInvalidRequest, "Bad Request: missing Mcp-Session-Id (initialize first)")
@@ -241,7 +269,8 @@ func batchesAllowed(v string) bool { return v == "2025-03-26" || v == "2024-11-0
 
 // open starts a new session under id, or returns the refusal (under
 // reqID, the request that opens it, if any). sse marks a session of the
-// HTTP+SSE transport.
+// HTTP+SSE transport. The session is busy (not to be evicted) until the
+// caller calls its end, once the session's first exchange has begun.
 func (s *Sessions) open(ctx context.Context, id string, reqID frame.ID, sse bool) (*session, error) {
 	s.mu.Lock()
 	_, taken := s.sessions[id]
@@ -252,15 +281,28 @@ func (s *Sessions) open(ctx context.Context, id string, reqID frame.ID, sse bool
 	case taken:
 		s.mu.Unlock()
 		return nil, Refuse(http.StatusConflict, reqID, frame.CodeInvalidRequest, "Conflict: the session id is in use")
-	case len(s.sessions)+s.starting >= s.o.MaxSessions:
-		s.mu.Unlock()
-		s.log.Warn("refused a session: too many sessions", "max", s.o.MaxSessions)
-		return nil, Refuse(http.StatusServiceUnavailable, reqID, frame.CodeGateway, fmt.Sprintf("too many sessions (at most %d)", s.o.MaxSessions))
+	}
+	var evicted *session
+	if len(s.sessions)+s.starting >= s.o.MaxSessions {
+		if evicted = s.evictLocked(); evicted == nil {
+			s.mu.Unlock()
+			s.log.Warn("refused a new session: every session is busy (a request in flight or a stream open); raise --max-sessions", "max", s.o.MaxSessions)
+			return nil, Refuse(http.StatusServiceUnavailable, reqID, frame.CodeGateway,
+				fmt.Sprintf("all %d sessions are busy; try again later", s.o.MaxSessions))
+		}
 	}
 	s.starting++
 	s.mu.Unlock()
+	if evicted != nil {
+		// Its slot is the new session's (counted in starting): its
+		// backend goes first, so that MaxSessions bounds backends too.
+		evicted.log.Info("session evicted: a new session needed its place, and it was idle the longest", "max", s.o.MaxSessions)
+		evicted.close(context.WithoutCancel(ctx), "evicted to make room for a new session")
+	}
 
-	ss := &session{s: s, id: id, sse: sse, principal: PrincipalOf(ctx), conn: NewConn(EraSession), done: make(chan struct{})}
+	// Busy until its first exchange has begun (the caller ends this hold
+	// then), so that no other new session evicts it first.
+	ss := &session{s: s, id: id, sse: sse, principal: PrincipalOf(ctx), conn: NewConn(EraSession), done: make(chan struct{}), active: 1}
 	ss.conn.SetPrincipal(ss.principal)
 	ss.log = s.log.With("session", ShortSessionID(ss.id))
 	backend, err := s.o.Open(ctx, ss.id, ss.conn)
@@ -293,6 +335,41 @@ func (s *Sessions) open(ctx context.Context, id string, reqID frame.ID, sse bool
 	return ss, nil
 }
 
+// evictLocked takes the session idle the longest out of the table, marked
+// closed so that nothing more begins on it (a request that found it a
+// moment before gets 404), and returns it for its caller to close; nil
+// when every session is busy. s.mu is held.
+func (s *Sessions) evictLocked() *session {
+	for range len(s.sessions) + 1 {
+		var best *session
+		var since uint64
+		for _, ss := range s.sessions {
+			ss.mu.Lock()
+			if !ss.closed && ss.active == 0 && (best == nil || ss.idleSince < since) {
+				best, since = ss, ss.idleSince
+			}
+			ss.mu.Unlock()
+		}
+		if best == nil {
+			return nil
+		}
+		best.mu.Lock()
+		if best.closed || best.active > 0 { // busy again since: look again
+			best.mu.Unlock()
+			continue
+		}
+		best.closed = true
+		if best.idleStop != nil {
+			best.idleStop()
+			best.idleStop = nil
+		}
+		best.mu.Unlock()
+		delete(s.sessions, best.id)
+		return best
+	}
+	return nil
+}
+
 // lookup returns the live session sid names, of the HTTP+SSE transport
 // when sse is set, else of Streamable HTTP, and opened by the principal of
 // ctx; or nil. A session is reached through the transport that opened it
@@ -317,12 +394,27 @@ func (s *Sessions) notFound(id frame.ID) error {
 	return Refuse(http.StatusNotFound, id, frame.CodeInvalidRequest, "session not found")
 }
 
-// Full reports whether the sessions alive or starting are at
-// MaxSessions, when an initialize gets 503; or the stage is closed.
+// Full reports whether an initialize would get 503 now: the sessions
+// alive or starting are at MaxSessions and none of them is idle, or the
+// stage is closed.
 func (s *Sessions) Full() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.closed || len(s.sessions)+s.starting >= s.o.MaxSessions
+	if s.closed {
+		return true
+	}
+	if len(s.sessions)+s.starting < s.o.MaxSessions {
+		return false
+	}
+	for _, ss := range s.sessions {
+		ss.mu.Lock()
+		idle := !ss.closed && ss.active == 0
+		ss.mu.Unlock()
+		if idle {
+			return false
+		}
+	}
+	return true
 }
 
 // Max returns MaxSessions, defaults applied.
@@ -355,11 +447,12 @@ type session struct {
 	conn      *Conn
 	backend   Backend
 
-	mu       sync.Mutex
-	closed   bool
-	active   int // exchanges in progress
-	idleGen  uint64
-	idleStop func() bool
+	mu        sync.Mutex
+	closed    bool
+	active    int    // exchanges in progress
+	idleSince uint64 // the Sessions' idle tick when active last fell to 0
+	idleGen   uint64
+	idleStop  func() bool
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -454,6 +547,11 @@ func (ss *session) forward(ctx context.Context, m frame.Message, x Exchange, isI
 	if !isInit && (ss.isClosed() || errors.Is(err, frame.ErrUnavailable)) {
 		return Refuse(http.StatusNotFound, id, frame.CodeInvalidRequest, "session not found")
 	}
+	if isInit && errors.Is(err, frame.ErrUnavailable) {
+		if cause := ss.endCause(ctx); cause != nil {
+			return Refuse(http.StatusBadGateway, id, frame.CodeGateway, "the server could not start: "+cause.Error())
+		}
+	}
 	return Refuse(http.StatusBadGateway, id, frame.CodeGateway, "the server could not take the message: "+err.Error())
 }
 
@@ -484,7 +582,11 @@ func (ss *session) end() {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.active--
-	if ss.active > 0 || ss.closed || ss.s.o.IdleTimeout <= 0 {
+	if ss.active > 0 || ss.closed {
+		return
+	}
+	ss.idleSince = ss.s.idleTicks.Add(1)
+	if ss.s.o.IdleTimeout <= 0 {
 		return
 	}
 	ss.idleGen++
@@ -502,13 +604,36 @@ func (ss *session) idleFired(gen uint64) {
 	}
 }
 
-// watch ends the session when its backend ends on its own.
+// watch ends the session when its backend ends on its own; before the
+// initialize was answered, with the cause the backend gives
+// ([BackendEndCause]), which its client then gets.
 func (ss *session) watch() {
 	select {
 	case <-ss.backend.Done():
-		ss.close(context.Background(), "the server process exited")
+		reason := "the server process exited"
+		if ss.conn.ProtocolVersion() == "" {
+			if cause := ss.endCause(context.Background()); cause != nil {
+				reason = cause.Error()
+			}
+		}
+		ss.close(context.Background(), reason)
 	case <-ss.done:
 	}
+}
+
+// endCause returns why the backend ended, once it has ([BackendEndCause]);
+// nil when it cannot say, or ctx ends first.
+func (ss *session) endCause(ctx context.Context) error {
+	ec, ok := ss.backend.(BackendEndCause)
+	if !ok {
+		return nil
+	}
+	select {
+	case <-ss.backend.Done():
+	case <-ctx.Done():
+		return nil
+	}
+	return ec.EndCause()
 }
 
 // close ends the session: its id is forgotten (404 from now on), its Conn

@@ -80,6 +80,7 @@ func (s *Sessions) stream(ctx context.Context, sid string, m frame.Message, x Ex
 	if err != nil {
 		return err
 	}
+	defer ss.end() // open's hold: the stream holds it now
 	if err := ss.forward(ctx, m, x, false); err != nil {
 		ss.close(context.WithoutCancel(ctx), "its stream could not be opened")
 		return err

@@ -79,7 +79,6 @@ func TestSessionsSSERefusals(t *testing.T) {
 		{http.MethodPost, "sse-1", `[]`, 400, "empty batch"},
 		{http.MethodDelete, "sse-1", "", 405, "method not allowed"},
 		{http.MethodGet, "sse-1", "", 409, "the session id is in use"},
-		{http.MethodGet, "sse-2", "", 503, "too many sessions (at most 2)"},
 	} {
 		_, err := h.sse(t, tt.method, tt.sid, tt.body)
 		status, body := refusal(err)

@@ -182,7 +182,7 @@ func TestSessionsRefusals(t *testing.T) {
 	is.True(!h.s.Full())
 	_, err := h.do(t, http.MethodPost, "", initBody)
 	is.NoErr(err)
-	is.True(h.s.Full()) // MaxSessions live
+	is.True(!h.s.Full()) // MaxSessions live, but idle: a new one would take its place
 	for _, tt := range []struct {
 		method, sid, body string
 		status            int
@@ -195,7 +195,6 @@ func TestSessionsRefusals(t *testing.T) {
 		{http.MethodPost, "session-1", initBody, 400, "the session is already initialized"},
 		{http.MethodPost, "nope", initBody, 404, "session not found"},
 		{http.MethodPost, "", `{"jsonrpc":"2.0","method":"initialize"}`, 400, "initialize must be a request"},
-		{http.MethodPost, "", initBody, 503, "too many sessions (at most 1)"},
 		{http.MethodPost, "session-1", `[]`, 400, "empty batch"},
 		{http.MethodPost, "session-1", `[{"jsonrpc":"2.0","id":3,"method":"ping"},7]`, 400, "not a JSON-RPC message"},
 		{http.MethodPost, "session-1", `[` + initBody + `]`, 400, "initialize must not be batched"},
@@ -299,4 +298,88 @@ func TestSessionsEnd(t *testing.T) {
 	_, err = h.do(t, http.MethodPost, "", initBody)
 	status, _ := refusal(err)
 	is.Equal(status, http.StatusServiceUnavailable)
+}
+
+// At MaxSessions a new session takes the place of the one idle the
+// longest: that one ends (its backend closed before the new one opens)
+// and its client's next request gets 404; the others go on.
+func TestSessionsEvictTheLongestIdle(t *testing.T) {
+	is := is.New(t)
+	var notFound atomic.Int32
+	h := newSessionsHarness(t, SessionsOptions{MaxSessions: 2, NotFound: func() { notFound.Add(1) }})
+	for range 2 {
+		_, err := h.do(t, http.MethodPost, "", initBody)
+		is.NoErr(err)
+	}
+	_, err := h.do(t, http.MethodPost, "session-1", pingBody) // session-1 busy last: session-2 is idle the longest
+	is.NoErr(err)
+
+	_, err = h.do(t, http.MethodPost, "", initBody) // session-3
+	is.NoErr(err)
+	is.Equal(h.s.Len(), 2)
+	is.True(h.opened[1].isClosed()) // session-2's backend
+	is.True(h.opened[1].conn.Err() != nil)
+	is.Equal(h.opened[1].conn.Err().Error(), "evicted to make room for a new session")
+	_, err = h.do(t, http.MethodPost, "session-2", pingBody)
+	status, body := refusal(err)
+	is.Equal(status, http.StatusNotFound) // its client initializes again
+	is.True(strings.Contains(body, "session not found"))
+	is.Equal(notFound.Load(), int32(1))
+	for _, sid := range []string{"session-1", "session-3"} {
+		_, err = h.do(t, http.MethodPost, sid, pingBody)
+		is.NoErr(err) // sid
+	}
+	is.True(!h.opened[0].isClosed() && !h.opened[2].isClosed())
+}
+
+// A session with a request in flight or a stream open is busy: when every
+// one is, a new session is refused with 503, Retry-After and a message
+// that says to come back; once one is idle again, it gives way.
+func TestSessionsRefuseWhenEverySessionIsBusy(t *testing.T) {
+	is := is.New(t)
+	h := newSessionsHarness(t, SessionsOptions{MaxSessions: 2})
+	for range 2 {
+		_, err := h.do(t, http.MethodPost, "", initBody)
+		is.NoErr(err)
+	}
+	stream, err := hand(t.Context(), h.s, http.MethodGet, "session-1", "") // a stream open
+	is.NoErr(err)
+	call := &fakeExchange{method: http.MethodPost, sse: true} // a request in flight: its exchange not over
+	is.NoErr(h.s.Handle(on(t.Context(), call), frame.MustParse(pingBody).WithHeader(frame.HeaderSessionID, "session-2")))
+	is.True(h.s.Full())
+
+	_, err = h.do(t, http.MethodPost, "", initBody)
+	var st *frame.StatusError
+	is.True(errors.As(err, &st))
+	is.Equal(st.Code, http.StatusServiceUnavailable)
+	is.Equal(st.Header.Get("Retry-After"), RefuseRetryAfter)
+	is.Equal(string(st.Body), `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"all 2 sessions are busy; try again later"}}`)
+	is.Equal(len(h.opened), 2)
+	is.True(!h.opened[0].isClosed() && !h.opened[1].isClosed())
+
+	call.lines()
+	call.finish() // session-2 is idle again
+	is.True(!h.s.Full())
+	_, err = h.do(t, http.MethodPost, "", initBody)
+	is.NoErr(err)
+	is.True(h.opened[1].isClosed())
+	is.True(!h.opened[0].isClosed()) // its stream is still open
+	stream.finish()
+}
+
+// A session just opened is busy until its first exchange has begun, so
+// that a session opened at the same moment cannot evict it first.
+func TestSessionsNewSessionIsNotEvictedBeforeItsInitialize(t *testing.T) {
+	is := is.New(t)
+	h := newSessionsHarness(t, SessionsOptions{MaxSessions: 1})
+	first, err := h.s.open(t.Context(), "a", "", false)
+	is.NoErr(err)
+	_, err = h.s.open(t.Context(), "b", "", false)
+	status, _ := refusal(err)
+	is.Equal(status, http.StatusServiceUnavailable)
+	first.end() // its initialize's exchange would hold it now; none does
+	second, err := h.s.open(t.Context(), "b", "", false)
+	is.NoErr(err)
+	is.True(h.opened[0].isClosed())
+	second.end()
 }

@@ -48,6 +48,14 @@ const (
 	// ServeTokenEnv names the environment variable holding serve's bearer
 	// token. It is never passed on to children.
 	ServeTokenEnv = "MCP_STDIO_SERVE_TOKEN"
+	// ParentPIDEnv names the environment variable by which a parent asks
+	// the serve command to end with it: the parent's own process id. The
+	// npm package's launcher sets it for the binary it starts, so that
+	// `npx mcp-stdio serve` does not outlive the launcher (npm's exec
+	// does not pass a SIGTERM on to it, and serve, unlike the relay, has
+	// no stdin whose end would tell it). It is never passed on to
+	// children.
+	ParentPIDEnv = "MCP_STDIO_PARENT_PID"
 	// StateKeyEnv names the environment variable holding the key that
 	// seals requestState (see ServeConfig.StateKey). It is never passed on
 	// to children.
@@ -65,8 +73,8 @@ type ServeConfig struct {
 	// Command is the stdio server's program and arguments; required.
 	Command []string
 	// Env is the children's environment; nil means the gateway's own. The
-	// variables ServeTokenEnv, StateKeyEnv and
-	// server.IntrospectionSecretEnv are always removed.
+	// variables ServeTokenEnv, StateKeyEnv, server.IntrospectionSecretEnv
+	// and ParentPIDEnv are always removed.
 	Env []string
 	// Dir is the children's working directory; "" means the gateway's.
 	Dir string
@@ -182,6 +190,13 @@ type ServeConfig struct {
 	// that share clients. nil means a key made at start (a restart then
 	// voids the requestStates given out).
 	StateKey []byte
+	// Roots are the roots serve gives a child serving 2026-07-28 clients
+	// that speaks only the session era when it asks roots/list and no
+	// single client can be asked: its first roots/list (the roots of its
+	// connection, which all its clients share), one sent while serve
+	// starts it, or one sent while no call or several are in flight (see
+	// mw.ParkOptions.Shared). Each is a URI (file://…); nil means none.
+	Roots []string
 	// InputTimeout is how long a call parked for its client's input (a
 	// session-era child's elicitation, sampling or roots request, see
 	// mw.ParkChildRequests) waits for the retry; its requestState expires
@@ -274,7 +289,8 @@ type Server struct {
 	// of them, and the handle that ends their listens.
 	listen  mw.Middleware
 	listens *mw.ListenStreams
-	park    mw.Middleware
+	// roots are cfg.Roots as the JSON array a roots/list result holds.
+	roots []byte
 	// The stage that shares the listens of the pool's dual-era children
 	// (one listen on the child for all the clients asking the same), and
 	// the handle that ends them.
@@ -387,7 +403,9 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	s.cfg = cfg
 	s.listen, s.listens = mw.ServeListen(mw.ServeListenOptions{MaxListens: cfg.MaxListens, Rand: cfg.Rand, Logger: cfg.Logger})
 	s.shareListen, s.sharedListens = mw.ShareListens(mw.ShareListensOptions{MaxListens: cfg.MaxListens, Rand: cfg.Rand, Logger: cfg.Logger})
-	s.park = mw.ParkChildRequests(mw.ParkOptions{StateKey: cfg.StateKey, ReplicaID: cfg.ReplicaID, StateTTL: cfg.InputTimeout, Gather: ParkGather, Parked: s.parked, Logger: cfg.Logger})
+	if s.roots, err = rootsJSON(cfg.Roots); err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
 	s.pool = mw.NewPool(mw.PoolOptions{
 		Start:       s.startPooledChild,
 		MaxChildren: cfg.MaxModernChildren,
@@ -682,11 +700,12 @@ func (s *Server) startPooledChild(ctx context.Context, principal string) (mw.Bac
 	conn := mw.NewConn(mw.EraUnknown)
 	conn.SetPrincipal(principal)
 	log := s.log.With("pool", "2026-07-28")
-	child, fromChild, err := s.handshakeChild(ctx, conn, "[2026-07-28] ", log)
+	own := s.childAnswers(log)
+	child, fromChild, err := s.handshakeChild(ctx, conn, "[2026-07-28] ", log, own)
 	if err != nil {
 		return nil, err
 	}
-	d := mw.Chain(s.pooledStages(conn, log)...)(mw.Duplex{ToServer: child, ToClient: mw.Discard()})
+	d := mw.Chain(s.pooledStages(conn, log, own)...)(mw.Duplex{ToServer: child, ToClient: mw.Discard()})
 	fromChild.Bind(d.ToClient)
 	go func() {
 		<-child.Done()
@@ -695,12 +714,20 @@ func (s *Server) startPooledChild(ctx context.Context, principal string) (mw.Bac
 	return &pooledBackend{childBackend: childBackend{entry: d.ToServer, child: child, closing: &s.closing}, conn: conn}, nil
 }
 
+// childAnswers returns the answers serve gives, in its own name, to the
+// requests of one pooled child that no client can be given (see
+// mw.ChildAnswers).
+func (s *Server) childAnswers(log *slog.Logger) *mw.ChildAnswers {
+	return mw.NewChildAnswers(mw.ChildAnswersOptions{Roots: s.roots, Logger: log})
+}
+
 // handshakeChild starts a child for conn and performs the gateway's own
 // handshake with it (a child that exits on the server/discover is started
 // again and taken for one of the session era). Its messages go to the
-// returned Late, bound to the handshake until it is bound anew. A failed
-// handshake counts as a failed start (see Ready).
-func (s *Server) handshakeChild(ctx context.Context, conn *mw.Conn, stderrPrefix string, log *slog.Logger) (*child, *mw.Late, error) {
+// returned Late, bound to the handshake until it is bound anew; its
+// requests meanwhile are answered by own. A failed handshake counts as a
+// failed start (see Ready).
+func (s *Server) handshakeChild(ctx context.Context, conn *mw.Conn, stderrPrefix string, log *slog.Logger, own *mw.ChildAnswers) (*child, *mw.Late, error) {
 	fromChild := &mw.Late{}
 	skipDiscover := false
 	for {
@@ -709,7 +736,7 @@ func (s *Server) handshakeChild(ctx context.Context, conn *mw.Conn, stderrPrefix
 			return nil, nil, err
 		}
 		hs := mw.NewChildHandshake(conn, c)
-		fromChild.Bind(hs.FromChild())
+		fromChild.Bind(own.Handshake(hs.FromChild(), c))
 		err = runUntilDone(ctx, c.Done(), func(ctx context.Context) error {
 			return hs.Run(ctx, mw.ChildHandshakeOptions{SkipDiscover: skipDiscover, ClientVersion: s.cfg.Version, Logger: log})
 		})
@@ -720,16 +747,13 @@ func (s *Server) handshakeChild(ctx context.Context, conn *mw.Conn, stderrPrefix
 		_ = c.Close(ctx)
 		if errors.Is(err, errChildDone) || c.track.endedOnItsOwn() {
 			if skipDiscover {
-				err = errors.New("the server process exited during its handshake")
-				if status := c.Err(); status != nil {
-					err = fmt.Errorf("the server process exited during its handshake (%v)", status)
-				}
+				err = c.exitCause("during its handshake")
 			} else {
 				err = mw.ErrChildDied
 			}
 		}
 		if !errors.Is(err, mw.ErrChildDied) || skipDiscover {
-			s.ready.record(err)
+			s.ready.record(readinessError(err))
 			return nil, nil, err
 		}
 		log.Info("the server process exited on server/discover; starting it again as a server of the session era")
@@ -762,7 +786,7 @@ func runUntilDone(ctx context.Context, done <-chan struct{}, f func(context.Cont
 
 // pooledStages lists the stages in front of a pooled child, nearest the
 // client first, for the kind of child its handshake found.
-func (s *Server) pooledStages(conn *mw.Conn, log *slog.Logger) []mw.Middleware {
+func (s *Server) pooledStages(conn *mw.Conn, log *slog.Logger, own *mw.ChildAnswers) []mw.Middleware {
 	router := mw.ModernRouter(mw.ModernRouterOptions{Conn: conn, Rand: s.cfg.Rand, Logger: log})
 	paramHeaders := mw.CheckParamHeaders(mw.ParamCheckOptions{Rand: s.cfg.Rand, Logger: log})
 	if conn.Era() == mw.EraStateless { // dual-era: its own 2026-07-28 face
@@ -778,7 +802,15 @@ func (s *Server) pooledStages(conn *mw.Conn, log *slog.Logger) []mw.Middleware {
 		mw.StampResults(mw.StampOptions{CacheTTL: s.cfg.CacheTTL, Logger: log}),
 		s.listen,
 		paramHeaders, // below the listens, which take the child's list_changed
-		s.park,
+		mw.ParkChildRequests(mw.ParkOptions{
+			StateKey:  s.cfg.StateKey,
+			ReplicaID: s.cfg.ReplicaID,
+			StateTTL:  s.cfg.InputTimeout,
+			Gather:    ParkGather,
+			Parked:    s.parked,
+			Shared:    own, // many clients: a request is a call's only when serve can tell
+			Logger:    log,
+		}),
 		mw.LocalDiscover(mw.LocalDiscoverOptions{KeepResourceSubscribe: mw.ServesResourceSubscriptions, Logger: log}),
 		mw.StripModernMeta(),
 		mw.AwaitAnswers(conn),
@@ -808,6 +840,10 @@ func (b *childBackend) Handle(ctx context.Context, m frame.Message) error {
 	return b.entry.Handle(ctx, m)
 }
 func (b *childBackend) Done() <-chan struct{} { return b.child.Done() }
+
+// EndCause says why the child ended on its own: its exit status, and the
+// stderr lines that explain it (see mw.BackendEndCause).
+func (b *childBackend) EndCause() error { return b.child.exitCause("") }
 func (b *childBackend) Close(ctx context.Context) error {
 	if b.closing.Load() {
 		return b.child.Terminate(ctx) // within the bound of a shutdown
@@ -816,15 +852,16 @@ func (b *childBackend) Close(ctx context.Context) error {
 }
 
 // childEnv returns the children's environment: env (or the gateway's
-// own) without serve's secrets: the token, the state key, the
-// introspection secret.
+// own) without serve's secrets — the token, the state key, the
+// introspection secret — and without ParentPIDEnv, which asks serve, not
+// its children, to end with its parent.
 func childEnv(env []string) []string {
 	if env == nil {
 		env = os.Environ()
 	}
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, ServeTokenEnv+"=") && !strings.HasPrefix(kv, StateKeyEnv+"=") && !strings.HasPrefix(kv, server.IntrospectionSecretEnv+"=") {
+		if !strings.HasPrefix(kv, ServeTokenEnv+"=") && !strings.HasPrefix(kv, StateKeyEnv+"=") && !strings.HasPrefix(kv, server.IntrospectionSecretEnv+"=") && !strings.HasPrefix(kv, ParentPIDEnv+"=") {
 			out = append(out, kv)
 		}
 	}

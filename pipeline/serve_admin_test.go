@@ -227,7 +227,7 @@ func TestServeNotReadyWhileEverySessionIsTaken(t *testing.T) {
 	h := newServeHarness(t, func(cfg *ServeConfig) { cfg.MaxSessions = 1 })
 	is.NoErr(probeNow(t, h.srv))
 	cs := h.connect(t, "2025-11-25", nil)
-	is.Equal(h.srv.Ready().Error(), "every session is taken (1, the most allowed)")
+	is.Equal(h.srv.Ready().Error(), "every session is busy (1, the most allowed): none is idle to give way to a new one") // its GET stream is open
 	is.NoErr(cs.Close())
 	is.NoErr(h.srv.Ready()) // the DELETE ended the session
 }

@@ -51,8 +51,9 @@ func (r *readiness) record(err error) {
 // when it should, else an error saying in one line why not —
 //
 //   - it is draining (see [Server.Draining]);
-//   - every session is taken (MaxSessions alive or starting), so that an
-//     initialize would get 503; not with ModernOnly, which has none;
+//   - every session is busy (MaxSessions alive or starting, none idle to
+//     give way), so that an initialize would get 503; not with
+//     ModernOnly, which has none;
 //   - every 2026-07-28 server process is busy (MaxModernChildren alive,
 //     none idle), so that a new principal would get 503;
 //   - the last start of a server process failed — the command could not
@@ -70,7 +71,7 @@ func (s *Server) Ready() error {
 		return errors.New("draining: the server is shutting down")
 	}
 	if !s.cfg.ModernOnly && s.sessions.Full() {
-		return fmt.Errorf("every session is taken (%d, the most allowed)", s.sessions.Max())
+		return fmt.Errorf("every session is busy (%d, the most allowed): none is idle to give way to a new one", s.sessions.Max())
 	}
 	if s.pool.Full() {
 		return fmt.Errorf("every 2026-07-28 server process is busy (%d, the most allowed)", s.pool.Max())
@@ -136,7 +137,7 @@ func (s *Server) probe() {
 	ctx, cancel := context.WithTimeout(s.life, readyProbeTimeout)
 	defer cancel()
 	log := s.log.With("probe", "readiness")
-	c, _, err := s.handshakeChild(ctx, mw.NewConn(mw.EraUnknown), "[probe] ", log)
+	c, _, err := s.handshakeChild(ctx, mw.NewConn(mw.EraUnknown), "[probe] ", log, s.childAnswers(log))
 	if err != nil {
 		log.Warn("the server command cannot be started", "err", err)
 		return

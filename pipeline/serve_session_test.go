@@ -670,15 +670,32 @@ func TestSessionsIdleEnd(t *testing.T) {
 	is.Equal(g.status(t, "POST", sid, `{"jsonrpc":"2.0","id":1,"method":"echo"}`), http.StatusNotFound)
 }
 
+// At --max-sessions a new session takes the place of the idle one: its
+// child is gone before the new one starts, and its client's next request
+// gets 404. A busy session (a request in flight) keeps its place: the new
+// one gets 503 with Retry-After, until the request is over.
 func TestSessionsMax(t *testing.T) {
 	is := is.New(t)
 	g := newSessionGateway(t, func(c *ServeConfig) { c.MaxSessions = 1 })
-	sid := g.initialize(t)
+	first := g.initialize(t)
+	pid := g.childPID(t, first)
+	second := g.initialize(t)
+	is.True(transporttest.ProcessGone(t, pid, 0)) // gone before the new session was answered
+	is.Equal(g.status(t, "POST", first, `{"jsonrpc":"2.0","id":1,"method":"echo"}`), http.StatusNotFound)
+	is.True(strings.Contains(g.logs.String(), `msg="session evicted: a new session needed its place, and it was idle the longest"`))
+
+	waiting := g.post(t, second, acceptBoth, `{"jsonrpc":"2.0","id":"w","method":"wait"}`)
+	defer waiting.Body.Close()
+	is.Equal(waiting.StatusCode, http.StatusOK)
 	msgs, resp := g.call(t, "", acceptBoth, scriptedInit)
 	is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
-	is.Equal(msgs[0].ID(), frame.ID("0"))
-	is.Equal(g.status(t, "DELETE", sid, ""), http.StatusNoContent)
-	g.initialize(t) // room again
+	is.Equal(resp.Header.Get("Retry-After"), "1")
+	is.Equal(msgs[0].String(), `{"jsonrpc":"2.0","id":0,"error":{"code":-32000,"message":"all 1 sessions are busy; try again later"}}`)
+	is.True(strings.Contains(g.logs.String(), "raise --max-sessions"))
+
+	is.Equal(g.status(t, "POST", second, `{"jsonrpc":"2.0","method":"release"}`), http.StatusAccepted)
+	is.Equal(readAnswer(t, waiting)[0].String(), `{"jsonrpc":"2.0","id":"w","result":{}}`)
+	g.initialize(t) // room again: the second session is idle
 }
 
 // While draining, a new session is refused and the session open goes on:

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -192,9 +190,9 @@ type Child struct {
 	reapMu sync.Mutex
 	reaped bool
 
-	// lastStderr is the last non-empty line the child wrote on stderr,
-	// made safe to log; written by readStderr, read once it has ended.
-	lastStderr string
+	// stderr keeps the latest lines the child wrote on stderr, made safe
+	// to quote, for StderrExcerpt; written by readStderr.
+	stderr stderrRecord
 }
 
 // StartChild starts the child and begins handing its stdout messages to
@@ -389,6 +387,16 @@ func (c *Child) awaitDone(ctx context.Context, d time.Duration) bool {
 // stopped, see [Child]).
 func (c *Child) Done() <-chan struct{} { return c.done }
 
+// StderrExcerpt returns what the child wrote on stderr that best
+// explains a failure, for a client's error and a log line: at most
+// [StderrExcerptMax] bytes, cut on character boundaries, of its latest
+// lines (the last 8 KiB are kept), each with control characters as
+// spaces, joined by newlines. It shows the lines around the first one
+// that looks like an error (two before it, then as many as fit, and when
+// not all do, "…" and the last line); with none, the last lines. "" when
+// the child wrote nothing on stderr. It is complete once Done is closed.
+func (c *Child) StderrExcerpt() string { return c.stderr.excerpt(StderrExcerptMax) }
+
 // Err returns how the child process ended (nil for exit status 0, else an
 // *exec.ExitError); it is meaningful once the process has exited: once
 // Done is closed, unless the child was still running when its stdout
@@ -579,7 +587,7 @@ func (c *Child) wait(stdout, stderr *os.File, stdoutDone, stderrDone chan struct
 		// signal the gateway did not send ended it — whether or not the
 		// gateway had begun to end it by closing its stdin (its exit and
 		// that close can race): its last words usually say why.
-		c.log.Warn("server process exited with an error", "pid", c.PID(), "status", c.err.Error(), "last_stderr", c.lastStderr)
+		c.log.Warn("server process exited with an error", "pid", c.PID(), "status", c.err.Error(), "stderr", c.stderr.excerpt(StderrExcerptMax))
 	case c.err != nil:
 		c.log.Info("server process exited", "pid", c.PID(), "status", c.err.Error())
 	default:
@@ -676,9 +684,7 @@ func (c *Child) readStderr(stderr io.Reader, done chan struct{}) {
 	line := make([]byte, 0, 256)
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if text := bytes.TrimSpace(chunk); len(text) > 0 {
-			c.lastStderr = logText(text)
-		}
+		c.stderr.add(chunk)
 		if len(chunk) > 0 {
 			line = append(line[:0], c.cfg.StderrPrefix...)
 			line = append(line, chunk...)
@@ -693,25 +699,4 @@ func (c *Child) readStderr(stderr io.Reader, done chan struct{}) {
 			return
 		}
 	}
-}
-
-// logText makes a child's stderr line fit to quote in a log line: at most
-// 200 bytes of it, control characters as spaces.
-func logText(b []byte) string {
-	const max = 200
-	cut := len(b) > max
-	if cut {
-		b = b[:max]
-	}
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	if cut {
-		s += "…"
-	}
-	return s
 }

@@ -113,17 +113,20 @@ func TestChildStderrIsPrefixedLineByLine(t *testing.T) {
 }
 
 // A child that fails on its own is a warning with its exit status and
-// its last words on stderr; one the gateway ends is not.
-func TestChildFailureIsLoggedWithItsLastStderrLine(t *testing.T) {
+// the stderr lines that explain it (StderrExcerpt); one the gateway ends
+// is not.
+func TestChildFailureIsLoggedWithItsStderr(t *testing.T) {
 	for _, mode := range childModes() {
 		t.Run(mode.name, func(t *testing.T) {
 			is := is.New(t)
 			logs := &transporttest.SyncBuffer{}
 			cfg := mode.config(t, "stderr", "fail")
 			cfg.Logger = debugLogger(logs)
-			waitDone(t, startTestChild(t, cfg, nil))
+			failed := startTestChild(t, cfg, nil)
+			waitDone(t, failed)
 			is.True(strings.Contains(logs.String(), `level=WARN msg="server process exited with an error"`))
-			is.True(strings.Contains(logs.String(), `status="exit status 2" last_stderr="fatal: no config file"`))
+			is.True(strings.Contains(logs.String(), `status="exit status 2" stderr="starting\nfatal: no config file"`))
+			is.Equal(failed.StderrExcerpt(), "starting\nfatal: no config file")
 
 			logs = &transporttest.SyncBuffer{}
 			cfg = mode.config(t, "stubborn")

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -264,9 +265,9 @@ func (s *Stdio) batchAnswer(batch frame.Message, err error) frame.Message {
 // badLine deals with a line that is not a usable message.
 func (s *Stdio) badLine(ctx context.Context, le *frame.LineError) {
 	if errors.Is(le.Err, frame.ErrTooDeep) {
-		s.log.Warn("bad line: nested deeper than the limit; raise --max-depth if the peer needs more", "line", le.Line, "err", le.Err)
+		s.log.Warn("bad line: nested deeper than the limit; raise --max-depth if the peer needs more", "line", le.Line, "err", le.Err, "bytes", le.Size, "excerpt", le.Excerpt())
 	} else {
-		s.log.Warn("bad line", "line", le.Line, "err", le.Err)
+		s.log.Warn("bad line", "line", le.Line, "err", le.Err, "bytes", le.Size, "excerpt", le.Excerpt())
 	}
 	if s.cfg.BadLine != nil {
 		s.cfg.BadLine(ctx, le)
@@ -518,7 +519,7 @@ func (r *stdinReader) next() (_ frame.Message, held int64, ok bool) {
 		}
 		if err := m.Err(); err != nil {
 			id, _ := refusal(err)
-			s.badLine(r.ctx, &frame.LineError{Line: s.rd.Line(), Err: err, ID: id})
+			s.badLine(r.ctx, &frame.LineError{Line: s.rd.Line(), Err: err, ID: id, Head: bytes.Clone(m.Bytes()[:min(m.Len(), frame.LineHeadSize)]), Size: int64(m.Len())})
 			continue
 		}
 		return m, s.rd.TakeHeld(), true

@@ -3,6 +3,8 @@ package transport
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -62,6 +64,24 @@ func TestStdioAnswersBadLines(t *testing.T) {
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: not a JSON-RPC message"}}`,
 		`{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"message too large (limit 100 bytes)"}}`,
 	})
+}
+
+// A bad line is logged with its length and an escaped excerpt of its
+// start (at most frame.LineHeadSize bytes), so that whoever reads the log
+// sees what the peer wrote.
+func TestStdioLogsBadLinesWithAnExcerpt(t *testing.T) {
+	is := is.New(t)
+	logs := &transporttest.SyncBuffer{}
+	long := "Debugger listening on ws://127.0.0.1:9229/" + strings.Repeat("0", 200)
+	in := long + "\n" + `{"jsonrpc":"2.0","id":"a\u0000","result":` + "\x07\n" + `{"jsonrpc":"1.0","id":3}` + "\n"
+	s := NewStdio(strings.NewReader(in), &transporttest.SyncBuffer{}, StdioConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	is.NoErr(s.Serve(t.Context(), &handled{}))
+	got := lines(logs)
+	is.Equal(len(got), 3)
+	is.True(strings.Contains(got[0], `msg="bad line" line=1 err="invalid JSON" bytes=`+strconv.Itoa(len(long))+` excerpt="Debugger listening on ws://127.0.0.1:9229/000`))
+	is.True(strings.HasSuffix(got[0], `000…"`))                                                                         // cut, and says so
+	is.True(strings.Contains(got[1], `bytes=42 excerpt="{\"jsonrpc\":\"2.0\",\"id\":\"a\\\\u0000\",\"result\":\\x07"`)) // a control byte escaped
+	is.True(strings.Contains(got[2], `err="not a JSON-RPC message" bytes=24 excerpt="{\"jsonrpc\":\"1.0\",\"id\":3}"`))
 }
 
 // A message whose envelope is invalid is answered -32600 with the reason,

@@ -334,14 +334,14 @@ func TestServeBannerNamesAllInterfaces(t *testing.T) {
 }
 
 // The startup line quotes the command as a shell would, says loopback;
-// a server that fails is a warning with its status and last stderr line.
+// a server that fails is a warning with its status and its stderr.
 func TestServeBannerQuotesAndChildFailureIsWarned(t *testing.T) {
 	is := is.New(t)
 	url, stderr := startServeBinary(t, testEnv(), "--listen", "127.0.0.1:0", "--", "sh", "-c", `echo "it's broken: no config" >&2; exit 3`)
 	is.True(strings.Contains(stderr.String(), `mcp-stdio: serving sh -c 'echo "it'\''s broken: no config" >&2; exit 3' on 127.0.0.1:`))
 	is.True(strings.Contains(stderr.String(), "(loopback only) at "+url))
 
-	warned := stderr.Watch(regexp.MustCompile(`level=WARN msg="server process exited with an error" .*status="exit status 3" last_stderr="it's broken: no config"`))
+	warned := stderr.Watch(regexp.MustCompile(`level=WARN msg="server process exited with an error" .*status="exit status 3" stderr="it's broken: no config"`))
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")

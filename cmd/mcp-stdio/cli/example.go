@@ -18,7 +18,7 @@ const ExampleServerCommand = "example-server"
 // stdout until stdin ends. stdout carries protocol messages only; logs go to
 // stderr.
 //
-//	mcp-stdio example-server [--page-size N] [--name NAME] [--log-level LEVEL] [--max-message-size BYTES] [--session-era-only] [--refuse-reserved-meta] [--x-mcp-header]
+//	mcp-stdio example-server [--page-size N] [--name NAME] [--log-level LEVEL] [--max-message-size BYTES] [--session-era-only] [--refuse-reserved-meta] [--x-mcp-header] [--ask-roots]
 func ExampleServer(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, opt Options) error {
 	fs := newFlagSet("mcp-stdio " + ExampleServerCommand)
 	pageSize := fs.Int("page-size", 0, "page size of tools/list, resources/list, resources/templates/list and prompts/list (0: no pagination)")
@@ -28,6 +28,7 @@ func ExampleServer(ctx context.Context, args []string, getenv func(string) strin
 	sessionOnly := fs.Bool("session-era-only", false, "speak the session era only (MCP 2024-11-05 to 2025-11-25), as a server written before 2026-07-28: "+
 		"server/discover is -32601, _meta versions are ignored, requests before initialize are refused")
 	paramHeader := fs.Bool("x-mcp-header", false, "annotate the echo tool's text argument with x-mcp-header \"Text\" (clients of 2026-07-28 over HTTP mirror it in an Mcp-Param-Text header)")
+	askRoots := fs.Bool("ask-roots", false, "ask a session-era client that declared roots for them once the connection has started (as server-everything and server-filesystem do), and offer the roots tool")
 	strictMeta := fs.Bool("refuse-reserved-meta", false, "with --session-era-only, refuse requests whose params._meta carries io.modelcontextprotocol/ keys (-32600), as a dual-era Python SDK server does on a session-era connection")
 	usage := usagePrinter(fs, fmt.Sprintf("usage: mcp-stdio %s [flags]\n\n"+
 		"Runs the bundled example MCP server on stdin/stdout (both protocol eras,\n"+
@@ -62,6 +63,7 @@ func ExampleServer(ctx context.Context, args []string, getenv func(string) strin
 		SessionEraOnly:     *sessionOnly,
 		ParamHeader:        *paramHeader,
 		RefuseReservedMeta: *strictMeta,
+		AskRoots:           *askRoots,
 	})
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return nil // interrupted: a normal way for a stdio server to end

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -36,6 +37,12 @@ their origin is loopback, --public-url or --allow-origin. Set a bearer token
 with the MCP_STDIO_SERVE_TOKEN environment variable (or --auth-token, which
 shows in ps) before listening anywhere but loopback.
 
+Sessions a client leaves without DELETE end after --session-idle-timeout
+(30 minutes); at --max-sessions a new session takes the place of the one
+idle the longest. Started by the npm package's launcher (npx mcp-stdio
+serve), or by any parent that sets MCP_STDIO_PARENT_PID to its own process
+id, serve drains and exits when that parent dies.
+
 DURATION is seconds (30) or a Go duration (30s, 5m, 1h); BYTES is a number
 of bytes, or one with KiB, MiB or GiB (64MiB).
 
@@ -56,7 +63,7 @@ func serveHelp(maxBufferedNote string) helpLayout {
 		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
 			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "trusted-proxy", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id", "oauth-introspection-rate",
 			"health-path", "admin-addr", "drop-client-capability", "session-idle-timeout", "max-sessions",
-			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "max-listens", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout",
+			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "max-listens", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout", "root",
 			"max-body", "max-message-size", "max-depth", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level", "log-format"},
 		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
@@ -114,6 +121,7 @@ type serveFlags struct {
 	stateKeyFile  string
 	replicaID     string
 	inputTimeout  duration
+	roots         stringList
 	cacheTTLMs    int64
 	maxBody       byteSize
 	maxMessage    byteSize
@@ -163,8 +171,8 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.StringVar(&f.adminAddr, "admin-addr", "", "serve /healthz, /readyz and /metrics (Prometheus) on a listener of their own at `HOST:PORT`, without authentication or Origin/Host checks (off by default)")
 	fs.StringVar(&f.publicURL, "public-url", "", "the server's external `URL` (behind a proxy or tunnel); its origin and host are allowed, and its path prefixes the HTTP+SSE endpoint event's")
 	fs.Var(&f.dropCaps, "drop-client-capability", "remove `CAPABILITY` (roots, sampling or elicitation) from the client's initialize before the server sees it (repeatable)")
-	fs.Var(&f.idleTimeout, "session-idle-timeout", "end a session (and its process) idle for `DURATION` (0 = never)")
-	fs.IntVar(&f.maxSessions, "max-sessions", mw.DefaultMaxSessions, "keep at most `N` sessions (processes) at once; more get 503")
+	fs.Var(&f.idleTimeout, "session-idle-timeout", "end a session (and its process) idle for `DURATION`: no request in flight, no stream open (0 = never; clients that never send DELETE leave theirs until then, or until --max-sessions needs the room)")
+	fs.IntVar(&f.maxSessions, "max-sessions", mw.DefaultMaxSessions, "keep at most `N` sessions (processes) at once; at the limit a new session takes the place of the one idle the longest, whose client's next request gets 404 (it initializes again); when every session is busy, 503 with Retry-After")
 	fs.BoolVar(&f.modernOnly, "modern-only", false, "serve 2026-07-28 clients only: session-era requests get -32022, GET and DELETE 405, no HTTP+SSE")
 	fs.BoolVar(&f.claimless, "accept-claimless-resource-read", false, "take a resources/read that names no protocol version and no session (the Claude iOS app's) as a 2026-07-28 request")
 	fs.Var(&f.modernIdle, "modern-idle-ttl", "stop the process serving a user's 2026-07-28 clients once it has had no request for `DURATION` (0 = never)")
@@ -174,6 +182,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.StringVar(&f.stateKeyFile, "state-key-file", "", "read the --state-key from `PATH` once at start (hex or base64; the file must not be readable by group or others)")
 	fs.StringVar(&f.replicaID, "replica-id", "", "begin every session id with `ID` and a '.', so that a proxy can route a session to this replica (letters, digits, '-', '_'); requestStates given out here are honoured here only")
 	fs.Var(&f.inputTimeout, "input-timeout", "let a 2026-07-28 call whose server of the session era asked the client for input wait `DURATION` for the client's retry; then its requestState expires and the call is cancelled")
+	fs.Var(&f.roots, "root", "answer roots/list of a session-era server serving 2026-07-28 clients with the root `PATH` (or a file:// URI) when no single client can be asked: its first roots/list (the roots of its connection, which all its clients share), and one sent at start-up or while no call or several are in flight (repeatable; none by default)")
 	fs.Int64Var(&f.cacheTTLMs, "cache-ttl-ms", mw.DefaultCacheTTL.Milliseconds(), "let 2026-07-28 clients keep lists and reads of a server of the session era for `MS` milliseconds (its results' ttlMs)")
 	fs.Var(&f.maxBody, "max-body", "refuse request bodies larger than `BYTES` with 413")
 	fs.Var(&f.maxMessage, "max-message-size", "refuse lines larger than `BYTES` from the server process")
@@ -253,6 +262,10 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	}
 	if opt.OwnProcess {
 		tuneServeProcess(getenv, logger)
+		// A parent (the npm launcher) that asks for it: serve ends with it.
+		var stopWatch func()
+		ctx, stopWatch = endWithParent(ctx, getenv, logger)
+		defer stopWatch()
 	}
 	// Listen first: without --public-url, the embedded authorization
 	// server's issuer is the address bound.
@@ -527,6 +540,10 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 			return cfg, "", fmt.Errorf("invalid --drop-client-capability %q: want roots, sampling or elicitation", c)
 		}
 	}
+	roots, err := rootURIs(f.roots)
+	if err != nil {
+		return cfg, "", err
+	}
 	idle := f.idleTimeout.orOff()
 	readTimeout := f.readTimeout.orOff()
 	cfg = pipeline.ServeConfig{
@@ -553,6 +570,7 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		StateKey:                    stateKey,
 		ReplicaID:                   f.replicaID,
 		InputTimeout:                f.inputTimeout.std(),
+		Roots:                       roots,
 		CacheTTL:                    cacheTTL(f.cacheTTLMs),
 		MaxBodySize:                 int64(f.maxBody),
 		MaxMessageSize:              int(f.maxMessage),
@@ -566,6 +584,34 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		Logger:                      logger,
 	}
 	return cfg, desc, nil
+}
+
+// rootURIs turns --root values into URIs: a file:// URI as it is, a path
+// into the file:// URI of its absolute form.
+func rootURIs(values []string) ([]string, error) {
+	var uris []string
+	for _, v := range values {
+		if strings.HasPrefix(v, "file://") {
+			if _, err := url.Parse(v); err != nil {
+				return nil, fmt.Errorf("invalid --root %q: %v", v, err)
+			}
+			uris = append(uris, v)
+			continue
+		}
+		if strings.Contains(v, "://") || v == "" {
+			return nil, fmt.Errorf("invalid --root %q: give a directory's path or a file:// URI", v)
+		}
+		abs, err := filepath.Abs(v)
+		if err != nil {
+			return nil, fmt.Errorf("invalid --root %q: %v", v, err)
+		}
+		p := filepath.ToSlash(abs)
+		if !strings.HasPrefix(p, "/") {
+			p = "/" + p // C:/x
+		}
+		uris = append(uris, (&url.URL{Scheme: "file", Path: p}).String())
+	}
+	return uris, nil
 }
 
 // ownHosts returns the loopback addresses a serve listening on listen,

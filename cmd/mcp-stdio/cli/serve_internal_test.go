@@ -3,6 +3,7 @@ package cli
 import (
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,21 @@ func TestServeAllowClientIDURLFlag(t *testing.T) {
 			is.NoErr(err)
 			is.Equal([]string(f.clientIDURLs), tc.want)
 		})
+	}
+}
+
+// --root takes a directory's path (made absolute, as a file:// URI) or a
+// file:// URI as it is; nothing else.
+func TestRootURIs(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	got, err := rootURIs([]string{dir, "file:///srv/data", "rel dir"})
+	is.NoErr(err)
+	wd, err := filepath.Abs("rel dir")
+	is.NoErr(err)
+	is.Equal(got, []string{"file://" + filepath.ToSlash(dir), "file:///srv/data", "file://" + strings.ReplaceAll(filepath.ToSlash(wd), " ", "%20")})
+	for _, bad := range []string{"https://example.com/x", ""} {
+		_, err := rootURIs([]string{bad})
+		is.True(err != nil) // bad
 	}
 }

@@ -113,8 +113,12 @@
 // elicitation/create request on a session-era connection, an input_required
 // result on a 2026-07-28 one — multi round-trip requests, with an
 // HMAC-protected requestState), toggle (adds or removes the bonus tool and
-// announces tools/list_changed) and, when toggled on, bonus. Tool failures
-// are tool results with isError; malformed arguments are -32602.
+// announces tools/list_changed) and, when toggled on, bonus. With
+// [Options.AskRoots] (--ask-roots) the server asks a session-era client
+// that declared roots for them once notifications/initialized has come,
+// as many servers do, and offers roots, which returns that answer or,
+// with ask, asks again during the call. Tool failures are tool results
+// with isError; malformed arguments are -32602.
 //
 // # Resources, prompts, subscriptions
 //

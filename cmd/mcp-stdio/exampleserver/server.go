@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
@@ -49,6 +51,13 @@ type Options struct {
 	// session-era connection: the strict session-era server a gateway
 	// must strip those keys for. Off, they mean nothing.
 	RefuseReservedMeta bool
+	// AskRoots makes the server ask a session-era client that declared
+	// roots for them (roots/list) once notifications/initialized has
+	// come, and keep the answer for the connection, as many servers do
+	// (@modelcontextprotocol/server-everything, server-filesystem); and
+	// offers the roots tool, which returns what it got, or asks again.
+	// Off, the server never asks for roots and has no roots tool.
+	AskRoots bool
 
 	// Knobs for this package's own tests.
 	grace    time.Duration // shutdown grace; 0 means shutdownGrace, <0 none
@@ -123,6 +132,12 @@ type server struct {
 	closing         bool // stdin ended: no new requests to the client
 	toolCalls       int64
 	bonus           bool
+	// roots is what AskRoots' roots/list at the start got: the result's
+	// roots (raw JSON), or "error: " and the error's message; "" before
+	// it was answered. rootsAsked is closed once it was (or cannot be);
+	// nil when none was asked.
+	roots      string
+	rootsAsked chan struct{}
 
 	notifyMu   sync.Mutex
 	subscribed map[string]bool        // session-era resources/subscribe
@@ -264,7 +279,7 @@ func (s *server) receive(ctx context.Context, m frame.Message) {
 			s.send(frame.ErrorResponse("", frame.CodeInvalidRequest, "invalid request: id must be a string or a number"))
 			return
 		}
-		s.receiveNotification(m)
+		s.receiveNotification(ctx, m)
 	case frame.Result, frame.Error:
 		s.receiveResponse(m)
 	case frame.Batch:
@@ -386,7 +401,7 @@ func (s *server) cancelAll(match func(*call) bool, cause error) {
 }
 
 // receiveNotification acts on a notification from the client.
-func (s *server) receiveNotification(m frame.Message) {
+func (s *server) receiveNotification(ctx context.Context, m frame.Message) {
 	switch m.Method() {
 	case "notifications/cancelled":
 		rid := m.Get("params.requestId")
@@ -403,7 +418,21 @@ func (s *server) receiveNotification(m frame.Message) {
 		}
 		s.log.Debug("cancelling", "id", id, "method", c.method, "reason", m.Get("params.reason").String())
 		c.cancel(errCancelledByClient)
-	case "notifications/initialized", "notifications/roots/list_changed":
+	case "notifications/initialized":
+		s.mu.Lock()
+		ask := s.opts.AskRoots && gjson.Get(s.clientCaps, "roots").IsObject() && s.rootsAsked == nil
+		if ask {
+			s.rootsAsked = make(chan struct{})
+		}
+		s.mu.Unlock()
+		if ask {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.askRootsAtStart(ctx)
+			}()
+		}
+	case "notifications/roots/list_changed":
 	default:
 		s.log.Debug("ignored notification", "method", m.Method())
 	}

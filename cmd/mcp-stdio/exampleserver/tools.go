@@ -29,6 +29,8 @@ type tool struct {
 	annotatedSchema json.RawMessage
 	// optional tools are listed and callable only while toggled on.
 	optional bool
+	// askRoots tools are listed and callable only with Options.AskRoots.
+	askRoots bool
 	// run does the work. Bad arguments are an *rpcError (-32602); a
 	// failure of the tool itself is a result with isError (errorResult).
 	run func(s *server, ctx context.Context, req *request, args gjson.Result) (object, error)
@@ -80,6 +82,14 @@ var toolTable = []tool{
 		run:         (*server).toggle,
 	},
 	{
+		name: "roots",
+		description: "Returns the client's roots: those the server asked for when the connection started, or, " +
+			"with ask, those a roots/list asked now gets. Offered with --ask-roots only.",
+		inputSchema: json.RawMessage(`{"type":"object","properties":{"ask":{"type":"boolean","description":"Ask the client now."}}}`),
+		askRoots:    true,
+		run:         (*server).rootsTool,
+	},
+	{
 		name:        "bonus",
 		description: "A tool that exists only while toggled on.",
 		inputSchema: json.RawMessage(`{"type":"object"}`),
@@ -95,7 +105,7 @@ func (s *server) availableTools() []*tool {
 	s.mu.Unlock()
 	ts := make([]*tool, 0, len(toolTable))
 	for i := range toolTable {
-		if t := &toolTable[i]; !t.optional || bonus {
+		if t := &toolTable[i]; (!t.optional || bonus) && (!t.askRoots || s.opts.AskRoots) {
 			ts = append(ts, t)
 		}
 	}

@@ -7,6 +7,11 @@
 // standard streams (inherited: protocol bytes never pass through Node);
 // SIGINT, SIGTERM and SIGHUP sent here are passed on to it, and this
 // process ends as the binary did: with its exit code, or by its signal.
+// The binary ends with this process: it is told this process's id
+// (MCP_STDIO_PARENT_PID), and `mcp-stdio serve` drains and exits when its
+// parent dies, however it dies. And this process ends the binary as a
+// SIGTERM would when its own parent dies (npm's exec, whose SIGTERM is not
+// passed on here): it looks every second.
 'use strict';
 
 const childProcess = require('child_process');
@@ -61,7 +66,28 @@ for (const signal of relayed) {
   process.on(signal, relay);
 }
 
-child = childProcess.spawn(binary, process.argv.slice(2), { stdio: 'inherit', windowsHide: true });
+const env = Object.assign({}, process.env, { MCP_STDIO_PARENT_PID: String(process.pid) });
+child = childProcess.spawn(binary, process.argv.slice(2), { stdio: 'inherit', windowsHide: true, env: env });
+
+// When the process that started this one is gone (this one has a new
+// parent, or the old one no longer exists), the binary is ended as a
+// SIGTERM here would end it. The timer does not keep this process alive.
+const parent = process.ppid;
+const watch = setInterval(() => {
+  let alive = process.ppid === parent;
+  if (alive) {
+    try {
+      process.kill(parent, 0);
+    } catch (err) {
+      alive = err.code === 'EPERM'; // there, but not ours to signal
+    }
+  }
+  if (!alive) {
+    clearInterval(watch);
+    relay('SIGTERM');
+  }
+}, 1000);
+watch.unref();
 
 child.on('error', (err) => {
   process.stderr.write('mcp-stdio: cannot run ' + binary + ': ' + err.message + '\n');

@@ -42,10 +42,15 @@ func TestMain(m *testing.M) {
 //   - wait writes "ready", then waits for SIGINT, SIGTERM or SIGHUP,
 //     writes "got " and the signal's name, and exits with status 42; it
 //     exits with status 4 when its stdin ends first (so that a failed test,
-//     whose pipes close, leaves no process behind).
+//     whose pipes close, leaves no process behind);
+//   - parent writes MCP_STDIO_PARENT_PID and its parent's process id, and
+//     exits.
 func fake(mode string) int {
 	kind, arg, _ := strings.Cut(mode, ":")
 	switch kind {
+	case "parent":
+		fmt.Printf("%s %d\n", os.Getenv("MCP_STDIO_PARENT_PID"), os.Getppid())
+		return 0
 	case "echo":
 		b, _ := json.Marshal(os.Args[1:])
 		fmt.Printf("%s\n", b)
@@ -252,4 +257,16 @@ func TestLauncherOnAPlatformWithoutABuild(t *testing.T) {
 	is.True(strings.Contains(stderr.String(), "there is no mcp-stdio build for "+h.npmOS()+"/"+h.npmCPU())) // names the platform
 	is.True(strings.Contains(stderr.String(), "go install github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio@latest"))
 	is.True(!strings.Contains(stderr.String(), h.npmOS()+"-"+h.npmCPU())) // not among those listed
+}
+
+// The launcher tells the binary its own process id, by which serve ends
+// with it (MCP_STDIO_PARENT_PID).
+func TestLauncherTellsTheBinaryItsPID(t *testing.T) {
+	is := is.New(t)
+	launcher := installFake(t, releaseTargets(), true)
+	cmd := launcherCommand(t, launcher, "parent")
+	out, err := cmd.Output()
+	is.NoErr(err)
+	pid := strconv.Itoa(cmd.Process.Pid)
+	is.Equal(string(out), pid+" "+pid+"\n")
 }

@@ -4,9 +4,12 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 )
@@ -57,5 +60,33 @@ func TestLauncherPassesSignalsOn(t *testing.T) {
 			is.Equal(waitFor(t, cmd).ExitCode(), 42)
 			is.True(!strings.Contains(stderr.String(), "mcp-stdio:")) // the launcher said nothing
 		})
+	}
+}
+
+// When the launcher's own parent dies without a word (npm's exec, killed:
+// it passes no signal on), the launcher ends the binary as a SIGTERM
+// would, and ends with it. The parent here is a shell running the
+// launcher in the foreground, killed with SIGKILL.
+func TestLauncherEndsTheBinaryWhenItsParentDies(t *testing.T) {
+	is := is.New(t)
+	launcher := installFake(t, releaseTargets(), true)
+	sh := exec.Command("/bin/sh", "-c", `"$0" "$1"; echo "the shell lived on"`, nodeBinary(t), launcher)
+	sh.Env = append(os.Environ(), fakeEnv+"=wait")
+	stdin, err := sh.StdinPipe() // held open: the binary ends by the signal only
+	is.NoErr(err)
+	defer stdin.Close()
+	stdout, err := sh.StdoutPipe()
+	is.NoErr(err)
+	is.NoErr(sh.Start())
+	out := lines(stdout)
+	is.Equal(nextLine(t, out, "the binary's first line"), "ready\n")
+	is.NoErr(sh.Process.Kill())
+	defer sh.Wait() // not before the reads: it closes the pipe
+	is.Equal(nextLine(t, out, "the binary's answer"), "got terminated\n")
+	select { // everything holding stdout is gone: the launcher ended too
+	case _, open := <-out:
+		is.True(!open) // nothing more
+	case <-time.After(launcherWait):
+		t.Fatalf("stdout still open %v after the binary's answer", launcherWait)
 	}
 }

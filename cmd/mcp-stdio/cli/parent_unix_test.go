@@ -1,0 +1,8 @@
+//go:build unix && !linux
+
+package cli
+
+import "testing"
+
+// clearParentDeathSignal has nothing to undo here.
+func clearParentDeathSignal(*testing.T) {}

@@ -1,0 +1,117 @@
+package mw
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+)
+
+// ChildAnswersOptions configures [NewChildAnswers].
+type ChildAnswersOptions struct {
+	// Roots is what the gateway answers the child's roots/list with: a
+	// raw JSON array of Root objects ({"uri":"file:///…"}); nil means
+	// none, [].
+	Roots []byte
+	// Logger receives one line the first time each method is answered
+	// here, and a debug line for every other; nil discards.
+	Logger *slog.Logger
+}
+
+// ChildAnswers answers, in the gateway's own name, the requests of a child
+// that many clients share (serve's pooled child of the session era) when
+// no client can be given them: those it sends while the gateway performs
+// its handshake, and those [ParkChildRequests] cannot say which call
+// caused (see ParkOptions.Shared). Roots belong to the connection in the
+// session era, and the child's connection is the gateway's: roots/list
+// gets the roots configured for the child (ChildAnswersOptions.Roots).
+// Sampling and elicitation ask a person or a model on behalf of a
+// request: with no request to ask for, they get an error saying no client
+// can answer them. ping gets {}; anything else -32601.
+//
+// One ChildAnswers serves one child: it remembers whether the child has
+// asked roots/list before (see [ChildAnswers.FirstRoots]) and which
+// methods it has logged. It is safe for concurrent use.
+type ChildAnswers struct {
+	roots []byte
+	log   *slog.Logger
+
+	mu         sync.Mutex
+	askedRoots bool
+	logged     map[string]bool
+}
+
+// NewChildAnswers returns the answers of one child.
+func NewChildAnswers(o ChildAnswersOptions) *ChildAnswers {
+	roots := o.Roots
+	if len(roots) == 0 {
+		roots = []byte("[]")
+	}
+	return &ChildAnswers{roots: roots, log: loggerOrDiscard(o.Logger), logged: make(map[string]bool)}
+}
+
+// FirstRoots reports whether the child had not asked roots/list before,
+// and records that it has now. A session-era server asks for its roots
+// when its connection starts (on notifications/initialized, or from a
+// timer set then: @modelcontextprotocol/server-everything waits 350 ms),
+// and keeps them for the connection — which, for a child many clients
+// share, is every client's: its first roots/list is answered by the
+// gateway, whatever call is in flight when it comes.
+func (a *ChildAnswers) FirstRoots() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	first := !a.askedRoots
+	a.askedRoots = true
+	return first
+}
+
+// Answer returns the gateway's own answer to the child's request m, which
+// no client can be given; why says why, for the log and the error (a
+// clause: "it came while no call was in flight"). The first time a
+// method is answered so it is logged — roots/list at Info, sampling and
+// elicitation at Warn with what to do —, later times at Debug.
+func (a *ChildAnswers) Answer(m frame.Message, why string) frame.Message {
+	method := m.Method()
+	var out frame.Message
+	switch method {
+	case "ping":
+		return frame.ResultResponse(m.ID(), []byte("{}"))
+	case frame.MethodRootsList:
+		a.mu.Lock()
+		a.askedRoots = true
+		a.mu.Unlock()
+		out = frame.ResultResponse(m.ID(), append(append([]byte(`{"roots":`), a.roots...), '}'))
+	case frame.MethodCreateMessage, frame.MethodElicit:
+		out = frame.ErrorResponse(m.ID(), frame.CodeInternalError, "no client can answer "+method+": "+why)
+	default:
+		return frame.ErrorResponse(m.ID(), frame.CodeMethodNotFound, "method not found: "+method)
+	}
+	a.mu.Lock()
+	first := !a.logged[method]
+	a.logged[method] = true
+	a.mu.Unlock()
+	switch {
+	case !first:
+		a.log.Debug("answered a request of the server itself", "method", method, "why", why)
+	case method == frame.MethodRootsList:
+		a.log.Info("the server's roots/list was answered with the roots configured for it (--root; none by default), not a client's: "+why, "roots", string(a.roots))
+	default:
+		a.log.Warn("the server's "+method+" was refused: no client can answer it: "+why+
+			". A server many clients share gets a client's answer only during a call, while that call is the only one in flight", "method", method)
+	}
+	return out
+}
+
+// Handshake returns a handler for the child's messages during the
+// gateway's handshake with it: the child's requests are answered by
+// Answer ("it came while the gateway was starting the server") on child,
+// its server-bound handler; everything else goes to next.
+func (a *ChildAnswers) Handshake(next, child Handler) Handler {
+	return HandlerFunc(func(ctx context.Context, m frame.Message) error {
+		if m.Kind() != frame.Request {
+			return next.Handle(ctx, m)
+		}
+		return child.Handle(ctx, a.Answer(m, "it came while the gateway was starting the server, before any call"))
+	})
+}
