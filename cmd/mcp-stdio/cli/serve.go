@@ -271,7 +271,8 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	// server's issuer is the address bound.
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		fmt.Fprintf(stderr, "mcp-stdio serve: %s\n", listenRemedy("--listen", f.listen, err))
+		return &ExitError{Code: ExitFailure}
 	}
 	if cfg.CheckHost {
 		cfg.AllowHosts = append(cfg.AllowHosts, ownHosts(f.listen, ln.Addr())...)
@@ -296,7 +297,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		if adminLn, err = net.Listen("tcp", f.adminAddr); err != nil {
 			ln.Close()
 			srv.Close(context.WithoutCancel(ctx))
-			fmt.Fprintf(stderr, "mcp-stdio serve: cannot listen on --admin-addr: %v; choose another HOST:PORT\n", err)
+			fmt.Fprintf(stderr, "mcp-stdio serve: %s\n", listenRemedy("--admin-addr", f.adminAddr, err))
 			return &ExitError{Code: ExitFailure}
 		}
 	}
