@@ -196,7 +196,11 @@ func parseDepth(b []byte, mustCopy bool, maxDepth int) (Message, error) {
 	return m, nil
 }
 
-// MustParse is Parse for literals in tests and examples; it panics on error.
+// MustParse is Parse for bytes the program wrote itself: literals in tests
+// and examples, and messages the gateway builds from a fixed template and
+// parts that are already valid JSON (a raw id token, a validated params
+// object). It panics on error, which means the caller built invalid JSON:
+// a bug, never a peer's input. Bytes from a peer go through [Parse].
 func MustParse(s string) Message {
 	m, err := Parse([]byte(s))
 	if err != nil {

@@ -2,10 +2,15 @@
 // [Relay] (a stdio MCP client carried to a remote HTTP server), [Check] (the
 // relay's connectivity probe, through the relay's own chain) and the serve
 // [Server] (a stdio MCP server published over Streamable HTTP, and over
-// HTTP+SSE for older clients, built by [NewServer]). It holds wiring only — which transport, which stages in
-// which order, which chain for which era; every behaviour lives in frame,
-// mw, transport and auth. The chains are drawn in package mw's
-// documentation, and relay.go and serve.go list their stages in that order.
+// HTTP+SSE for older clients, built by [NewServer]). Mostly it wires —
+// which transport, which stages in which order, which chain for which era —
+// and the stages' behaviour lives in frame, mw, transport and auth. Some
+// decisions still live here: [Check]'s own initialize and the reading of
+// its answer (check.go), the diagnosis of a failed first contact by HTTP
+// status (explain.go), the advice for a child that fails to start
+// (serve_startfail.go), and starting a child again as one of the session
+// era when it exits on server/discover (serve.go). The chains are drawn in package mw's documentation, and
+// relay.go and serve.go list their stages in that order.
 //
 // A Go program gets a relay of its own by filling a [RelayConfig] — adding
 // stages through RelayConfig.Middlewares — and calling [Relay] with any

@@ -5,7 +5,10 @@
 // the ways of verifying: an embedded authorization server for one machine,
 // or a resource server trusting one or more external issuers. Package auth
 // is the client half (the relay signing in to a remote server); the two
-// share no state and this package does not import it.
+// share no state. This package uses two of auth's URL rules — a resource's
+// canonical form (auth.CanonicalResource) and what counts as a loopback
+// host (auth.IsLoopbackHost) — so that client and server read a resource
+// URL the same way.
 //
 // # The seam with the gate
 //
