@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -167,15 +166,5 @@ func (a *checkAnswer) get() frame.Message {
 }
 
 // oneLineText makes a server-supplied string safe to print on one line of a
-// terminal: control characters become spaces and it is cut at 200 bytes.
-func oneLineText(s string) string {
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-}
+// terminal: frame.PeerText, at most 200 bytes.
+func oneLineText(s string) string { return frame.PeerText(s, 200) }

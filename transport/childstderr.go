@@ -4,7 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // Bounds of what a [Child] keeps of its stderr for [Child.StderrExcerpt].
@@ -75,7 +76,7 @@ func (r *stderrRecord) excerpt(limit int) string {
 			total += len(lines[i]) + 1
 		}
 		if i == len(lines) {
-			return cutRunes(lines[len(lines)-1], limit)
+			return frame.PeerText(lines[len(lines)-1], limit)
 		}
 		return strings.Join(lines[i:], "\n")
 	}
@@ -108,38 +109,13 @@ func (r *stderrRecord) excerpt(limit int) string {
 		break
 	}
 	if len(out) == 0 {
-		return cutRunes(lines[first], limit)
+		return frame.PeerText(lines[first], limit)
 	}
 	return strings.Join(out, "\n")
 }
 
-// stderrLine makes a line of a child's stderr fit to quote: valid UTF-8,
-// control characters (tabs included) as spaces, trimmed, at most
-// stderrLineKept bytes cut on a character boundary with "…".
+// stderrLine makes a line of a child's stderr fit to quote
+// ([frame.PeerText]): at most stderrLineKept bytes.
 func stderrLine(b []byte) string {
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.TrimSpace(s)
-	if len(s) > stderrLineKept {
-		s = cutRunes(s, stderrLineKept)
-	}
-	return s
-}
-
-// cutRunes returns s cut to at most limit bytes on a character boundary,
-// with "…" (counted) when it was cut.
-func cutRunes(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	n := limit - len("…")
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:max(n, 0)] + "…"
+	return frame.PeerText(string(b), stderrLineKept)
 }
