@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // Defaults of [Options].
@@ -465,7 +467,7 @@ func (c *Client) startFlightLocked(ctx context.Context, hints challengeHints, ex
 		}
 		c.mu.Unlock()
 		if err != nil {
-			c.log.Warn("oauth: "+err.Error(), "server", shortURL(c.resource))
+			c.log.Warn("oauth: "+err.Error(), "server", frame.DisplayURLString(c.resource))
 		}
 		fl.err = err
 		close(fl.done)
@@ -547,9 +549,9 @@ func (c *Client) refresh(ctx context.Context, rejected string, from401 bool) err
 	if got.AccessToken != "" {
 		c.install(got, gotE, from401 && !adopted)
 		if adopted {
-			c.log.Info("oauth: adopted a newer token from the store", "server", shortURL(c.resource))
+			c.log.Info("oauth: adopted a newer token from the store", "server", frame.DisplayURLString(c.resource))
 		} else {
-			c.log.Debug("oauth: token refreshed", "server", shortURL(c.resource))
+			c.log.Debug("oauth: token refreshed", "server", frame.DisplayURLString(c.resource))
 			if err != nil {
 				c.log.Error("oauth: cannot save the refreshed token; it is kept in memory only", "err", err)
 			}
@@ -638,7 +640,7 @@ func (c *Client) Unauthorized(ctx context.Context, gen uint64, h http.Header) (b
 		return c.migrate(ctx, to, cur, rejected, hints)
 	}
 	if rejected != "" && curGen == from401 {
-		c.log.Info("oauth: the refreshed token was rejected too; the grant is dead", "server", shortURL(c.resource))
+		c.log.Info("oauth: the refreshed token was rejected too; the grant is dead", "server", frame.DisplayURLString(c.resource))
 		c.forgetGrant(ctx, cur)
 	} else {
 		err := c.refresh(ctx, rejected, true)
@@ -646,7 +648,7 @@ func (c *Client) Unauthorized(ctx context.Context, gen uint64, h http.Header) (b
 		case err == nil:
 			return true, nil
 		case isDeadGrant(err):
-			c.log.Info("oauth: the refresh token is no longer valid", "server", shortURL(c.resource))
+			c.log.Info("oauth: the refresh token is no longer valid", "server", frame.DisplayURLString(c.resource))
 		case errors.Is(err, errNoRefreshToken):
 		default:
 			return false, fmt.Errorf("refreshing the token: %w", err)
@@ -701,7 +703,7 @@ func (c *Client) migrate(ctx context.Context, to string, cur Token, rejected str
 	c.mu.Lock()
 	was := c.sess.Issuer
 	c.mu.Unlock()
-	c.log.Info("oauth: the server names another authorization server; signing in there, as a new client", "server", shortURL(c.resource), "was", was, "now", to)
+	c.log.Info("oauth: the server names another authorization server; signing in there, as a new client", "server", frame.DisplayURLString(c.resource), "was", was, "now", to)
 	if rejected != "" {
 		c.forgetGrant(ctx, cur)
 	}
@@ -859,7 +861,7 @@ func (c *Client) Run(ctx context.Context) error {
 			continue
 		}
 		if isDeadGrant(err) || errors.Is(err, errNoRefreshToken) {
-			c.log.Warn("oauth: the refresh token is no longer valid; the next request will sign in again", "server", shortURL(c.resource))
+			c.log.Warn("oauth: the refresh token is no longer valid; the next request will sign in again", "server", frame.DisplayURLString(c.resource))
 		} else {
 			c.log.Warn("oauth: background refresh failed; will retry", "err", err, "in", refreshRetry)
 		}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // Device grant polling (RFC 8628 §3.4, §3.5).
@@ -46,7 +48,7 @@ func (c *Client) deviceFlow(ctx context.Context, d *discovery, e *storeEntry, sc
 	if da.DeviceCode == "" || da.UserCode == "" || da.VerificationURI == "" {
 		return Token{}, clientCreds{}, false, errors.New("device authorization: the response lacks device_code, user_code or verification_uri")
 	}
-	fmt.Fprintf(c.stderr, "mcp-stdio: to sign in to %s, visit %s and enter the code %s\n", shortURL(c.resource), da.VerificationURI, da.UserCode)
+	fmt.Fprintf(c.stderr, "mcp-stdio: to sign in to %s, visit %s and enter the code %s\n", frame.DisplayURLString(c.resource), da.VerificationURI, da.UserCode)
 	if da.VerificationURIComplete != "" {
 		fmt.Fprintf(c.stderr, "mcp-stdio: or open %s\n", da.VerificationURIComplete)
 	}

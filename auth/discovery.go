@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // maxDocumentSize bounds every metadata, registration and token response
@@ -108,7 +110,7 @@ func findResourceMetadata(ctx context.Context, hc *http.Client, log *slog.Logger
 		case err != nil:
 			log.Warn("oauth: ignoring the challenge's resource_metadata", "err", err)
 		case checkSecureURL("resource metadata URL", u) != nil && origin(u) != origin(server):
-			log.Warn("oauth: ignoring a plain-http resource_metadata URL on another origin", "url", redactURL(u))
+			log.Warn("oauth: ignoring a plain-http resource_metadata URL on another origin", "url", frame.DisplayURL(u))
 		default:
 			candidates = append(candidates, u.String())
 		}
@@ -125,20 +127,20 @@ func findResourceMetadata(ctx context.Context, hc *http.Client, log *slog.Logger
 			return nil, "", tried, fmt.Errorf("protected resource metadata: %w", err)
 		}
 		if status != http.StatusOK {
-			tried = append(tried, fmt.Sprintf("%s: HTTP %d", shortURL(u), status))
+			tried = append(tried, fmt.Sprintf("%s: HTTP %d", frame.DisplayURLString(u), status))
 			continue
 		}
 		prm, err := ParseProtectedResourceMetadata(body)
 		if errors.Is(err, errNotJSONObject) {
-			malformed = fmt.Errorf("%s: %w", shortURL(u), err)
+			malformed = fmt.Errorf("%s: %w", frame.DisplayURLString(u), err)
 			tried = append(tried, malformed.Error())
 			continue
 		}
 		if err != nil {
-			return nil, "", tried, fmt.Errorf("%s: %w", shortURL(u), err)
+			return nil, "", tried, fmt.Errorf("%s: %w", frame.DisplayURLString(u), err)
 		}
 		if !resourceCovers(prm.Resource, server) {
-			return nil, "", tried, fmt.Errorf("protected resource metadata at %s is for resource %q, not for %s", shortURL(u), prm.Resource, canonical(server))
+			return nil, "", tried, fmt.Errorf("protected resource metadata at %s is for resource %q, not for %s", frame.DisplayURLString(u), prm.Resource, canonical(server))
 		}
 		return prm, u, tried, nil
 	}
@@ -200,7 +202,7 @@ func (c *Client) pickAuthServer(prm *ProtectedResourceMetadata) (string, error) 
 	for _, s := range prm.AuthorizationServers {
 		u, err := parseSecureURL("authorization server", s)
 		if err == nil && (u.RawQuery != "" || u.Fragment != "") {
-			err = fmt.Errorf("authorization server %s: an issuer has no query or fragment", redactURL(u))
+			err = fmt.Errorf("authorization server %s: an issuer has no query or fragment", frame.DisplayURL(u))
 		}
 		if err != nil {
 			if first == nil {
@@ -210,7 +212,7 @@ func (c *Client) pickAuthServer(prm *ProtectedResourceMetadata) (string, error) 
 			continue
 		}
 		if origin(u) != origin(c.server) {
-			c.log.Info("oauth: the authorization server is on another origin", "issuer", redactURL(u))
+			c.log.Info("oauth: the authorization server is on another origin", "issuer", frame.DisplayURL(u))
 		}
 		return s, nil
 	}
@@ -235,19 +237,19 @@ func (c *Client) fetchAuthServerMetadata(ctx context.Context, issuer string) (*A
 		}
 		m, err := ParseAuthServerMetadata(body)
 		if errors.Is(err, errNotJSONObject) {
-			malformed = fmt.Errorf("%s: %w", shortURL(u), err)
+			malformed = fmt.Errorf("%s: %w", frame.DisplayURLString(u), err)
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", shortURL(u), err)
+			return nil, fmt.Errorf("%s: %w", frame.DisplayURLString(u), err)
 		}
 		if !sameIssuer(m.Issuer, issuer) {
-			return nil, fmt.Errorf("authorization server metadata at %s names issuer %q, not %q", shortURL(u), m.Issuer, issuer)
+			return nil, fmt.Errorf("authorization server metadata at %s names issuer %q, not %q", frame.DisplayURLString(u), m.Issuer, issuer)
 		}
 		if err := m.check(issuer); err != nil {
-			return nil, fmt.Errorf("authorization server metadata at %s: %w", shortURL(u), err)
+			return nil, fmt.Errorf("authorization server metadata at %s: %w", frame.DisplayURLString(u), err)
 		}
-		c.log.Debug("oauth: authorization server metadata found", "url", shortURL(u), "issuer", m.Issuer)
+		c.log.Debug("oauth: authorization server metadata found", "url", frame.DisplayURLString(u), "issuer", m.Issuer)
 		return m, nil
 	}
 	if malformed != nil {
@@ -296,12 +298,12 @@ func (c *Client) getDocument(ctx context.Context, u string) ([]byte, int, error)
 func getDocument(ctx context.Context, hc *http.Client, u string) ([]byte, int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %w", shortURL(u), err)
+		return nil, 0, fmt.Errorf("%s: %w", frame.DisplayURLString(u), err)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, 0, fmt.Errorf("cannot reach %s: %w", shortURL(u), unwrapURLError(err))
+		return nil, 0, fmt.Errorf("cannot reach %s: %w", frame.DisplayURLString(u), unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -310,7 +312,7 @@ func getDocument(ctx context.Context, hc *http.Client, u string) ([]byte, int, e
 	}
 	body, err := readLimited(resp.Body)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %w", shortURL(u), err)
+		return nil, 0, fmt.Errorf("%s: %w", frame.DisplayURLString(u), err)
 	}
 	return body, resp.StatusCode, nil
 }
@@ -335,13 +337,4 @@ func unwrapURLError(err error) error {
 		return ue.Err
 	}
 	return err
-}
-
-// shortURL renders a URL for messages: no userinfo, no query, no fragment.
-func shortURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	return redactURL(u)
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // maxRedirects bounds the redirects one OAuth request follows, as
@@ -46,9 +48,9 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	first := via[0]
 	switch {
 	case strings.EqualFold(first.URL.Scheme, "https") && !strings.EqualFold(req.URL.Scheme, "https"):
-		return fmt.Errorf("redirected from https to plain http (%s): not followed", redactURL(req.URL))
+		return fmt.Errorf("redirected from https to plain http (%s): not followed", frame.DisplayURL(req.URL))
 	case carriesCredentials(first) && origin(req.URL) != origin(first.URL):
-		return fmt.Errorf("redirected to another origin (%s): not followed, as the request carries credentials", redactURL(req.URL))
+		return fmt.Errorf("redirected to another origin (%s): not followed, as the request carries credentials", frame.DisplayURL(req.URL))
 	}
 	return nil
 }

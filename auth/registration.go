@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // clientName is the client_name mcp-stdio registers under.
@@ -136,18 +138,18 @@ func (c *Client) register(ctx context.Context, endpoint, redirectURI string, sup
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
-		return clientCreds{}, fmt.Errorf("registration endpoint %s: %w", shortURL(endpoint), err)
+		return clientCreds{}, fmt.Errorf("registration endpoint %s: %w", frame.DisplayURLString(endpoint), err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return clientCreds{}, fmt.Errorf("client registration: cannot reach %s: %w", shortURL(endpoint), unwrapURLError(err))
+		return clientCreds{}, fmt.Errorf("client registration: cannot reach %s: %w", frame.DisplayURLString(endpoint), unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	rb, err := readLimited(resp.Body)
 	if err != nil {
-		return clientCreds{}, fmt.Errorf("client registration at %s: %w", shortURL(endpoint), err)
+		return clientCreds{}, fmt.Errorf("client registration at %s: %w", frame.DisplayURLString(endpoint), err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		te := &TokenError{Status: resp.StatusCode}
@@ -155,7 +157,7 @@ func (c *Client) register(ctx context.Context, endpoint, redirectURI string, sup
 		if decodeObject(rb, &f) == nil {
 			te.Code, te.Description = cleanDescription(f.Error), cleanDescription(f.ErrorDescription)
 		}
-		return clientCreds{}, fmt.Errorf("client registration at %s failed: %w", shortURL(endpoint), te)
+		return clientCreds{}, fmt.Errorf("client registration at %s failed: %w", frame.DisplayURLString(endpoint), te)
 	}
 	r, err := ParseClientRegistration(rb)
 	if err != nil {
@@ -171,7 +173,7 @@ func (c *Client) register(ctx context.Context, endpoint, redirectURI string, sup
 	if r.ClientSecretExpiresAt > 0 {
 		cc.secretExpires = time.Unix(int64(r.ClientSecretExpiresAt), 0)
 	}
-	c.log.Info("oauth: registered a client", "registration_endpoint", shortURL(endpoint), "auth_method", cc.method)
+	c.log.Info("oauth: registered a client", "registration_endpoint", frame.DisplayURLString(endpoint), "auth_method", cc.method)
 	return cc, nil
 }
 

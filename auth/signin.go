@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // errSignInTimeout is the cause of a flow that ran out of --oauth-timeout.
@@ -63,7 +65,7 @@ func (c *Client) signIn(ctx context.Context, hints challengeHints, extra []strin
 	if e != nil && e.AccessToken != "" && e.AccessToken != rejected {
 		t := e.token()
 		if !t.expired(c.clock.Now(), 0) && scopesCover(splitScopes(e.Scope), extra) {
-			c.log.Info("oauth: using the token another process signed in for", "server", shortURL(c.resource))
+			c.log.Info("oauth: using the token another process signed in for", "server", frame.DisplayURLString(c.resource))
 			c.install(t, e, false)
 			return nil
 		}
@@ -114,7 +116,7 @@ func (c *Client) signIn(ctx context.Context, hints challengeHints, extra []strin
 		c.log.Error("oauth: cannot save the token; it is kept in memory only", "err", err)
 	}
 	c.install(tok, entry, false)
-	c.log.Info("oauth: signed in", "server", shortURL(c.resource), "scope", entry.Scope)
+	c.log.Info("oauth: signed in", "server", frame.DisplayURLString(c.resource), "scope", entry.Scope)
 	return nil
 }
 
@@ -210,7 +212,7 @@ func (c *Client) codeFlow(ctx context.Context, d *discovery, e *storeEntry, scop
 	authURL := cfg.AuthCodeURL(state,
 		oauth2.S256ChallengeOption(verifier),
 		oauth2.SetAuthURLParam("resource", d.resource))
-	fmt.Fprintf(c.stderr, "mcp-stdio: sign in to %s in your browser. If it did not open, visit this URL:\n%s\n", shortURL(c.resource), authURL)
+	fmt.Fprintf(c.stderr, "mcp-stdio: sign in to %s in your browser. If it did not open, visit this URL:\n%s\n", frame.DisplayURLString(c.resource), authURL)
 	if err := c.openURL(ctx, authURL); err != nil {
 		c.log.Warn("oauth: could not open a browser; open the URL printed above", "err", err)
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // Token is an OAuth access token with what the client keeps beside it.
@@ -292,7 +294,7 @@ func (c *Client) requestToken(ctx context.Context, endpoint string, creds client
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
-		return Token{}, fmt.Errorf("token endpoint %s: %w", shortURL(endpoint), err)
+		return Token{}, fmt.Errorf("token endpoint %s: %w", frame.DisplayURLString(endpoint), err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
@@ -302,12 +304,12 @@ func (c *Client) requestToken(ctx context.Context, endpoint string, creds client
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return Token{}, fmt.Errorf("cannot reach the token endpoint %s: %w", shortURL(endpoint), unwrapURLError(err))
+		return Token{}, fmt.Errorf("cannot reach the token endpoint %s: %w", frame.DisplayURLString(endpoint), unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	body, err := readLimited(resp.Body)
 	if err != nil {
-		return Token{}, fmt.Errorf("token endpoint %s: %w", shortURL(endpoint), err)
+		return Token{}, fmt.Errorf("token endpoint %s: %w", frame.DisplayURLString(endpoint), err)
 	}
 	tok, err := ParseTokenResponse(resp.StatusCode, resp.Header.Get("Content-Type"), body, c.clock.Now())
 	var te *TokenError

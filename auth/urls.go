@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/url"
 	"strings"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // Well-known URI suffixes (RFC 9728, RFC 8414, OpenID Connect Discovery).
@@ -40,13 +42,13 @@ func parseHTTPURL(raw string) (*url.URL, error) {
 	switch strings.ToLower(u.Scheme) {
 	case "http", "https":
 	default:
-		return nil, fmt.Errorf("invalid URL %q: scheme must be http or https", redactURL(u))
+		return nil, fmt.Errorf("invalid URL %q: scheme must be http or https", frame.DisplayURL(u))
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return nil, fmt.Errorf("invalid URL %q: no host", redactURL(u))
+		return nil, fmt.Errorf("invalid URL %q: no host", frame.DisplayURL(u))
 	}
 	if u.Opaque != "" {
-		return nil, fmt.Errorf("invalid URL %q: not hierarchical", redactURL(u))
+		return nil, fmt.Errorf("invalid URL %q: not hierarchical", frame.DisplayURL(u))
 	}
 	return u, nil
 }
@@ -88,12 +90,6 @@ func origin(u *url.URL) string {
 	return strings.ToLower(u.Scheme) + "://" + canonicalHost(u)
 }
 
-// redactURL renders u without userinfo, query and fragment, for messages.
-func redactURL(u *url.URL) string {
-	c := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
-	return c.String()
-}
-
 // IsLoopbackHost reports whether host (a URL's Hostname, without brackets
 // or port) names the local machine: "localhost" and "localhost." in any
 // case, any address in 127.0.0.0/8, and every spelling of ::1 (including
@@ -120,9 +116,9 @@ func checkSecureURL(what string, u *url.URL) error {
 		if IsLoopbackHost(u.Hostname()) {
 			return nil
 		}
-		return fmt.Errorf("%s %s is not https (plain http is allowed only on loopback)", what, redactURL(u))
+		return fmt.Errorf("%s %s is not https (plain http is allowed only on loopback)", what, frame.DisplayURL(u))
 	}
-	return fmt.Errorf("%s %s: scheme must be https", what, redactURL(u))
+	return fmt.Errorf("%s %s: scheme must be https", what, frame.DisplayURL(u))
 }
 
 // parseSecureURL parses raw and applies [checkSecureURL].

@@ -117,7 +117,7 @@ func (c *RelayConfig) explain(err error) *Unreachable {
 // diagnose finds what happened and its likely cause.
 func (c *RelayConfig) diagnose(err error) *Unreachable {
 	u := &Unreachable{
-		URL:         displayURL(c.URL),
+		URL:         frame.DisplayURLString(c.URL),
 		Transport:   c.Transport,
 		Credentials: c.Auth != nil || c.Header.Get("Authorization") != "",
 		Err:         err,
@@ -357,19 +357,4 @@ func blankBearerTokens(s string) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
-}
-
-// displayURL is a URL fit for messages: no credentials, no query (which
-// may carry tokens).
-func displayURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		u.RawQuery = "…"
-	}
-	u.Fragment = ""
-	return u.String()
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
 // maxRedirects bounds the redirects one request follows.
@@ -79,11 +81,11 @@ func (p redirectPolicy) check(req *http.Request, via []*http.Request) error {
 func (p redirectPolicy) judge(from, target *url.URL, status int) error {
 	switch {
 	case strings.EqualFold(from.Scheme, "https") && !strings.EqualFold(target.Scheme, "https"):
-		return &RedirectError{Status: status, From: displayURL(from), To: displayURL(target), Downgrade: true}
+		return &RedirectError{Status: status, From: frame.DisplayURL(from), To: frame.DisplayURL(target), Downgrade: true}
 	case sameOrigin(from, target), p.crossOrigin:
 		return nil
 	}
-	return &RedirectError{Status: status, From: displayURL(from), To: displayURL(target)}
+	return &RedirectError{Status: status, From: frame.DisplayURL(from), To: frame.DisplayURL(target)}
 }
 
 // strip takes the credentials off a request bound for another origin:
@@ -157,16 +159,4 @@ func origin(s string) string {
 		return s
 	}
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
-}
-
-// displayURL is u fit for messages: no credentials, no query (which may
-// carry tokens), no fragment.
-func displayURL(u *url.URL) string {
-	c := *u
-	c.User = nil
-	if c.RawQuery != "" || c.ForceQuery {
-		c.RawQuery, c.ForceQuery = "…", false
-	}
-	c.Fragment, c.RawFragment = "", ""
-	return c.String()
 }

@@ -254,7 +254,7 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 		}
 		return nil
 	}
-	logger.Info("relaying stdio", "url", redactURL(cfg.URL), "transport", cfg.Transport, "era", string(cfg.Era), "oauth", f.oauth)
+	logger.Info("relaying stdio", "url", frame.DisplayURLString(cfg.URL), "transport", cfg.Transport, "era", string(cfg.Era), "oauth", f.oauth)
 	if opt.OwnProcess {
 		var restore func()
 		stdin, restore = tuneStdioProcess(stdin, getenv, logger)
@@ -534,18 +534,4 @@ func (h *headerList) Set(s string) error {
 	}
 	*h = append(*h, [2]string{http.CanonicalHeaderKey(name), value})
 	return nil
-}
-
-// redactURL drops credentials and the query (which may carry tokens) from a
-// URL for logging.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		u.RawQuery = "…"
-	}
-	return u.String()
 }
