@@ -267,6 +267,31 @@ func headerTrace(m frame.Message) (tp frame.TraceParent, valid bool, state strin
 	return tp, true, state
 }
 
+// requestSpan is the span of one request, server side (serve's
+// TraceContext) or client side (the relay's TraceHeaders): its context sc
+// and state, its parent's span id (zero for a root), named by method, from
+// start to end, with the attributes and error of how it ended.
+func requestSpan(sc frame.TraceParent, state string, parent [8]byte, method string, kind frame.SpanKind, start, end time.Time, era string, e requestEnd) frame.Span {
+	span := frame.Span{
+		TraceParent: sc,
+		Parent:      parent,
+		TraceState:  state,
+		Name:        method,
+		Kind:        kind,
+		Start:       start,
+		End:         end,
+		Attrs:       spanAttrs(method, era, e),
+		Error:       failed(e.outcome),
+	}
+	if span.Error {
+		span.Message = e.outcome
+		if e.status != 0 {
+			span.Message = "HTTP " + strconv.Itoa(e.status)
+		}
+	}
+	return span
+}
+
 // spanAttrs returns a span's attributes.
 func spanAttrs(method, era string, e requestEnd) []string {
 	a := make([]string, 0, 10)

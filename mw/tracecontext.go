@@ -70,26 +70,11 @@ func TraceContext(o TraceOptions) Middleware {
 				if !sc.Sampled() {
 					return
 				}
-				span := frame.Span{
-					TraceParent: sc,
-					TraceState:  state,
-					Name:        method,
-					Kind:        frame.SpanServer,
-					Start:       start,
-					End:         o.Now(),
-					Attrs:       spanAttrs(method, o.Era, e),
-					Error:       failed(e.outcome),
-				}
+				var parentID [8]byte
 				if hasParent {
-					span.Parent = parent.SpanID
+					parentID = parent.SpanID
 				}
-				if span.Error {
-					span.Message = e.outcome
-					if e.status != 0 {
-						span.Message = "HTTP " + strconv.Itoa(e.status)
-					}
-				}
-				o.Exporter.ExportSpan(span)
+				o.Exporter.ExportSpan(requestSpan(sc, state, parentID, method, frame.SpanServer, start, o.Now(), o.Era, e))
 			})
 		})
 	})

@@ -2,7 +2,6 @@ package mw
 
 import (
 	"context"
-	"strconv"
 	"sync"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
@@ -88,26 +87,11 @@ func (t *traceHeaders) toServer(ctx context.Context, m frame.Message) error {
 		e.outcome, e.status = outcomeOf(err)
 	}
 	if sc.Sampled() {
-		span := frame.Span{
-			TraceParent: sc,
-			TraceState:  state,
-			Name:        m.Method(),
-			Kind:        frame.SpanClient,
-			Start:       start,
-			End:         t.o.Now(),
-			Attrs:       spanAttrs(m.Method(), t.o.Era, e),
-			Error:       failed(e.outcome),
-		}
+		var parentID [8]byte
 		if hasParent {
-			span.Parent = parent.SpanID
+			parentID = parent.SpanID
 		}
-		if span.Error {
-			span.Message = e.outcome
-			if e.status != 0 {
-				span.Message = "HTTP " + strconv.Itoa(e.status)
-			}
-		}
-		t.o.Exporter.ExportSpan(span)
+		t.o.Exporter.ExportSpan(requestSpan(sc, state, parentID, m.Method(), frame.SpanClient, start, t.o.Now(), t.o.Era, e))
 	}
 	return err
 }
