@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
@@ -14,10 +15,22 @@ type ChildAnswersOptions struct {
 	// raw JSON array of Root objects ({"uri":"file:///…"}); nil means
 	// none, [].
 	Roots []byte
+	// StartupGrace is how long after the gateway's handshake with the
+	// child (see [ChildAnswers.Started]) the child's first roots/list is
+	// still taken for the one it asks as its connection starts; 0 means
+	// DefaultChildStartupGrace.
+	StartupGrace time.Duration
+	// Now reads the clock; nil means time.Now.
+	Now func() time.Time
 	// Logger receives one line the first time each method is answered
 	// here, and a debug line for every other; nil discards.
 	Logger *slog.Logger
 }
+
+// DefaultChildStartupGrace is ChildAnswersOptions.StartupGrace's default:
+// a second, where @modelcontextprotocol/server-everything asks for its
+// roots 350 ms after its handshake.
+const DefaultChildStartupGrace = time.Second
 
 // ChildAnswers answers, in the gateway's own name, the requests of a child
 // that many clients share (serve's pooled child of the session era) when
@@ -35,9 +48,12 @@ type ChildAnswersOptions struct {
 // methods it has logged. It is safe for concurrent use.
 type ChildAnswers struct {
 	roots []byte
+	grace time.Duration
+	now   func() time.Time
 	log   *slog.Logger
 
 	mu         sync.Mutex
+	started    time.Time // the end of the gateway's handshake; zero before
 	askedRoots bool
 	logged     map[string]bool
 }
@@ -48,22 +64,40 @@ func NewChildAnswers(o ChildAnswersOptions) *ChildAnswers {
 	if len(roots) == 0 {
 		roots = []byte("[]")
 	}
-	return &ChildAnswers{roots: roots, log: loggerOrDiscard(o.Logger), logged: make(map[string]bool)}
+	a := &ChildAnswers{roots: roots, grace: o.StartupGrace, now: o.Now, log: loggerOrDiscard(o.Logger), logged: make(map[string]bool)}
+	if a.grace <= 0 {
+		a.grace = DefaultChildStartupGrace
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	return a
 }
 
-// FirstRoots reports whether the child had not asked roots/list before,
-// and records that it has now. A session-era server asks for its roots
-// when its connection starts (on notifications/initialized, or from a
-// timer set then: @modelcontextprotocol/server-everything waits 350 ms),
-// and keeps them for the connection — which, for a child many clients
-// share, is every client's: its first roots/list is answered by the
-// gateway, whatever call is in flight when it comes.
+// Started records that the gateway's handshake with the child is over:
+// the child's start-up lasts StartupGrace more.
+func (a *ChildAnswers) Started() {
+	a.mu.Lock()
+	a.started = a.now()
+	a.mu.Unlock()
+}
+
+// FirstRoots reports whether a roots/list the child sends now is the one
+// it asks as its connection starts — its first, during the handshake or
+// within StartupGrace of its end — and records that the child has asked.
+// A session-era server asks for its roots when its connection starts (on
+// notifications/initialized, or from a timer set then:
+// @modelcontextprotocol/server-everything waits 350 ms) and keeps them
+// for the connection, which, for a child many clients share, is every
+// client's: that roots/list is answered by the gateway, whatever call is
+// in flight when it comes. A first roots/list later than that comes from
+// what a call does, and is given to a call like any other request.
 func (a *ChildAnswers) FirstRoots() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	first := !a.askedRoots
 	a.askedRoots = true
-	return first
+	return first && (a.started.IsZero() || a.now().Sub(a.started) < a.grace)
 }
 
 // Answer returns the gateway's own answer to the child's request m, which

@@ -81,8 +81,9 @@ type ParkOptions struct {
 	// Shared, when set, says that the child serves many clients (serve's
 	// pooled child) and answers, in the gateway's name, the child's
 	// requests no call can be said to have caused. A request is then
-	// given to a call only when that call is the only one in flight on
-	// the child; the child's first roots/list never is. See
+	// given to a call only when that call is the only one running on the
+	// child, or, with none running, the only one parked; the child's
+	// first roots/list never is. See
 	// [ParkChildRequests]. nil (the relay, whose server has one client)
 	// keeps the rules for one client.
 	Shared *ChildAnswers
@@ -111,9 +112,12 @@ type ParkOptions struct {
 //   - sampling/createMessage, elicitation/create, roots/list, with Shared
 //     (a child many clients share): given to a call only when serve can
 //     tell that call caused it. That is when it is the only call
-//     (tools/call, prompts/get or resources/read) in flight on the child
-//     — written to it, or being written, and not answered or cancelled
-//     yet; parked or running — when the request arrives, and the
+//     (tools/call, prompts/get or resources/read) running on the child
+//     — written to it, or being written, not answered or cancelled yet,
+//     and not parked — when the request arrives, or, when none runs, the
+//     only parked one (a parked call's question is with its client, and
+//     a child waiting for that answer asks nothing more on its behalf
+//     unless it asked for several things at once, see Gather); and the
 //     request is not the child's first roots/list, which asks for the
 //     roots of its connection (see [ChildAnswers.FirstRoots]). Requests
 //     the child sends while the gateway performs its handshake never
@@ -122,7 +126,8 @@ type ParkOptions struct {
 //     whose client did not gets what such a client would give: for an
 //     elicitation {"action":"decline"}, for sampling an error (-32600),
 //     for roots/list Shared's roots. Every other request — none in
-//     flight, several, or the first roots/list — is answered by Shared
+//     flight, several running, several parked and none running, or the
+//     first roots/list — is answered by Shared
 //     ([ChildAnswers.Answer]: roots/list with the roots configured for
 //     the child, none by default; sampling and elicitation with an error
 //     saying no client can answer them) and logged, once per method at
@@ -880,21 +885,37 @@ func (p *parker) sharedRequest(ctx context.Context, m frame.Message) error {
 		p.mu.Unlock()
 		return nil
 	}
-	var inFlight []*parkedCall
+	// The calls in flight on the child (not answered by it yet): running
+	// ones first. A parked call's question is with its client, and the
+	// child, waiting for that answer, asks nothing more on its behalf
+	// unless it asked for several things at once; so a parked call is
+	// taken to have asked only when no call runs.
+	var running, parked []*parkedCall
 	for _, c := range p.byChild {
-		if c.held.Len() == 0 { // else the child has answered it
-			inFlight = append(inFlight, c)
+		switch {
+		case c.held.Len() > 0: // the child has answered it
+		case c.waiting != "":
+			running = append(running, c)
+		default:
+			parked = append(parked, c)
 		}
 	}
-	if len(inFlight) != 1 {
+	candidates := running
+	if len(running) == 0 {
+		candidates = parked
+	}
+	if len(candidates) != 1 {
 		p.mu.Unlock()
 		why := "it came while no call was in flight on the server"
-		if len(inFlight) > 1 {
-			why = "it came while " + strconv.Itoa(len(inFlight)) + " calls were in flight on the server, and nothing tells which one asked"
+		switch {
+		case len(running) > 1:
+			why = "it came while " + strconv.Itoa(len(running)) + " calls were running on the server, and nothing tells which one asked"
+		case len(parked) > 1:
+			why = "it came while " + strconv.Itoa(len(parked)) + " calls waited for their clients' input on the server, and nothing tells which one asked"
 		}
 		return p.next.ToServer.Handle(ctx, p.o.Shared.Answer(m, why))
 	}
-	c := inFlight[0]
+	c := candidates[0]
 	if !declares(c.caps, m) {
 		p.mu.Unlock()
 		switch method {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -43,7 +44,7 @@ func TestParkSharedFirstRootsAreTheConnections(t *testing.T) {
 	})
 }
 
-// A request is a call's only while that call is the only one in flight on
+// A request is a call's only while that call is the only one running on
 // the child, whatever the other calls' clients declared; otherwise the
 // gateway refuses sampling and elicitation with an error saying no client
 // can answer, logged once, and answers roots/list with the configured
@@ -66,7 +67,7 @@ func TestParkSharedNeedsTheOnlyCallInFlight(t *testing.T) {
 	e.fromChild(strings.Replace(parkElicit, `"id":7`, `"id":17`, 1))
 	for _, m := range e.child.sent.all()[4:] {
 		is.Equal(m.Get("error.code").Int(), int64(frame.CodeInternalError))
-		is.Equal(m.Get("error.message").String(), "no client can answer elicitation/create: it came while 2 calls were in flight on the server, and nothing tells which one asked")
+		is.Equal(m.Get("error.message").String(), "no client can answer elicitation/create: it came while 2 calls were running on the server, and nothing tells which one asked")
 	}
 	is.Equal(strings.Count(e.log.String(), "level=WARN"), 2) // once for sampling, once for elicitation
 	e.fromChild(strings.Replace(parkRoots, `"id":9`, `"id":29`, 1))
@@ -82,9 +83,10 @@ func TestParkSharedNeedsTheOnlyCallInFlight(t *testing.T) {
 	is.Equal(got2[1].Get("result.resultType").String(), "input_required")
 }
 
-// A parked call is still in flight on the child: beside a running call, a
-// question belongs to neither as far as serve can tell.
-func TestParkSharedParkedCallsCount(t *testing.T) {
+// A parked call's question is with its client: beside a running call, a
+// new question is the running call's. With none running, it is the only
+// parked call's; with several parked, nobody's.
+func TestParkSharedRunningCallsFirst(t *testing.T) {
 	is := is.New(t)
 	e := newSharedParkEnv(t)
 	e.fromChild(parkRoots)
@@ -93,10 +95,17 @@ func TestParkSharedParkedCallsCount(t *testing.T) {
 	is.Equal(len(e.client.all()), 1)
 	e.must(parkCall("2", `{}`, parkAllCaps, ""))
 	e.fromChild(strings.Replace(parkElicit, `"id":7`, `"id":17`, 1))
-	is.Equal(len(e.client.all()), 1) // nothing for call 2
+	got := e.client.all()
+	is.Equal(len(got), 2) // call 2's input_required
+	is.Equal(got[1].ID(), frame.ID(`"mcp-stdio/serve/2"`))
+	is.Equal(got[1].Get("result.resultType").String(), "input_required")
+
+	// Both parked, none running: a third question is nobody's.
+	e.fromChild(strings.Replace(parkElicit, `"id":7`, `"id":27`, 1))
+	is.Equal(len(e.client.all()), 2)
 	last := e.child.sent.all()[len(e.child.sent.all())-1]
-	is.Equal(last.ID(), frame.ID("17"))
-	is.True(strings.HasPrefix(last.Get("error.message").String(), "no client can answer elicitation/create: it came while 2 calls"))
+	is.Equal(last.ID(), frame.ID("27"))
+	is.Equal(last.Get("error.message").String(), "no client can answer elicitation/create: it came while 2 calls waited for their clients' input on the server, and nothing tells which one asked")
 }
 
 // The only call in flight whose client declared nothing gets what such a
@@ -115,6 +124,38 @@ func TestParkSharedUndeclared(t *testing.T) {
 	is.Equal(frame.MustParse(got[1]).Get("error.code").Int(), int64(-32600))
 	is.Equal(got[2], `{"jsonrpc":"2.0","id":19,"result":{"roots":`+sharedRoots+`}}`)
 	is.Equal(len(e.client.all()), 0)
+}
+
+// The first roots/list is the connection's only during the child's
+// start-up: within StartupGrace of the handshake's end. One that comes
+// later, from what a call does, is that call's when it is the only one
+// running.
+func TestParkSharedFirstRootsAfterStartUpIsTheCalls(t *testing.T) {
+	is := is.New(t)
+	now := time.Unix(1000, 0)
+	e := newParkEnv(t, func(o *ParkOptions) {
+		o.Shared = NewChildAnswers(ChildAnswersOptions{Roots: []byte(sharedRoots), Logger: o.Logger,
+			StartupGrace: time.Second, Now: func() time.Time { return now }})
+		o.Shared.Started()
+	})
+	now = now.Add(time.Second) // the start-up is over
+	e.must(parkCall("1", `{}`, parkAllCaps, ""))
+	e.fromChild(parkRoots)
+	got := e.client.all()
+	is.Equal(len(got), 1)
+	is.Equal(got[0].Get("result.resultType").String(), "input_required")
+	is.Equal(got[0].Get("result.inputRequests.input-1.method").String(), "roots/list")
+	is.Equal(len(e.child.sent.all()), 1) // only the call: nothing answered in the gateway's name
+}
+
+func TestChildAnswersFirstRootsDuringStartUp(t *testing.T) {
+	is := is.New(t)
+	now := time.Unix(1000, 0)
+	a := NewChildAnswers(ChildAnswersOptions{Now: func() time.Time { return now }})
+	a.Started()
+	now = now.Add(DefaultChildStartupGrace - time.Millisecond)
+	is.True(a.FirstRoots())  // 350 ms after its handshake, as server-everything asks: the connection's
+	is.True(!a.FirstRoots()) // only the first
 }
 
 // During the gateway's handshake every request of the child is answered

@@ -741,6 +741,7 @@ func (s *Server) handshakeChild(ctx context.Context, conn *mw.Conn, stderrPrefix
 			return hs.Run(ctx, mw.ChildHandshakeOptions{SkipDiscover: skipDiscover, ClientVersion: s.cfg.Version, Logger: log})
 		})
 		if err == nil {
+			own.Started()
 			s.ready.record(nil)
 			return c, fromChild, nil
 		}
