@@ -627,12 +627,9 @@ const confModernRelaySpec = "2026-07-28"
 // ones (confAuthRuns).
 var confModernRelayScenarios = []struct {
 	name, note string
-	// modernHostNote, when set, makes the run as a 2026-07-28 host not
-	// required, and says why.
-	modernHostNote string
 }{
 	{name: "tools_call"},
-	{name: "request-metadata", modernHostNote: "warns that a request lacks io.modelcontextprotocol/clientInfo: the go-sdk client, as a 2026-07-28 host, sends it with server/discover only, and the relay passes a 2026-07-28 host's lines as they are"},
+	{name: "request-metadata"}, // clientInfo on every request, the relay's own included
 	{name: "http-standard-headers"},
 	{name: "json-schema-ref-no-deref"},
 	{name: "json-schema-2020-12-preservation"},
@@ -659,11 +656,7 @@ func confRelayRuns(listed []confListed) ([]confClientRun, error) {
 			return nil, fmt.Errorf("conformance list --client does not list %s at %s", sc.name, confModernRelaySpec)
 		}
 		for _, sessionEraHost := range []bool{false, true} {
-			note := sc.note
-			if !sessionEraHost && sc.modernHostNote != "" {
-				note = sc.modernHostNote
-			}
-			runs = append(runs, confClientRun{name: sc.name, spec: confModernRelaySpec, required: note == "", note: note, sessionEraHost: sessionEraHost})
+			runs = append(runs, confClientRun{name: sc.name, spec: confModernRelaySpec, required: sc.note == "", note: sc.note, sessionEraHost: sessionEraHost})
 		}
 	}
 	return runs, nil
