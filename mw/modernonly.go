@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // ModernOnly returns the stage serve lists on its session-era side, in
@@ -65,8 +66,8 @@ func ModernOnly(versions ...string) Middleware {
 			case m.Kind() == frame.Request:
 				id = m.ID()
 			}
-			if requested == "" && m.Method() != "initialize" {
-				requested = "2025-03-26"
+			if requested == "" && m.Method() != mcp.MethodInitialize {
+				requested = mcp.UnversionedVersion
 			}
 			return RefuseWithData(http.StatusBadRequest, id, frame.CodeUnsupportedVersion,
 				"Unsupported protocol version: this server speaks MCP 2026-07-28 only", versionData(versions, requested))
