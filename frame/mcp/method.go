@@ -180,3 +180,37 @@ func Defines(v, method string) bool {
 	}
 	return true
 }
+
+// NameMember returns the member of a request's params that its Mcp-Name
+// header mirrors (2026-07-28, Streamable HTTP): "name" for tools/call and
+// prompts/get, "uri" for resources/read, "" for a method without one.
+func NameMember(method string) string {
+	switch method {
+	case MethodToolsCall, MethodPromptsGet:
+		return "name"
+	case MethodResourcesRead:
+		return "uri"
+	}
+	return ""
+}
+
+// IsStatelessClientRequest reports whether method is a request a client
+// of the era 2026-07-28 began may send: server/discover,
+// subscriptions/listen, the lists, tools/call, prompts/get,
+// resources/read and completion/complete.
+func IsStatelessClientRequest(method string) bool {
+	c := ClassOf(method)
+	return c.Has(Request|FromClient) && !c.Has(NeedsSession)
+}
+
+// NamePath is [NameMember] as a path from the message's root
+// ("params.name", "params.uri"), "" for a method without one.
+func NamePath(method string) string {
+	switch method {
+	case MethodToolsCall, MethodPromptsGet:
+		return "params.name"
+	case MethodResourcesRead:
+		return "params.uri"
+	}
+	return ""
+}

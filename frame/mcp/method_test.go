@@ -53,6 +53,10 @@ func TestClassOf(t *testing.T) {
 		{"", 0, ""},
 		{"Tools/List", 0, ""},
 	}
+	names := map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+	stateless := map[string]bool{"server/discover": true, "subscriptions/listen": true, "tools/list": true, "tools/call": true,
+		"prompts/list": true, "prompts/get": true, "resources/list": true, "resources/read": true, "resources/templates/list": true,
+		"completion/complete": true}
 	cacheable := 0
 	for _, tt := range tests {
 		t.Run(tt.method, func(t *testing.T) {
@@ -63,6 +67,13 @@ func TestClassOf(t *testing.T) {
 			is.Equal(mcp.IsReplaySafe(tt.method), c.Has(mcp.ReplaySafe))
 			is.Equal(mcp.ListKey(tt.method), tt.list)
 			is.Equal(tt.list != "", c.Has(mcp.Paginated))
+			is.Equal(mcp.NameMember(tt.method), names[tt.method])
+			if names[tt.method] != "" {
+				is.Equal(mcp.NamePath(tt.method), "params."+names[tt.method])
+			} else {
+				is.Equal(mcp.NamePath(tt.method), "")
+			}
+			is.Equal(mcp.IsStatelessClientRequest(tt.method), stateless[tt.method]) // the digest's list (§1)
 			if c != 0 {
 				is.True(c.Has(mcp.Request) != c.Has(mcp.Notification)) // one or the other
 				is.True(c.Has(mcp.FromClient) || c.Has(mcp.FromServer))
