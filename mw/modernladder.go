@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // ModernLadderOptions configures [ValidateModern].
@@ -24,14 +25,6 @@ type ModernLadderOptions struct {
 	AcceptClaimlessResourceRead bool
 	// Logger receives a debug line per refusal; nil discards.
 	Logger *slog.Logger
-}
-
-// modernMethods are the requests a 2026-07-28 client may send (digest §1).
-var modernMethods = map[string]bool{
-	"server/discover": true, "completion/complete": true,
-	"prompts/list": true, "prompts/get": true,
-	"resources/list": true, "resources/read": true, "resources/templates/list": true,
-	"subscriptions/listen": true, "tools/list": true, "tools/call": true,
 }
 
 // ValidateModern returns the validation ladder of serve's 2026-07-28 face:
@@ -170,7 +163,7 @@ func (l *ladder) check(ctx context.Context, m frame.Message) error {
 		return RefuseWithData(http.StatusBadRequest, id, frame.CodeUnsupportedVersion,
 			"Unsupported protocol version "+quoteShort(version.Str), versionData(l.versions, version.Str))
 	}
-	if !modernMethods[m.Method()] {
+	if !mcp.IsStatelessClientRequest(m.Method()) {
 		return Refuse(http.StatusNotFound, id, frame.CodeMethodNotFound, "Method not found: "+quoteShort(m.Method()))
 	}
 	return nil
@@ -223,13 +216,8 @@ func routingMismatch(m frame.Message, onlySent bool) error {
 	} else if vs[0] != m.Method() {
 		return mismatch(id, "the Mcp-Method header does not match the method")
 	}
-	var key string
-	switch m.Method() {
-	case "tools/call", "prompts/get":
-		key = "name"
-	case "resources/read":
-		key = "uri"
-	default:
+	key := mcp.NameMember(m.Method())
+	if key == "" {
 		return nil
 	}
 	body := lastMember(lastMember(messageRoot(m), "params"), key)
