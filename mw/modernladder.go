@@ -16,7 +16,8 @@ import (
 type ModernLadderOptions struct {
 	// Versions are the protocol versions of the 2026-07-28 era served; a
 	// request naming another gets -32022, whose data lists them. nil means
-	// [ModernVersion] alone.
+	// the revisions of the stateless era ([mcp.StatelessVersions]:
+	// 2026-07-28 alone today).
 	Versions []string
 	// AcceptClaimlessResourceRead takes a claimless resources/read
 	// ([IsClaimlessResourceRead]) as a 2026-07-28 request: the era fork
@@ -78,7 +79,7 @@ type ModernLadderOptions struct {
 func ValidateModern(o ModernLadderOptions) Middleware {
 	versions := slices.Clone(o.Versions)
 	if len(versions) == 0 {
-		versions = []string{ModernVersion}
+		versions = mcp.StatelessVersions()
 	}
 	l := &ladder{versions: versions, claimless: o.AcceptClaimlessResourceRead, log: loggerOrDiscard(o.Logger)}
 	return ServerBound(func(next Handler) Handler {
