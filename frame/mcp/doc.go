@@ -30,14 +30,18 @@
 //   - the test tables: a row in the per-revision test, which then checks
 //     [Known], [IsStateless] and [StatelessVersions] for it.
 //
-// What follows by itself: MCP-Protocol-Version headers naming it are
-// known; the era probe asks server/discover at it first and retries at
-// 2026-07-28 when a server answers -32022 listing that
-// ([StatelessVersions] is the gateway's preference); the result stamping
-// and the cache take tools/watch's classes from [ClassOf]. What does not:
-// a stage that must act on Watch (answer tools/watch for a session-era
-// child, say) asks Has(v, Watch) in mw, and golden/ gets transcripts of
-// it. A revision that removes something (as 2026-07-28 removed
-// initialize) clears the feature bit on its row, and the classes say
-// NeedsSession or StatelessOnly for the methods only one era has.
+// What follows by itself, since the stages ask this package: an
+// MCP-Protocol-Version header naming it is known; the relay's era probe
+// asks server/discover at it first and asks again at 2026-07-28 when a
+// server answers -32022 listing only that ([DiscoverRetryVersion] with
+// [StatelessVersions], the gateway's preference, newest first); serve's
+// 2026-07-28 face accepts both revisions and lists both in the
+// server/discover it answers; its validation ladder lets tools/watch
+// through ([IsStatelessClientRequest]) and the retry stage may send it
+// again ([IsReplaySafe]). What does not: a stage that must act on Watch
+// (answer tools/watch for a session-era child, say) asks Has(v, Watch) in
+// mw, and golden/ gets transcripts of it. A revision that removes
+// something (as 2026-07-28 removed initialize) leaves the feature's bit
+// off its row, and the classes say NeedsSession or StatelessOnly for the
+// methods only one era has.
 package mcp
