@@ -89,3 +89,14 @@ func TestRevisionsCopy(t *testing.T) {
 	rs[0].Version = "changed"
 	is.True(mcp.Known(mcp.Version20241105))
 }
+
+// Has is on the per-message path (a session's batches, its priming
+// events, a version header): no allocation.
+func BenchmarkHas(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if !mcp.Has("2025-11-25", mcp.PrimingEvents) || mcp.Known("2025-11-26") {
+			b.Fatal("wrong answer")
+		}
+	}
+}
