@@ -18,6 +18,10 @@
 // is compacted to one line, which removes only insignificant whitespace;
 // and a byte that is not valid UTF-8, which JSON does not allow, becomes
 // U+FFFD, the character encoding/json reads it as.
+//
+// What MCP says of those messages — its revisions, method names, _meta
+// keys and the messages the gateway sends of its own — is package
+// frame/mcp's, which builds on this one.
 package frame
 
 import (

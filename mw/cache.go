@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // Response cache defaults.
@@ -51,20 +52,24 @@ const (
 )
 
 // cacheSlot returns the slot of a method whose results are cacheable
-// (MCP 2026-07-28, server/utilities/caching), or -1. The sixth,
-// server/discover, is only ever asked by a 2026-07-28 client, whose
-// requests the stage leaves alone.
+// ([mcp.IsCacheable]), or -1: the slot is the change notification that
+// drops it (see invalidate). The sixth, server/discover, has none: it is
+// only ever asked by a 2026-07-28 client, whose requests the stage leaves
+// alone.
 func cacheSlot(method string) int {
+	if !mcp.IsCacheable(method) {
+		return -1
+	}
 	switch method {
-	case "tools/list":
+	case mcp.MethodToolsList:
 		return slotTools
-	case "prompts/list":
+	case mcp.MethodPromptsList:
 		return slotPrompts
-	case "resources/list":
+	case mcp.MethodResourcesList:
 		return slotResources
-	case "resources/templates/list":
+	case mcp.MethodResourceTemplates:
 		return slotTemplates
-	case "resources/read":
+	case mcp.MethodResourcesRead:
 		return slotRead
 	}
 	return -1
@@ -320,14 +325,14 @@ func (c *respCache) invalidate(m frame.Message) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch m.Method() {
-	case "notifications/tools/list_changed":
+	case mcp.MethodToolsListChanged:
 		c.drop(slotTools, m.Method(), all)
-	case "notifications/prompts/list_changed":
+	case mcp.MethodPromptsListChanged:
 		c.drop(slotPrompts, m.Method(), all)
-	case "notifications/resources/list_changed":
+	case mcp.MethodResourcesListChanged:
 		c.drop(slotResources, m.Method(), all)
 		c.drop(slotTemplates, m.Method(), all)
-	case "notifications/resources/updated":
+	case mcp.MethodResourceUpdated:
 		uri := m.Get("params.uri").String()
 		c.drop(slotRead, m.Method(), func(e *cacheEntry) bool { return uriRelated(e.uri, uri) })
 	}

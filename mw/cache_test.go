@@ -10,6 +10,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 func newFakeClock() *fakeClock { return &fakeClock{t: time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)} }
@@ -484,4 +485,23 @@ func TestCacheConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// The cache has a slot for every cacheable method but server/discover
+// (frame/mcp says which are), each its own.
+func TestCacheSlotsFollowVocabulary(t *testing.T) {
+	is := is.New(t)
+	seen := map[int]bool{}
+	for _, method := range []string{mcp.MethodDiscover, mcp.MethodToolsList, mcp.MethodPromptsList, mcp.MethodResourcesList,
+		mcp.MethodResourceTemplates, mcp.MethodResourcesRead, mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodComplete, "x/y"} {
+		slot := cacheSlot(method)
+		switch {
+		case method == mcp.MethodDiscover || !mcp.IsCacheable(method):
+			is.Equal(slot, -1) // no slot for method
+		default:
+			is.True(slot >= 0 && slot < numSlots && !seen[slot]) // a slot of its own for method
+			seen[slot] = true
+		}
+	}
+	is.Equal(len(seen), numSlots)
 }

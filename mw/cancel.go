@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // Defaults and bounds of [CancelFilter].
@@ -24,7 +25,7 @@ const (
 )
 
 // cancelMethod is the notification a client sends to cancel a request.
-const cancelMethod = "notifications/cancelled"
+const cancelMethod = mcp.MethodCancelled
 
 // CancelOptions configures [CancelFilter].
 type CancelOptions struct {
@@ -316,12 +317,8 @@ func loggerOrDiscard(l *slog.Logger) *slog.Logger {
 	return l
 }
 
-// cancelNotification returns notifications/cancelled for id.
+// cancelNotification returns notifications/cancelled for id, with reason
+// ([mcp.CancelledNotification]).
 func cancelNotification(id frame.ID, reason string) frame.Message {
-	b := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`)
-	b = append(b, id.Raw()...)
-	b = append(b, `,"reason":`...)
-	b = append(b, jsonString(reason)...)
-	b = append(b, "}}"...)
-	return frame.MustParse(string(b))
+	return mcp.CancelledNotification(id, reason)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // ChildAnswersOptions configures [NewChildAnswers].
@@ -109,14 +110,14 @@ func (a *ChildAnswers) Answer(m frame.Message, why string) frame.Message {
 	method := m.Method()
 	var out frame.Message
 	switch method {
-	case "ping":
+	case mcp.MethodPing:
 		return frame.ResultResponse(m.ID(), []byte("{}"))
-	case frame.MethodRootsList:
+	case mcp.MethodRootsList:
 		a.mu.Lock()
 		a.askedRoots = true
 		a.mu.Unlock()
 		out = frame.ResultResponse(m.ID(), append(append([]byte(`{"roots":`), a.roots...), '}'))
-	case frame.MethodCreateMessage, frame.MethodElicit:
+	case mcp.MethodCreateMessage, mcp.MethodElicit:
 		out = frame.ErrorResponse(m.ID(), frame.CodeInternalError, "no client can answer "+method+": "+why)
 	default:
 		return frame.ErrorResponse(m.ID(), frame.CodeMethodNotFound, "method not found: "+method)
@@ -128,7 +129,7 @@ func (a *ChildAnswers) Answer(m frame.Message, why string) frame.Message {
 	switch {
 	case !first:
 		a.log.Debug("answered a request of the server itself", "method", method, "why", why)
-	case method == frame.MethodRootsList:
+	case method == mcp.MethodRootsList:
 		a.log.Info("the server's roots/list was answered with the roots configured for it (--root; none by default), not a client's: "+why, "roots", string(a.roots))
 	default:
 		a.log.Warn("the server's "+method+" was refused: no client can answer it: "+why+

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // Child handshake defaults.
@@ -95,7 +96,7 @@ func (h *ChildHandshake) Run(ctx context.Context, o ChildHandshakeOptions) error
 	}
 	log := loggerOrDiscard(o.Logger)
 	if !o.SkipDiscover {
-		v, err := h.discover(ctx, o.DiscoverTimeout)
+		v, err := h.discover(ctx, o.DiscoverTimeout, log)
 		if err != nil {
 			return err
 		}
@@ -110,12 +111,11 @@ func (h *ChildHandshake) Run(ctx context.Context, o ChildHandshakeOptions) error
 	return h.initialize(ctx, o)
 }
 
-// discover asks server/discover, once more at the version a -32022 names.
-func (h *ChildHandshake) discover(ctx context.Context, timeout time.Duration) (discoverVerdict, error) {
-	version := ModernVersion
-	for attempt := 0; ; attempt++ {
-		params := metaObject([]metaEntry{{"_meta", metaObject(modernMetaEntries(clientFacts{}, version, ""))}})
-		req := frame.MustParse(`{"jsonrpc":"2.0","id":0,"method":"server/discover","params":` + string(params) + `}`)
+// discover asks server/discover, once more at the version a -32022 names
+// ([discoverRetrying]).
+func (h *ChildHandshake) discover(ctx context.Context, timeout time.Duration, log *slog.Logger) (discoverVerdict, error) {
+	return discoverRetrying(log, func(version string) (discoverVerdict, error) {
+		req := mcp.DiscoverRequest("0", metaObject(modernMetaEntries(clientFacts{}, version, "")))
 		pctx, cancel := context.WithTimeout(ctx, timeout)
 		resp, err := h.calls.Call(pctx, h.d.ToServer, req, "")
 		cancel()
@@ -125,15 +125,8 @@ func (h *ChildHandshake) discover(ctx context.Context, timeout time.Duration) (d
 		if err != nil && ctx.Err() != nil {
 			return discoverVerdict{}, ctx.Err()
 		}
-		v := judgeDiscover(resp, err, timeout)
-		if v.retryAt == "" {
-			return v, nil
-		}
-		if attempt > 0 {
-			return discoverVerdict{era: EraStateless, version: v.retryAt, reason: "-32022 twice"}, nil
-		}
-		version = v.retryAt
-	}
+		return judgeDiscover(resp, err, timeout), nil
+	})
 }
 
 // initialize performs the session era's handshake ([Initialize]).

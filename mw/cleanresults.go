@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // modernOnlyResultFields are the members of a 2026-07-28 result that a
@@ -21,7 +22,7 @@ var modernOnlyResultFields = []string{"resultType", "ttlMs", "cacheScope"}
 //     result of every request the client sent; a result whose resultType
 //     is anything else ("input_required", which the MRTR bridge deals
 //     with inside, or an extension's value) keeps it;
-//   - the _meta keys 2026-07-28 introduced ([frame.IsModernMetaKey]:
+//   - the _meta keys 2026-07-28 introduced ([mcp.IsModernMetaKey]:
 //     io.modelcontextprotocol/serverInfo, subscriptionId, …) are removed
 //     from those results' _meta, from the error.data._meta of those
 //     requests' errors, and from the params._meta of every notification
@@ -82,13 +83,13 @@ func (s *cleanResults) toClient(ctx context.Context, m frame.Message) error {
 		switch {
 		case !sessionEra:
 		case m.Kind() == frame.Result:
-			m = withoutMetaKeys(sessionEraResult(m), "result._meta", frame.IsModernMetaKey)
+			m = withoutMetaKeys(sessionEraResult(m), "result._meta", mcp.IsModernMetaKey)
 		default:
-			m = withoutMetaKeys(m, "error.data._meta", frame.IsModernMetaKey)
+			m = withoutMetaKeys(m, "error.data._meta", mcp.IsModernMetaKey)
 		}
 	case frame.Notification, frame.Request:
 		if sessionEraClient(ctx) {
-			m = withoutMetaKeys(m, "params._meta", frame.IsModernMetaKey)
+			m = withoutMetaKeys(m, "params._meta", mcp.IsModernMetaKey)
 		}
 	}
 	return s.next.ToClient.Handle(ctx, m)

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // Era is the protocol era a connection speaks.
@@ -22,13 +23,14 @@ const (
 	EraStateless
 )
 
-// String returns "session era", "2026-07-28" or "unknown".
+// String returns "session era", the date of the revision that began the
+// stateless era ([mcp.Version20260728]) or "unknown".
 func (e Era) String() string {
 	switch e {
 	case EraSession:
 		return "session era"
 	case EraStateless:
-		return "2026-07-28"
+		return mcp.Version20260728
 	}
 	return "unknown"
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 func TestConn(t *testing.T) {
@@ -47,8 +48,8 @@ func TestConn(t *testing.T) {
 // kept, the last object of each key; anything else is ignored.
 func TestConnClientMeta(t *testing.T) {
 	is := is.New(t)
-	is.Equal(clientInfoKey, gjson.Escape(frame.MetaClientInfo))
-	is.Equal(clientCapabilitiesKey, gjson.Escape(frame.MetaClientCapabilities))
+	is.Equal(clientInfoKey, gjson.Escape(mcp.MetaClientInfo))
+	is.Equal(clientCapabilitiesKey, gjson.Escape(mcp.MetaClientCapabilities))
 	c := NewConn(EraUnknown)
 	info, caps := c.ClientMeta()
 	is.True(info == nil && caps == nil)

@@ -5,15 +5,15 @@ import (
 	"log/slog"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // metaProtocolVersionKey is the _meta key that carries a 2026-07-28
 // request's protocol version, and metaProtocolVersionPath its gjson path in
-// a request ("params._meta." + gjson.Escape(key), spelled out so that
-// classifying a message builds no string).
+// a request (spelled out, so that classifying a message builds no string).
 const (
-	metaProtocolVersionKey  = frame.MetaProtocolVersion
-	metaProtocolVersionPath = `params._meta.io\.modelcontextprotocol\/protocolVersion`
+	metaProtocolVersionKey  = mcp.MetaProtocolVersion
+	metaProtocolVersionPath = mcp.ParamsProtocolVersion
 )
 
 // ClassifyEra tells which era a message a client sent belongs to, on
@@ -22,7 +22,7 @@ const (
 // headers included, which a session-era client may send too, and a GET or
 // a DELETE — is of the session era.
 func ClassifyEra(m frame.Message) Era {
-	if m.Method() == frame.MethodDiscover || m.Get(metaProtocolVersionPath).Exists() {
+	if m.Method() == mcp.MethodDiscover || m.Get(metaProtocolVersionPath).Exists() {
 		return EraStateless
 	}
 	return EraSession

@@ -12,15 +12,16 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // ModernVersion is the protocol version of MCP's 2026-07-28 era the relay
 // speaks, and the one its era probe asks for.
-const ModernVersion = frame.ModernVersion
+const ModernVersion = mcp.ModernVersion
 
 // modernVersions are the modern versions the relay speaks, preferred
-// first.
-var modernVersions = []string{ModernVersion}
+// first. Never written.
+var modernVersions = mcp.StatelessVersions()
 
 // EraChoice is how the relay picks the era it speaks to its server.
 type EraChoice string
@@ -237,13 +238,13 @@ func (p *EraProbe) Era() (Era, bool) {
 // needsEra reports whether m is a request that cannot be sent before the
 // era is known.
 func needsEra(m frame.Message) bool {
-	return m.Kind() == frame.Request && (m.Method() == frame.MethodInitialize || ClassifyEra(m) == EraStateless)
+	return m.Kind() == frame.Request && (m.Method() == mcp.MethodInitialize || ClassifyEra(m) == EraStateless)
 }
 
 // isSessionInitialize reports whether m is a session-era client's
 // initialize.
 func isSessionInitialize(m frame.Message) bool {
-	return m.Kind() == frame.Request && m.Method() == frame.MethodInitialize && ClassifyEra(m) == EraSession
+	return m.Kind() == frame.Request && m.Method() == mcp.MethodInitialize && ClassifyEra(m) == EraSession
 }
 
 // toServer sends m down the chain of its era (session is the session
@@ -519,17 +520,30 @@ func (p *EraProbe) reprobe(ctx context.Context) (string, bool) {
 // a 2026-07-28 request lends the probe the client's capabilities and
 // clientInfo.
 func (p *EraProbe) probe(ctx context.Context, trigger frame.Message) discoverVerdict {
+	v, _ := discoverRetrying(p.log, func(version string) (discoverVerdict, error) {
+		resp, err := p.discover(ctx, trigger, version)
+		return judgeDiscover(resp, err, p.o.Timeout), nil
+	})
+	return v
+}
+
+// discoverRetrying is the gateway's server/discover (the era probe's,
+// serve's child handshake's): ask asks it at a version and judges the
+// answer; it asks at [ModernVersion] and, when the answer is a -32022
+// naming a version of ours ([mcp.DiscoverRetryVersion]), once more at
+// that version. A second -32022 means 2026-07-28 without a
+// DiscoverResult. An error from ask ends it.
+func discoverRetrying(log *slog.Logger, ask func(version string) (discoverVerdict, error)) (discoverVerdict, error) {
 	version := ModernVersion
 	for attempt := 0; ; attempt++ {
-		resp, err := p.discover(ctx, trigger, version)
-		v := judgeDiscover(resp, err, p.o.Timeout)
-		if v.retryAt == "" {
-			return v
+		v, err := ask(version)
+		if err != nil || v.retryAt == "" {
+			return v, err
 		}
 		if attempt > 0 {
-			return discoverVerdict{era: EraStateless, version: v.retryAt, reason: "server/discover answered error -32022 twice"}
+			return discoverVerdict{era: EraStateless, version: v.retryAt, reason: "server/discover answered error -32022 twice"}, nil
 		}
-		p.log.Debug("server/discover refused its version; asking again", "at", v.retryAt)
+		log.Debug("server/discover refused its version; asking again", "at", v.retryAt)
 		version = v.retryAt
 	}
 }
@@ -543,8 +557,7 @@ func (p *EraProbe) discover(ctx context.Context, trigger frame.Message, version 
 	default:
 		f = clientFactsOf(p.o.Conn, frame.Message{}, p.o.ClientVersion)
 	}
-	params := metaObject([]metaEntry{{"_meta", metaObject(modernMetaEntries(f, version, ""))}})
-	req := frame.MustParse(`{"jsonrpc":"2.0","id":0,"method":"` + frame.MethodDiscover + `","params":` + string(params) + `}`)
+	req := mcp.DiscoverRequest("0", metaObject(modernMetaEntries(f, version, "")))
 	pctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
 	return p.calls.Call(pctx, p.modern, req, "")
@@ -630,12 +643,8 @@ func judgeError(m frame.Message) discoverVerdict {
 	case frame.CodeHeaderMismatch, frame.CodeMissingCapability:
 		return discoverVerdict{era: EraStateless, version: ModernVersion, reason: fmt.Sprintf("server/discover answered error %d, which only 2026-07-28 has", code)}
 	case frame.CodeUnsupportedVersion:
-		for _, got := range m.Get("error.data.supported").Array() {
-			for _, ours := range modernVersions {
-				if got.Type == gjson.String && got.Str == ours {
-					return discoverVerdict{era: EraStateless, retryAt: ours, reason: "server/discover answered error -32022"}
-				}
-			}
+		if ours, ok := mcp.DiscoverRetryVersion(m, modernVersions); ok {
+			return discoverVerdict{era: EraStateless, retryAt: ours, reason: "server/discover answered error -32022"}
 		}
 	}
 	return discoverVerdict{era: EraSession}

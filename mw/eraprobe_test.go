@@ -7,6 +7,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // While a session-era host's initialize is on the session era's chain,
@@ -22,7 +23,7 @@ func TestEraProbeSessionFirstHoldsNothingElse(t *testing.T) {
 	release := make(chan struct{})
 	session := HandlerFunc(func(_ context.Context, m frame.Message) error {
 		got <- m
-		if m.Method() == frame.MethodInitialize {
+		if m.Method() == mcp.MethodInitialize {
 			<-release
 		}
 		return nil
@@ -37,7 +38,7 @@ func TestEraProbeSessionFirstHoldsNothingElse(t *testing.T) {
 	go func() {
 		done <- d.ToServer.Handle(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}`))
 	}()
-	is.Equal((<-got).Method(), frame.MethodInitialize)
+	is.Equal((<-got).Method(), mcp.MethodInitialize)
 	_, decided := p.Era()
 	is.True(!decided) // not before the server answered
 	is.NoErr(d.ToServer.Handle(ctx, frame.MustParse(`{"jsonrpc":"2.0","id":"ping-1","result":{}}`)))

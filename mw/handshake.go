@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // HandshakeOptions configures the gateway's own session-era handshake
@@ -46,7 +47,7 @@ func (o HandshakeOptions) handshakeCapabilities() []byte {
 func (o HandshakeOptions) initializeRequest(caps, info []byte) frame.Message {
 	version, name, clientVersion := o.ProtocolVersion, o.ClientName, o.ClientVersion
 	if version == "" {
-		version = latestSessionEraVersion
+		version = mcp.LatestSessionEraVersion
 	}
 	if name == "" {
 		name = "mcp-stdio"
@@ -55,18 +56,10 @@ func (o HandshakeOptions) initializeRequest(caps, info []byte) frame.Message {
 		clientVersion = "unknown"
 	}
 	if info == nil {
-		info = metaObject([]metaEntry{{"name", jsonString(name)}, {"version", jsonString(clientVersion)}})
+		info = mcp.Implementation(name, clientVersion)
 	}
-	params := metaObject([]metaEntry{
-		{"protocolVersion", jsonString(version)},
-		{"capabilities", caps},
-		{"clientInfo", info},
-	})
-	return frame.MustParse(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":` + string(params) + `}`)
+	return mcp.InitializeRequest("0", version, caps, info)
 }
-
-// initializedNotification is what follows a successful initialize.
-var initializedNotification = []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 
 // Initialize performs the gateway's own session-era handshake with a
 // server on behalf of 2026-07-28 clients, which make none: it sends
@@ -114,7 +107,7 @@ func initialize(ctx context.Context, next Handler, calls *Remap, o HandshakeOpti
 	if c := ConnOf(ctx); c != nil {
 		c.Initialized(req, resp)
 	}
-	if err := next.Handle(ctx, frame.MustParse(string(initializedNotification))); err != nil {
+	if err := next.Handle(ctx, mcp.InitializedNotification()); err != nil {
 		return frame.Message{}, fmt.Errorf("the gateway's notifications/initialized: %w", err)
 	}
 	loggerOrDiscard(o.Logger).Info("initialized the server for 2026-07-28 clients",
@@ -210,17 +203,10 @@ func (h *lazyHandshake) ensure(ctx context.Context, c *Conn, trigger frame.Messa
 	}
 }
 
-// clientCapabilitiesPath is the gjson path of a 2026-07-28 request's
-// client capabilities ("params._meta." + gjson.Escape(key), spelled out).
-const clientCapabilitiesPath = `params._meta.io\.modelcontextprotocol\/clientCapabilities`
-
-// clientInfoPath is the gjson path of a 2026-07-28 request's clientInfo.
-const clientInfoPath = `params._meta.` + clientInfoKey
-
 // declaredClientInfo returns the clientInfo object 2026-07-28 request m
 // declares, nil when it declares none.
 func declaredClientInfo(m frame.Message) []byte {
-	if info := m.Get(clientInfoPath); info.IsObject() {
+	if info := m.Get(mcp.ParamsClientInfo); info.IsObject() {
 		return []byte(info.Raw)
 	}
 	return nil
@@ -231,7 +217,7 @@ func declaredClientInfo(m frame.Message) []byte {
 // 2026-07-28 request m declares, in their order; {} for none.
 func declaredCapabilities(m frame.Message) []byte {
 	var entries []metaEntry
-	m.Get(clientCapabilitiesPath).ForEach(func(key, value gjson.Result) bool {
+	m.Get(mcp.ParamsClientCapabilities).ForEach(func(key, value gjson.Result) bool {
 		switch key.Str {
 		case "sampling", "elicitation", "roots":
 			if value.IsObject() {

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // ListenOptions configures [ListenBridge].
@@ -46,9 +47,8 @@ const (
 
 // listenMethod and its notifications (MCP 2026-07-28, "Subscriptions").
 const (
-	listenMethod       = "subscriptions/listen"
-	listenAckMethod    = "notifications/subscriptions/acknowledged"
-	subscriptionIDPath = `params._meta.io\.modelcontextprotocol\/subscriptionId`
+	listenMethod    = mcp.MethodListen
+	listenAckMethod = mcp.MethodAcknowledged
 )
 
 // maxOverlapEvents bounds what a swap remembers to de-duplicate (see
@@ -300,7 +300,7 @@ func (b *listenBridge) toClient(ctx context.Context, m frame.Message) error {
 			return nil
 		}
 	case frame.Notification:
-		sub := m.Get(subscriptionIDPath)
+		sub := m.Get(mcp.ParamsSubscriptionID)
 		if sub.Type == gjson.String && strings.HasPrefix(sub.Str, listenIDPrefix) {
 			return b.event(ctx, m, sub.Str)
 		}
@@ -370,7 +370,7 @@ func (b *listenBridge) event(ctx context.Context, m frame.Message, id string) er
 // stripSubscriptionID returns m without its _meta subscriptionId, and
 // without _meta when nothing else was in it.
 func stripSubscriptionID(m frame.Message) (frame.Message, error) {
-	out, err := m.Delete(subscriptionIDPath)
+	out, err := m.Delete(mcp.ParamsSubscriptionID)
 	if err != nil {
 		return frame.Message{}, err
 	}

@@ -7,25 +7,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
-
-// SessionEraVersions are the protocol versions of the session era, oldest
-// first: a session-era client asks for one of them in its initialize.
-var SessionEraVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
-
-// latestSessionEraVersion is what a session-era client that asks for a
-// version we do not know is offered.
-const latestSessionEraVersion = frame.LatestSessionEraVersion
-
-// isSessionEraVersion reports whether v is one of SessionEraVersions.
-func isSessionEraVersion(v string) bool {
-	for _, l := range SessionEraVersions {
-		if v == l {
-			return true
-		}
-	}
-	return false
-}
 
 // LocalAnswersOptions configures [LocalAnswers].
 type LocalAnswersOptions struct {
@@ -47,7 +30,8 @@ type LocalAnswersOptions struct {
 //
 //   - initialize is answered from the server's DiscoverResult
 //     ([Conn.Discovery]): protocolVersion echoes the client's when it is
-//     one of [SessionEraVersions], else it is 2025-11-25; capabilities and
+//     a revision of the session era ([mcp.IsSessionEra]), else
+//     [mcp.LatestSessionEraVersion]; capabilities and
 //     instructions are the DiscoverResult's, serverInfo its _meta's
 //     io.modelcontextprotocol/serverInfo — each only when the server
 //     said it: nothing is made up for a member it left out. The request
@@ -75,7 +59,7 @@ func LocalAnswers(o LocalAnswersOptions) Middleware {
 					return next.ToServer.Handle(ctx, m)
 				}
 				switch k := m.Kind(); {
-				case k == frame.Request && m.Method() == frame.MethodInitialize:
+				case k == frame.Request && m.Method() == mcp.MethodInitialize:
 					disc, _ := c.Discovery()
 					if disc.Len() == 0 {
 						why := "the server gave no server/discover result to answer initialize from"
@@ -89,14 +73,14 @@ func LocalAnswers(o LocalAnswersOptions) Middleware {
 					c.Initialized(m, answer)
 					log.Debug("initialize answered from server/discover", "version", answer.Get("result.protocolVersion").String())
 					return next.ToClient.Handle(ctx, answer)
-				case k == frame.Request && m.Method() == "ping":
+				case k == frame.Request && m.Method() == mcp.MethodPing:
 					return next.ToClient.Handle(ctx, frame.ResultResponse(m.ID(), []byte("{}")))
-				case k == frame.Request && m.Method() == "logging/setLevel":
+				case k == frame.Request && m.Method() == mcp.MethodSetLevel:
 					if level := m.Get("params.level"); level.Type == gjson.String {
 						c.SetLogLevel(level.Str)
 					}
 					return next.ToClient.Handle(ctx, frame.ResultResponse(m.ID(), []byte("{}")))
-				case k == frame.Notification && (m.Method() == "notifications/initialized" || m.Method() == "notifications/roots/list_changed"):
+				case k == frame.Notification && (m.Method() == mcp.MethodInitialized || m.Method() == mcp.MethodRootsListChanged):
 					log.Debug("not forwarded to a 2026-07-28 server", "method", m.Method())
 					return nil
 				}
@@ -112,14 +96,14 @@ func LocalAnswers(o LocalAnswersOptions) Middleware {
 // DiscoverResult disc: the members the server gave, none it did not.
 func initializeFromDiscovery(init, disc frame.Message) []byte {
 	version := init.Get("params.protocolVersion").String()
-	if !isSessionEraVersion(version) {
-		version = latestSessionEraVersion
+	if !mcp.IsSessionEra(version) {
+		version = mcp.LatestSessionEraVersion
 	}
 	entries := []metaEntry{{"protocolVersion", jsonString(version)}}
 	if v := disc.Get("result.capabilities"); v.Exists() {
 		entries = append(entries, metaEntry{"capabilities", []byte(v.Raw)})
 	}
-	if v := disc.Get("result._meta." + gjson.Escape(MetaServerInfo)); v.Exists() {
+	if v := disc.Get(mcp.ResultServerInfo); v.Exists() {
 		entries = append(entries, metaEntry{"serverInfo", []byte(v.Raw)})
 	}
 	if v := disc.Get("result.instructions"); v.Exists() {

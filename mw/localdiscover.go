@@ -8,12 +8,14 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // LocalDiscoverOptions configures [LocalDiscover].
 type LocalDiscoverOptions struct {
 	// SupportedVersions are the versions the DiscoverResult lists; nil
-	// means [ModernVersion] alone.
+	// means the revisions of the stateless era ([mcp.StatelessVersions]:
+	// 2026-07-28 alone today).
 	SupportedVersions []string
 	// KeepResourceSubscribe says whether the capabilities keep
 	// resources.subscribe, given the server's capabilities (the
@@ -53,7 +55,7 @@ type LocalDiscoverOptions struct {
 func LocalDiscover(o LocalDiscoverOptions) Middleware {
 	versions := o.SupportedVersions
 	if versions == nil {
-		versions = []string{ModernVersion}
+		versions = mcp.StatelessVersions()
 	}
 	list := []byte{'['}
 	for i, v := range versions {

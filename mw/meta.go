@@ -9,21 +9,22 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // The _meta keys a 2026-07-28 request carries in place of the session
 // era's handshake (see [InjectMeta]).
 const (
-	MetaProtocolVersion    = frame.MetaProtocolVersion
-	MetaClientCapabilities = frame.MetaClientCapabilities
-	MetaClientInfo         = frame.MetaClientInfo
-	MetaLogLevel           = frame.MetaLogLevel
-	MetaServerInfo         = frame.MetaServerInfo
+	MetaProtocolVersion    = mcp.MetaProtocolVersion
+	MetaClientCapabilities = mcp.MetaClientCapabilities
+	MetaClientInfo         = mcp.MetaClientInfo
+	MetaLogLevel           = mcp.MetaLogLevel
+	MetaServerInfo         = mcp.MetaServerInfo
 )
 
 // metaTasksExtension is where a session-era client's tasks capability goes
 // among a 2026-07-28 client's capabilities: tasks became an extension.
-const metaTasksExtension = "io.modelcontextprotocol/tasks"
+const metaTasksExtension = mcp.MetaTasksExtension
 
 // MetaOptions configures [InjectMeta].
 type MetaOptions struct {

@@ -9,13 +9,15 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // ModernLadderOptions configures [ValidateModern].
 type ModernLadderOptions struct {
 	// Versions are the protocol versions of the 2026-07-28 era served; a
 	// request naming another gets -32022, whose data lists them. nil means
-	// [ModernVersion] alone.
+	// the revisions of the stateless era ([mcp.StatelessVersions]:
+	// 2026-07-28 alone today).
 	Versions []string
 	// AcceptClaimlessResourceRead takes a claimless resources/read
 	// ([IsClaimlessResourceRead]) as a 2026-07-28 request: the era fork
@@ -24,14 +26,6 @@ type ModernLadderOptions struct {
 	AcceptClaimlessResourceRead bool
 	// Logger receives a debug line per refusal; nil discards.
 	Logger *slog.Logger
-}
-
-// modernMethods are the requests a 2026-07-28 client may send (digest §1).
-var modernMethods = map[string]bool{
-	"server/discover": true, "completion/complete": true,
-	"prompts/list": true, "prompts/get": true,
-	"resources/list": true, "resources/read": true, "resources/templates/list": true,
-	"subscriptions/listen": true, "tools/list": true, "tools/call": true,
 }
 
 // ValidateModern returns the validation ladder of serve's 2026-07-28 face:
@@ -85,7 +79,7 @@ var modernMethods = map[string]bool{
 func ValidateModern(o ModernLadderOptions) Middleware {
 	versions := slices.Clone(o.Versions)
 	if len(versions) == 0 {
-		versions = []string{ModernVersion}
+		versions = mcp.StatelessVersions()
 	}
 	l := &ladder{versions: versions, claimless: o.AcceptClaimlessResourceRead, log: loggerOrDiscard(o.Logger)}
 	return ServerBound(func(next Handler) Handler {
@@ -170,7 +164,7 @@ func (l *ladder) check(ctx context.Context, m frame.Message) error {
 		return RefuseWithData(http.StatusBadRequest, id, frame.CodeUnsupportedVersion,
 			"Unsupported protocol version "+quoteShort(version.Str), versionData(l.versions, version.Str))
 	}
-	if !modernMethods[m.Method()] {
+	if !mcp.IsStatelessClientRequest(m.Method()) {
 		return Refuse(http.StatusNotFound, id, frame.CodeMethodNotFound, "Method not found: "+quoteShort(m.Method()))
 	}
 	return nil
@@ -223,13 +217,8 @@ func routingMismatch(m frame.Message, onlySent bool) error {
 	} else if vs[0] != m.Method() {
 		return mismatch(id, "the Mcp-Method header does not match the method")
 	}
-	var key string
-	switch m.Method() {
-	case "tools/call", "prompts/get":
-		key = "name"
-	case "resources/read":
-		key = "uri"
-	default:
+	key := mcp.NameMember(m.Method())
+	if key == "" {
 		return nil
 	}
 	body := lastMember(lastMember(messageRoot(m), "params"), key)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // ModernOnly returns the stage serve lists on its session-era side, in
@@ -33,14 +34,15 @@ import (
 //     closing the stream, so a POSTed notifications/cancelled carries
 //     nothing to act on.
 //
-// versions are the 2026-07-28 versions served; none means
-// [ModernVersion]. The HTTP+SSE transport speaks the session era only: a
+// versions are the 2026-07-28 versions served; none means the revisions
+// of the stateless era ([mcp.StatelessVersions]: 2026-07-28 alone today).
+// The HTTP+SSE transport speaks the session era only: a
 // pipeline serving 2026-07-28 alone turns it off rather than putting this
 // stage in front of it.
 func ModernOnly(versions ...string) Middleware {
 	versions = slices.Clone(versions)
 	if len(versions) == 0 {
-		versions = []string{ModernVersion}
+		versions = mcp.StatelessVersions()
 	}
 	return ServerBound(func(next Handler) Handler {
 		return HandlerFunc(func(ctx context.Context, m frame.Message) error {
@@ -65,8 +67,8 @@ func ModernOnly(versions ...string) Middleware {
 			case m.Kind() == frame.Request:
 				id = m.ID()
 			}
-			if requested == "" && m.Method() != "initialize" {
-				requested = "2025-03-26"
+			if requested == "" && m.Method() != mcp.MethodInitialize {
+				requested = mcp.UnversionedVersion
 			}
 			return RefuseWithData(http.StatusBadRequest, id, frame.CodeUnsupportedVersion,
 				"Unsupported protocol version: this server speaks MCP 2026-07-28 only", versionData(versions, requested))

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // DefaultFirstAnswerWait is how long [ModernRouter] keeps a request's HTTP
@@ -22,12 +23,8 @@ const DefaultFirstAnswerWait = 10 * time.Second
 // "mcp-stdio/serve/<random>/<n>".
 const routerStage = "serve"
 
-// metaSubscriptionIDPath is the gjson path of a listen frame's
-// subscription id, in a notification's params and in a result.
+// The gjson paths the router rewrites, and the reason it cancels with.
 const (
-	metaSubscriptionIDKey        = frame.MetaSubscriptionID
-	paramsSubscriptionIDPath     = `params._meta.io\.modelcontextprotocol\/subscriptionId`
-	resultSubscriptionIDPath     = `result._meta.io\.modelcontextprotocol\/subscriptionId`
 	paramsProgressTokenPath      = "params.progressToken"
 	requestProgressTokenPath     = "params._meta.progressToken"
 	routerCancelReasonClientGone = "the client went away"
@@ -337,8 +334,8 @@ func (r *modernRouter) deliverResponse(ctx context.Context, m frame.Message) err
 	if err != nil {
 		return err
 	}
-	if sid := out.Get(resultSubscriptionIDPath); sid.Exists() && frame.ID(sid.Raw) == c.minted {
-		if out, err = out.Set(resultSubscriptionIDPath, []byte(c.client)); err != nil {
+	if sid := out.Get(mcp.ResultSubscriptionID); sid.Exists() && frame.ID(sid.Raw) == c.minted {
+		if out, err = out.Set(mcp.ResultSubscriptionID, []byte(c.client)); err != nil {
 			return err
 		}
 	}
@@ -358,12 +355,12 @@ func (r *modernRouter) deliverNotification(ctx context.Context, m frame.Message)
 		if c != nil {
 			path, restored = paramsProgressTokenPath, c.token
 		}
-	} else if sid := m.Get(paramsSubscriptionIDPath); sid.Exists() {
+	} else if sid := m.Get(mcp.ParamsSubscriptionID); sid.Exists() {
 		r.mu.Lock()
 		c = r.calls[frame.ID(sid.Raw)]
 		r.mu.Unlock()
 		if c != nil {
-			path, restored = paramsSubscriptionIDPath, []byte(c.client)
+			path, restored = mcp.ParamsSubscriptionID, []byte(c.client)
 		}
 	}
 	if c == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // Bounds of [MRTRBridge].
@@ -173,9 +174,7 @@ type askAnswer struct {
 
 // bridged reports whether m is a call the bridge runs.
 func bridged(ctx context.Context, m frame.Message) bool {
-	switch m.Method() {
-	case "tools/call", "prompts/get", "resources/read":
-	default:
+	if !mcp.ClassOf(m.Method()).Has(mcp.TakesInput) {
 		return false
 	}
 	c := ConnOf(ctx)

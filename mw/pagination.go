@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // DefaultMaxPages is the most pages [PaginationMerge] fetches for one list.
@@ -22,20 +23,9 @@ type PaginationOptions struct {
 	Logger *slog.Logger
 }
 
-// listKey maps each paginated list method to the array its result holds.
-func listKey(method string) string {
-	switch method {
-	case "tools/list":
-		return "tools"
-	case "resources/list":
-		return "resources"
-	case "resources/templates/list":
-		return "resourceTemplates"
-	case "prompts/list":
-		return "prompts"
-	}
-	return ""
-}
+// listKey maps each paginated list method to the array its result holds
+// ([mcp.ListKey]).
+func listKey(method string) string { return mcp.ListKey(method) }
 
 // PaginationMerge returns the stage that answers a client's list request
 // with the whole list, for clients that never follow nextCursor. It sits

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // Bounds and defaults of [ParkChildRequests].
@@ -30,9 +31,9 @@ const (
 // The methods of the child's requests a 2026-07-28 client can answer as
 // input requests.
 const (
-	methodSampling    = frame.MethodCreateMessage
-	methodElicitation = frame.MethodElicit
-	methodRootsList   = frame.MethodRootsList
+	methodSampling    = mcp.MethodCreateMessage
+	methodElicitation = mcp.MethodElicit
+	methodRootsList   = mcp.MethodRootsList
 )
 
 // ParkOptions configures [ParkChildRequests].
@@ -341,7 +342,7 @@ func (p *parker) flush(ctx context.Context, s parkSends) error {
 }
 
 // parkEligible reports whether method may answer input_required.
-func parkEligible(method string) bool { return frame.TakesInput(method) }
+func parkEligible(method string) bool { return mcp.ClassOf(method).Has(mcp.TakesInput) }
 
 // watch registers the OnClose of ctx's Conn, once.
 func (p *parker) watch(ctx context.Context) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // DefaultRelayAccessNotes bounds the requests [RelayAccessLog] follows at
@@ -36,7 +37,8 @@ type RelayAccessLogOptions struct {
 // RelayAccessLog returns the relay's stage that logs one record per
 // request of the host once it has ended, with the fields of [AccessLog]'s:
 // msg "request", method, era (of the [Conn] the request's context
-// carries: "session" or "2026-07-28"), outcome, status (of a failure the
+// carries: "session" or the stateless era's first revision,
+// [mcp.Version20260728]), outcome, status (of a failure the
 // server's HTTP status caused), duration, session ([SessionHash] of
 // o.SessionID, never the id) and trace_id (of the host's
 // params._meta.traceparent, else of the span [TraceHeaders] recorded).
@@ -192,7 +194,7 @@ func (l *relayAccessLog) write(ctx context.Context, n *relayNote, outcome string
 		case EraSession:
 			r.era = "session"
 		case EraStateless:
-			r.era = "2026-07-28"
+			r.era = mcp.Version20260728
 		}
 	}
 	if l.o.SessionID != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // Defaults of [Retry].
@@ -167,25 +168,9 @@ func Retry(o RetryOptions) Middleware {
 // those whose repetition is harmless (setting the same log level,
 // subscribing twice). tools/call is never replay-safe: a tool may act on the
 // world.
-func ReplaySafeMethod(method string) bool {
-	switch method {
-	case "initialize", // a duplicate session is just abandoned
-		"ping",
-		"server/discover",
-		"tools/list",
-		"prompts/list",
-		"prompts/get",
-		"resources/list",
-		"resources/templates/list",
-		"resources/read",
-		"resources/subscribe",   // subscribing twice is subscribing
-		"resources/unsubscribe", // and so is unsubscribing
-		"completion/complete",
-		"logging/setLevel": // idempotent
-		return true
-	}
-	return false
-}
+//
+// The class is frame/mcp's ([mcp.ReplaySafe]).
+func ReplaySafeMethod(method string) bool { return mcp.IsReplaySafe(method) }
 
 type retrier struct {
 	o    RetryOptions

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // Defaults and bounds of [Route].
@@ -352,9 +353,8 @@ func parseEventID(id string) (post, event uint64, ok bool) {
 }
 
 // primes reports whether clients of protocol version v get a priming
-// event: MCP 2025-11-25 introduced it (revisions are dates, so they
-// compare as strings).
-func primes(v string) bool { return KnownProtocolVersion(v) && v >= "2025-11-25" }
+// event: MCP 2025-11-25 introduced it ([mcp.PrimingEvents]).
+func primes(v string) bool { return mcp.Has(v, mcp.PrimingEvents) }
 
 func (r *router) toServer(ctx context.Context, m frame.Message) error {
 	x := ExchangeOf(ctx)

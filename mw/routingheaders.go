@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // RoutingHeaders returns the stage that puts MCP 2026-07-28's routing
@@ -80,13 +81,8 @@ func routingVersion(m frame.Message, c *Conn) string {
 
 // routingName returns what Mcp-Name mirrors for m, if anything.
 func routingName(m frame.Message) (string, bool) {
-	var path string
-	switch m.Method() {
-	case "tools/call", "prompts/get":
-		path = "params.name"
-	case "resources/read":
-		path = "params.uri"
-	default:
+	path := mcp.NamePath(m.Method())
+	if path == "" {
 		return "", false
 	}
 	v := m.Get(path)

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // Limits of [ServeListen] (and [ShareListens]).
@@ -471,7 +472,7 @@ func (s *servedListen) ack() frame.Message {
 		}
 		add("resourceSubscriptions", "["+strings.Join(raws, ",")+"]")
 	}
-	b.WriteString(`},"_meta":{"io.modelcontextprotocol/subscriptionId":` + string(s.id) + `}}}`)
+	b.WriteString(`},"_meta":{"` + mcp.MetaSubscriptionID + `":` + string(s.id) + `}}}`)
 	return frame.MustParse(b.String())
 }
 
@@ -481,7 +482,7 @@ func (s *servedListen) final() frame.Message { return listenFinal(s.id) }
 // listenFinal returns the graceful last frame of the listen id: its
 // response, naming it as the subscription it ends.
 func listenFinal(id frame.ID) frame.Message {
-	return frame.MustParse(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":` + string(id) + `}}}`)
+	return frame.MustParse(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"resultType":"complete","_meta":{"` + mcp.MetaSubscriptionID + `":` + string(id) + `}}}`)
 }
 
 // attach adds s to the child's fan-out, or refuses it.
@@ -865,7 +866,7 @@ func (st *serveListen) fanOut(ctx context.Context, m frame.Message, wants func(*
 		if s.state != listenLive || !wants(s) {
 			continue
 		}
-		out, err := m.Set(subscriptionIDPath, s.id.Raw())
+		out, err := m.Set(mcp.ParamsSubscriptionID, s.id.Raw())
 		if err != nil {
 			st.log.Debug("dropped a notification that cannot be stamped", "listen", s.id, "method", m.Method(), "err", err)
 			continue

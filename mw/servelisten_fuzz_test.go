@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // FuzzServeListenAck: whatever filter a client sends, the ack is one valid
@@ -42,7 +43,7 @@ func FuzzServeListenAck(f *testing.F) {
 		s := st.newListen(ctx, m.ID(), req)
 		defer s.stop()
 		a := s.ack()
-		if a.Method() != listenAckMethod || a.Get(subscriptionIDPath).Str != "mcp-stdio/serve/1" {
+		if a.Method() != listenAckMethod || a.Get(mcp.ParamsSubscriptionID).Str != "mcp-stdio/serve/1" {
 			t.Fatalf("ack %s", a)
 		}
 		var got struct {

@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 const (
-	sessionMethodInitialize  = "initialize"
-	sessionMethodInitialized = "notifications/initialized"
+	sessionMethodInitialize  = mcp.MethodInitialize
+	sessionMethodInitialized = mcp.MethodInitialized
 )
 
 // SessionOptions configures a [Session].

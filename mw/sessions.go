@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // DefaultMaxSessions bounds the sessions [Sessions] keeps at once.
@@ -264,8 +265,8 @@ func checkBatch(m frame.Message) error {
 }
 
 // batchesAllowed reports whether clients of protocol version v may send
-// JSON-RPC batches.
-func batchesAllowed(v string) bool { return v == "2025-03-26" || v == "2024-11-05" }
+// JSON-RPC batches ([mcp.Batches]).
+func batchesAllowed(v string) bool { return mcp.Has(v, mcp.Batches) }
 
 // open starts a new session under id, or returns the refusal (under
 // reqID, the request that opens it, if any). sse marks a session of the

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // DefaultMaxListens is how many subscriptions/listen streams serve keeps
@@ -27,10 +28,6 @@ const shareListenStage = "shared-listen"
 
 // sharedListenPrefix starts those ids, as JSON strings.
 const sharedListenPrefix = MintedIDPrefix + shareListenStage + "/"
-
-// protocolVersionPath is the gjson path of a request's _meta protocol
-// version.
-const protocolVersionPath = `params._meta.io\.modelcontextprotocol\/protocolVersion`
 
 // ShareListensOptions configures [ShareListens].
 type ShareListensOptions struct {
@@ -247,7 +244,7 @@ func (st *shareListens) listen(ctx context.Context, m frame.Message) error {
 	s.g = g
 	st.members[id] = s
 	if g.acked {
-		s.q.push(stamp(g.ack, paramsSubscriptionIDPath, id), 0)
+		s.q.push(stamp(g.ack, mcp.ParamsSubscriptionID, id), 0)
 	}
 	st.mu.Unlock()
 	st.ctl.mu.Unlock()
@@ -302,7 +299,7 @@ func listenKey(m frame.Message) [sha256.Size]byte {
 		h.Write([]byte{':'})
 		h.Write([]byte(s))
 	}
-	write(m.Get(protocolVersionPath).Raw)
+	write(m.Get(mcp.ParamsProtocolVersion).Raw)
 	for _, mb := range members {
 		write(mb.name)
 		write(mb.value)
@@ -325,7 +322,7 @@ func stamp(m frame.Message, path string, id frame.ID) frame.Message {
 func (st *shareListens) toClient(ctx context.Context, m frame.Message) error {
 	switch m.Kind() {
 	case frame.Notification:
-		if sid := m.Get(paramsSubscriptionIDPath); sid.Exists() && strings.HasPrefix(sid.Raw, sharedListenPrefix) {
+		if sid := m.Get(mcp.ParamsSubscriptionID); sid.Exists() && strings.HasPrefix(sid.Raw, sharedListenPrefix) {
 			st.upstreamFrame(frame.ID(sid.Raw), m)
 			return nil
 		}
@@ -353,7 +350,7 @@ func (st *shareListens) upstreamFrame(up frame.ID, m frame.Message) {
 		g.ack, g.acked = m, true
 	}
 	for _, s := range g.members {
-		if !s.q.push(stamp(m, paramsSubscriptionIDPath, s.id), ListenQueueSize) {
+		if !s.q.push(stamp(m, mcp.ParamsSubscriptionID, s.id), ListenQueueSize) {
 			over = append(over, s)
 		}
 	}
@@ -384,8 +381,8 @@ func (st *shareListens) upstreamEnded(resp frame.Message) {
 		if err != nil {
 			out = frame.ErrorResponse(s.id, frame.CodeInternalError, "the server ended the listen")
 		}
-		if sid := out.Get(resultSubscriptionIDPath); sid.Exists() && frame.ID(sid.Raw) == g.up {
-			out = stamp(out, resultSubscriptionIDPath, s.id)
+		if sid := out.Get(mcp.ResultSubscriptionID); sid.Exists() && frame.ID(sid.Raw) == g.up {
+			out = stamp(out, mcp.ResultSubscriptionID, s.id)
 		}
 		s.q.push(out, 0)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // chanSink takes the messages handed to it, for a test to read in order.
@@ -94,7 +95,7 @@ func (r *shareRig) byListen(t *testing.T, n int) map[string]frame.Message {
 	out := make(map[string]frame.Message, n)
 	for range n {
 		m := r.client.next(t)
-		key := m.Get(paramsSubscriptionIDPath).Str
+		key := m.Get(mcp.ParamsSubscriptionID).Str
 		if m.Kind().IsResponse() {
 			key = m.Get("id").Str
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // DefaultCacheTTL is the ttlMs [StampResults] gives the results of the
@@ -171,16 +172,6 @@ func hasMember(obj gjson.Result, key string) bool {
 	return found
 }
 
-// cacheableMethod reports whether a complete result of method must carry
-// the cache hints ttlMs and cacheScope.
-func cacheableMethod(method string) bool {
-	switch method {
-	case "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read":
-		return true
-	}
-	return false
-}
-
 // stampResult returns result message m (answering method) with what
 // StampResults adds; m itself when it needs nothing. serverInfo is the
 // raw serverInfo object ("" for none), ttl the raw ttlMs.
@@ -209,7 +200,7 @@ func stampResult(m frame.Message, method, serverInfo string, ttl []byte) (frame.
 	if !rt.Exists() {
 		member("resultType", []byte(`"complete"`))
 	}
-	if complete && cacheableMethod(method) {
+	if complete && mcp.IsCacheable(method) {
 		if !res.Get("ttlMs").Exists() {
 			member("ttlMs", ttl)
 		}

@@ -7,11 +7,12 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // reservedMetaPrefix starts every _meta key MCP reserves for itself; the
 // 2026-07-28 request keys ([MetaProtocolVersion], …) carry it.
-const reservedMetaPrefix = "io.modelcontextprotocol/"
+const reservedMetaPrefix = mcp.MetaPrefix
 
 // StripModernMeta returns the era bridge that makes the requests of a
 // 2026-07-28 client fit for a server of the session era, which has no use

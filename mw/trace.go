@@ -55,7 +55,8 @@ type TraceOptions struct {
 	// Sampler picks the spans recorded; nil is RatioSampler(1, true).
 	Sampler Sampler
 	// Era is the value of the span's mcp_stdio.era attribute: serve's
-	// "session", "2026-07-28" or "http+sse"; "" leaves it out.
+	// "session", "http+sse" or the stateless era's first revision
+	// (2026-07-28); "" leaves it out.
 	Era string
 	// Now is the clock of the spans' times; nil means time.Now.
 	Now func() time.Time

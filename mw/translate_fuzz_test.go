@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // FuzzStripModernMeta: whatever _meta a request carries, the edit in place
@@ -92,14 +93,14 @@ func FuzzCleanModernMeta(f *testing.F) {
 		if err != nil || m.Kind() == frame.Invalid || !m.Get(path).IsObject() {
 			return // an invalid message (repeated member names, say) never gets here
 		}
-		out := withoutMetaKeys(m, path, frame.IsModernMetaKey)
+		out := withoutMetaKeys(m, path, mcp.IsModernMetaKey)
 		if !gjson.ValidBytes(out.Bytes()) || out.Kind() != m.Kind() {
 			t.Fatalf("%s became %s", m, out)
 		}
 		var want, got []string
 		dropped := false
 		m.Get(path).ForEach(func(k, v gjson.Result) bool {
-			if frame.IsModernMetaKey(k.Str) {
+			if mcp.IsModernMetaKey(k.Str) {
 				dropped = true
 			} else {
 				want = append(want, k.Raw+":"+v.Raw)

@@ -6,17 +6,12 @@ import (
 	"net/http"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // KnownProtocolVersion reports whether v names a revision of MCP: one a
-// MCP-Protocol-Version header may carry.
-func KnownProtocolVersion(v string) bool {
-	switch v {
-	case "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28":
-		return true
-	}
-	return false
-}
+// MCP-Protocol-Version header may carry ([mcp.Known]).
+func KnownProtocolVersion(v string) bool { return mcp.Known(v) }
 
 // CheckVersionHeader returns the stage of serve's session era that
 // refuses, with 400 and -32600, every request (a POST's message, a GET, a

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 	"github.com/mcp-stdio/mcp-stdio/mw"
 )
 
@@ -23,10 +24,10 @@ type CheckResult struct {
 	SessionID       string
 	Transport       string // the transport that answered
 	// Era is the era the check spoke to the server, as a session-era
-	// host: "session era" when the server answered its initialize, or
-	// "2026-07-28" when the server speaks only that era (or --era modern
-	// said so) and the initialize was answered from server/discover
-	// (ProtocolVersion is then the modern version).
+	// host ([mw.Era.String]): the session era when the server answered
+	// its initialize, or 2026-07-28 when the server speaks only that era
+	// (or --era modern said so) and the initialize was answered from
+	// server/discover (ProtocolVersion is then the modern version).
 	Era string
 	// EraReason says what decided Era: what the server answered.
 	EraReason string
@@ -36,12 +37,9 @@ type CheckResult struct {
 // stream stopped, after a send found it gone.
 const checkRunnerGrace = time.Second
 
-// checkVersion is the protocol version the check asks for.
-const checkVersion = "2025-11-25"
-
-// checkInitialize is the check's initialize request.
-var checkInitialize = frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + checkVersion +
-	`","capabilities":{},"clientInfo":{"name":"mcp-stdio","version":"check"}}}`)
+// checkInitialize is the check's initialize request: the newest
+// session-era revision, no capabilities, clientInfo mcp-stdio check.
+var checkInitialize = mcp.InitializeRequest("1", mcp.LatestSessionEraVersion, []byte(`{}`), mcp.Implementation("mcp-stdio", "check"))
 
 // Check sends one initialize to the server cfg names through the relay's
 // own chain and transport (auto falls back to HTTP+SSE as the relay does;

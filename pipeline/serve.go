@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-stdio/mcp-stdio/auth"
 	"github.com/mcp-stdio/mcp-stdio/auth/server"
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 	"github.com/mcp-stdio/mcp-stdio/mw"
 	"github.com/mcp-stdio/mcp-stdio/transport"
 )
@@ -555,7 +556,7 @@ func (s *Server) sseSessionEra() mw.Handler {
 // The eras as spans and access records name them.
 const (
 	eraSession = "session"
-	eraModern  = "2026-07-28"
+	eraModern  = mcp.Version20260728
 	eraSSE     = "http+sse"
 )
 
@@ -699,9 +700,9 @@ func (s *Server) startChild(conn *mw.Conn, stderrPrefix string, log *slog.Logger
 func (s *Server) startPooledChild(ctx context.Context, principal string) (mw.Backend, error) {
 	conn := mw.NewConn(mw.EraUnknown)
 	conn.SetPrincipal(principal)
-	log := s.log.With("pool", "2026-07-28")
+	log := s.log.With("pool", eraModern)
 	own := s.childAnswers(log)
-	child, fromChild, err := s.handshakeChild(ctx, conn, "[2026-07-28] ", log, own)
+	child, fromChild, err := s.handshakeChild(ctx, conn, "["+eraModern+"] ", log, own)
 	if err != nil {
 		return nil, err
 	}
