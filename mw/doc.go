@@ -166,6 +166,19 @@
 // session's chain, sends each client-bound message on the exchange it
 // belongs to.
 //
+// # Files
+//
+// One file per stage, named after it. Where a concern has a stage on each
+// side, or two files would otherwise look alike, the name says the side:
+// relay… for a stage of the relay (relaysession.go, the relay's session
+// recovery; relaylisten.go; relayparamheaders.go; relayaccesslog.go),
+// serve… for one of serve (servesessions.go, serve's session table;
+// servechildhandshake.go; servelisten.go; serveparamcheck.go;
+// serveaccesslog.go). sessionhandshake.go is the session-era handshake the
+// gateway performs itself, toward a server (relay) or a child (serve).
+// What MCP is — revisions, methods, _meta keys, the messages the gateway
+// sends — is package frame/mcp's, not a stage's.
+//
 // # The contract every [Handler] keeps
 //
 //   - Handle is safe for concurrent use. Requests are in flight at the same
