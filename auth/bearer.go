@@ -9,7 +9,7 @@ import (
 
 // BearerGate admits HTTP requests that present one static bearer token
 // (`mcp-stdio serve --auth-token`, or MCP_STDIO_SERVE_TOKEN); serve's
-// bearer guard (mw.RequireBearer) asks it. Tokens are compared in constant
+// bearer guard (httpguard.RequireBearer) asks it. Tokens are compared in constant
 // time — over their SHA-256 digests, so that not even the token's length
 // leaks through timing.
 type BearerGate struct {

@@ -95,7 +95,7 @@
 //
 // serve, from the network in:
 //
-//	HTTP guards (Guard, on headers alone, before any body is read):
+//	HTTP guards (package mw/httpguard's Guard, on headers alone, before any body is read):
 //	  with metrics: CountRefusals' front (counts what the guards refuse),
 //	  with --health-path: AnswerHealth (a probe needs nothing of the rest),
 //	  CheckOrigin, CheckHost, ServePaths (404 elsewhere), CORS,

@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 	"github.com/mcp-stdio/mcp-stdio/mw"
+	"github.com/mcp-stdio/mcp-stdio/mw/httpguard"
 	"github.com/mcp-stdio/mcp-stdio/transport"
 )
 
@@ -232,7 +233,7 @@ type ServeConfig struct {
 	// outcome, with their durations) and of message bytes, which
 	// AdminHandler's /metrics shows; it adds a stage in front of each
 	// era's chain, and the guards count the requests they answer in error
-	// (mw.CountRefusals). The other metrics (sessions, children, exits, sessions
+	// (httpguard.CountRefusals). The other metrics (sessions, children, exits, sessions
 	// not found, parked calls, draining) are kept regardless.
 	Metrics bool
 
@@ -442,7 +443,7 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.handler = mw.Guards(s.guards(routes)...)(http.HandlerFunc(s.serveHTTP))
+	s.handler = httpguard.Guards(s.guards(routes)...)(http.HandlerFunc(s.serveHTTP))
 	s.life, s.endLife = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -484,33 +485,33 @@ func sseEndpoint(publicURL, messagePath string) (string, error) {
 // decide on headers alone, before anything reads the body. routes are the
 // handlers served without a token (OAuth's metadata and authorization
 // server), by path.
-func (s *Server) guards(routes map[string]http.Handler) []mw.Guard {
+func (s *Server) guards(routes map[string]http.Handler) []httpguard.Guard {
 	cfg := s.cfg
-	var health, checkHost, bearer mw.Guard
+	var health, checkHost, bearer httpguard.Guard
 	if cfg.HealthPath != "" {
-		health = mw.AnswerHealth(cfg.HealthPath)
+		health = httpguard.AnswerHealth(cfg.HealthPath)
 	}
 	if cfg.CheckHost {
-		checkHost = mw.CheckHost(mw.HostPolicy{Allow: cfg.AllowHosts, PublicURL: cfg.PublicURL})
+		checkHost = httpguard.CheckHost(httpguard.HostPolicy{Allow: cfg.AllowHosts, PublicURL: cfg.PublicURL})
 	}
 	if cfg.AuthToken != "" {
-		bearer = mw.RequireBearer(auth.NewBearerGate(cfg.AuthToken))
+		bearer = httpguard.RequireBearer(auth.NewBearerGate(cfg.AuthToken))
 	}
-	var countFront, countBack mw.Guard // nil unless Metrics
+	var countFront, countBack httpguard.Guard // nil unless Metrics
 	if cfg.Metrics {
-		countFront, countBack = mw.CountRefusals(s.metrics.refused)
+		countFront, countBack = httpguard.CountRefusals(s.metrics.refused)
 	}
-	return []mw.Guard{
+	return []httpguard.Guard{
 		countFront,
 		health, // before everything: a probe sends no Origin, a token or the public Host
-		mw.CheckOrigin(mw.OriginPolicy{Allow: cfg.AllowOrigins, PublicURL: cfg.PublicURL}),
+		httpguard.CheckOrigin(httpguard.OriginPolicy{Allow: cfg.AllowOrigins, PublicURL: cfg.PublicURL}),
 		checkHost,
-		mw.ServePaths(slices.Concat(s.paths(), slices.Collect(maps.Keys(routes)))...),
-		mw.CORS,          // behind the origin check, before authentication
-		mw.Mount(routes), // the metadata a client reads to get a token needs none
+		httpguard.ServePaths(slices.Concat(s.paths(), slices.Collect(maps.Keys(routes)))...),
+		httpguard.CORS,          // behind the origin check, before authentication
+		httpguard.Mount(routes), // the metadata a client reads to get a token needs none
 		bearer,
 		oauthGuard(cfg), // before the era fork: both eras, POST, GET and DELETE
-		mw.LimitBody(cfg.MaxBodySize),
+		httpguard.LimitBody(cfg.MaxBodySize),
 		countBack,
 	}
 }

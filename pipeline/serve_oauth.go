@@ -13,14 +13,14 @@ import (
 	"strings"
 
 	"github.com/mcp-stdio/mcp-stdio/auth/server"
-	"github.com/mcp-stdio/mcp-stdio/mw"
+	"github.com/mcp-stdio/mcp-stdio/mw/httpguard"
 )
 
 // OAuthConfig makes serve an OAuth 2.1 protected resource
 // (ServeConfig.OAuth): every request to the endpoint (and to HTTP+SSE)
 // presents an access token Verifier accepts, for every era, and the
 // principal it names keys the 2026-07-28 pool and owns the sessions it
-// opens (mw.RequireOAuth). The resource's metadata is served without a
+// opens (httpguard.RequireOAuth). The resource's metadata is served without a
 // token on its paths (server.ProtectedResource.MetadataPaths), as are
 // Routes.
 type OAuthConfig struct {
@@ -82,11 +82,11 @@ func oauthRoutes(cfg ServeConfig, served []string) (map[string]http.Handler, err
 }
 
 // oauthGuard returns the OAuth gate of cfg.OAuth, or nil without it.
-func oauthGuard(cfg ServeConfig) mw.Guard {
+func oauthGuard(cfg ServeConfig) httpguard.Guard {
 	if cfg.OAuth == nil {
 		return nil
 	}
-	return mw.RequireOAuth(mw.OAuthOptions{
+	return httpguard.RequireOAuth(httpguard.OAuthOptions{
 		Verifier:       tokenVerifier{cfg.OAuth.Verifier},
 		Challenges:     cfg.OAuth.Resource,
 		RequiredScopes: cfg.OAuth.RequiredScopes,
@@ -112,12 +112,12 @@ func (t tokenVerifier) VerifyToken(ctx context.Context, token string) (string, [
 }
 
 // refusedToken is a verifier's refusal, which the gate tells by
-// mw.ErrInvalidToken.
+// httpguard.ErrInvalidToken.
 type refusedToken struct{ err error }
 
 func (e refusedToken) Error() string        { return e.err.Error() }
 func (e refusedToken) Unwrap() error        { return e.err }
-func (e refusedToken) Is(target error) bool { return target == mw.ErrInvalidToken }
+func (e refusedToken) Is(target error) bool { return target == httpguard.ErrInvalidToken }
 
 // challengeScopes returns the scopes serve's 401 challenges name: the
 // required ones, else those the protected resource lists.

@@ -12,9 +12,9 @@
 //
 // # The seam with the gate
 //
-// serve's OAuth gate (mw.RequireOAuth) sits before the era split, for
+// serve's OAuth gate (httpguard.RequireOAuth) sits before the era split, for
 // POST, GET and DELETE. It knows a verifier only through a small interface
-// of package mw; package pipeline adapts a [Verifier] to it. On success the
+// of package mw/httpguard; package pipeline adapts a [Verifier] to it. On success the
 // request's context carries [Principal.Key] (issuer and subject), which
 // keys the 2026-07-28 pool of children and binds session-era sessions to
 // whoever opened them. The token itself goes no further than the gate:

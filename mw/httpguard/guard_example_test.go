@@ -1,4 +1,4 @@
-package mw_test
+package httpguard_test
 
 import (
 	"fmt"
@@ -6,12 +6,12 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/mcp-stdio/mcp-stdio/mw"
+	"github.com/mcp-stdio/mcp-stdio/mw/httpguard"
 )
 
 // ExampleOriginPolicy shows which browser origins may call a local server.
 func ExampleOriginPolicy() {
-	p := mw.OriginPolicy{Allow: []string{"chrome-extension://abcdef"}}
+	p := httpguard.OriginPolicy{Allow: []string{"chrome-extension://abcdef"}}
 	for _, origin := range []string{"", "http://localhost:5173", "http://[::1]:8080", "chrome-extension://abcdef", "https://evil.example", "null"} {
 		fmt.Printf("%q %v\n", origin, p.Allowed(origin))
 	}
@@ -29,7 +29,7 @@ func ExampleOriginPolicy() {
 // responses name its origin. A page on another origin is refused by
 // CheckOrigin first.
 func ExampleCORS() {
-	h := mw.Guards(mw.CheckOrigin(mw.OriginPolicy{}), mw.CORS)(tokenEndpoint())
+	h := httpguard.Guards(httpguard.CheckOrigin(httpguard.OriginPolicy{}), httpguard.CORS)(tokenEndpoint())
 
 	for _, r := range []struct{ method, origin, auth string }{
 		{http.MethodOptions, "http://localhost:6274", ""}, // the preflight carries no token
@@ -60,7 +60,7 @@ func ExampleCORS() {
 // probe is answered though it carries no token, while the endpoint still
 // wants one, and paths serve does not serve get 404.
 func ExampleAnswerHealth() {
-	h := mw.Guards(mw.AnswerHealth("/healthz"), mw.ServePaths("/mcp"))(tokenEndpoint())
+	h := httpguard.Guards(httpguard.AnswerHealth("/healthz"), httpguard.ServePaths("/mcp"))(tokenEndpoint())
 	for _, path := range []string{"/healthz", "/mcp", "/admin"} {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))

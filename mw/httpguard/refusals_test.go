@@ -1,4 +1,4 @@
-package mw_test
+package httpguard_test
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/mcp-stdio/mcp-stdio/mw"
+	"github.com/mcp-stdio/mcp-stdio/mw/httpguard"
 )
 
 // ExampleCountRefusals counts what the guards between its two refuse: the
@@ -16,11 +16,11 @@ import (
 // in error itself.
 func ExampleCountRefusals() {
 	counted := map[int]int{}
-	front, back := mw.CountRefusals(func(status int) { counted[status]++ })
+	front, back := httpguard.CountRefusals(func(status int) { counted[status]++ })
 	endpoint := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such session", http.StatusNotFound)
 	})
-	h := mw.Guards(front, mw.CheckOrigin(mw.OriginPolicy{}), back)(endpoint)
+	h := httpguard.Guards(front, httpguard.CheckOrigin(httpguard.OriginPolicy{}), back)(endpoint)
 	for _, origin := range []string{"https://evil.example", ""} {
 		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/mcp", nil)
 		if origin != "" {
@@ -58,7 +58,7 @@ func TestCountRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			var got []int
-			front, back := mw.CountRefusals(func(status int) { got = append(got, status) })
+			front, back := httpguard.CountRefusals(func(status int) { got = append(got, status) })
 			guard := func(next http.Handler) http.Handler {
 				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					if tt.pass {
@@ -74,7 +74,7 @@ func TestCountRefusals(t *testing.T) {
 				w.WriteHeader(http.StatusInternalServerError)
 			})
 			rec := httptest.NewRecorder()
-			mw.Guards(front, guard, back)(endpoint).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil))
+			httpguard.Guards(front, guard, back)(endpoint).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil))
 			is.Equal(got, tt.want)
 			if tt.pass {
 				is.Equal(endpointW, http.ResponseWriter(rec)) // the endpoint writes to the connection's own writer
@@ -87,7 +87,7 @@ func TestCountRefusals(t *testing.T) {
 // connection's through http.ResponseController.
 func TestCountRefusalsFlushes(t *testing.T) {
 	is := is.New(t)
-	front, _ := mw.CountRefusals(func(int) {})
+	front, _ := httpguard.CountRefusals(func(int) {})
 	rec := httptest.NewRecorder()
 	front(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("event: x\n\n"))

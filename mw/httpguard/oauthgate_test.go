@@ -1,4 +1,4 @@
-package mw_test
+package httpguard_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-stdio/mcp-stdio/auth/server"
 	"github.com/mcp-stdio/mcp-stdio/mw"
+	"github.com/mcp-stdio/mcp-stdio/mw/httpguard"
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
@@ -43,7 +44,7 @@ func (f *fakeTokens) VerifyToken(_ context.Context, token string) (string, []str
 	}
 	e, ok := tokenTable[token]
 	if !ok {
-		return "", nil, fmt.Errorf("%w: unknown", mw.ErrInvalidToken)
+		return "", nil, fmt.Errorf("%w: unknown", httpguard.ErrInvalidToken)
 	}
 	return e.principal, e.scopes, nil
 }
@@ -69,7 +70,7 @@ type seen struct {
 func newGate(t testing.TB, log *slog.Logger) (http.Handler, *fakeTokens, *[]seen) {
 	v := &fakeTokens{}
 	var got []seen
-	h := mw.RequireOAuth(mw.OAuthOptions{
+	h := httpguard.RequireOAuth(httpguard.OAuthOptions{
 		Verifier:       v,
 		Challenges:     testResource(t),
 		RequiredScopes: []string{"mcp:tools"},
@@ -139,7 +140,7 @@ func TestRequireOAuth(t *testing.T) {
 					is.Equal(w.Body.String(), tt.body)
 				}
 				if tt.status == 503 {
-					is.Equal(w.Header().Get("Retry-After"), mw.OAuthRetryAfter)
+					is.Equal(w.Header().Get("Retry-After"), httpguard.OAuthRetryAfter)
 				} else {
 					is.Equal(w.Header().Get("Retry-After"), "")
 				}
@@ -242,7 +243,7 @@ func TestRequireOAuthOutageIsOneLogLine(t *testing.T) {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		is.Equal(w.Code, http.StatusServiceUnavailable)
-		is.Equal(w.Header().Get("Retry-After"), mw.OAuthRetryAfter)
+		is.Equal(w.Header().Get("Retry-After"), httpguard.OAuthRetryAfter)
 	}
 	is.Equal(strings.Count(logs.String(), "level=WARN"), 1)
 }

@@ -1,4 +1,4 @@
-package mw_test
+package httpguard_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/mcp-stdio/mcp-stdio/mw"
+	"github.com/mcp-stdio/mcp-stdio/mw/httpguard"
 )
 
 // oneToken accepts the token "t1", for alice, with the scope "mcp".
@@ -14,7 +15,7 @@ type oneToken struct{}
 
 func (oneToken) VerifyToken(_ context.Context, token string) (string, []string, error) {
 	if token != "t1" {
-		return "", nil, fmt.Errorf("%w: unknown", mw.ErrInvalidToken)
+		return "", nil, fmt.Errorf("%w: unknown", httpguard.ErrInvalidToken)
 	}
 	return "https://as.example alice", []string{"mcp"}, nil
 }
@@ -30,7 +31,7 @@ func (challenges) Challenge(code string, scopes []string) string {
 // with the resource's challenge, and hands the others on with their
 // principal and without their token.
 func ExampleRequireOAuth() {
-	gate := mw.RequireOAuth(mw.OAuthOptions{Verifier: oneToken{}, Challenges: challenges{}, RequiredScopes: []string{"mcp"}})
+	gate := httpguard.RequireOAuth(httpguard.OAuthOptions{Verifier: oneToken{}, Challenges: challenges{}, RequiredScopes: []string{"mcp"}})
 	h := gate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Printf("passed: principal %q, Authorization %q\n", mw.PrincipalOf(r.Context()), r.Header.Get("Authorization"))
 	}))

@@ -1,4 +1,4 @@
-package mw_test
+package httpguard_test
 
 import (
 	"io"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/mcp-stdio/mcp-stdio/mw"
+	"github.com/mcp-stdio/mcp-stdio/mw/httpguard"
 )
 
 // reached is an endpoint that answers 202 "reached".
@@ -26,7 +26,7 @@ func serveOnce(h http.Handler, method, path string) *httptest.ResponseRecorder {
 
 func TestServePathsAnswersOtherPaths404(t *testing.T) {
 	is := is.New(t)
-	h := mw.ServePaths("/mcp", "/sse")(http.HandlerFunc(reached))
+	h := httpguard.ServePaths("/mcp", "/sse")(http.HandlerFunc(reached))
 	is.Equal(serveOnce(h, http.MethodPost, "/mcp").Code, http.StatusAccepted)
 	is.Equal(serveOnce(h, http.MethodGet, "/sse").Code, http.StatusAccepted)
 	for _, p := range []string{"/", "/mcp/", "/MCP", "/mcp/x", "/message"} {
@@ -37,9 +37,9 @@ func TestServePathsAnswersOtherPaths404(t *testing.T) {
 
 func TestMountHandsItsPathsToTheirHandlers(t *testing.T) {
 	is := is.New(t)
-	is.True(mw.Mount(nil) == nil) // no routes, no guard
+	is.True(httpguard.Mount(nil) == nil) // no routes, no guard
 	meta := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "metadata") })
-	h := mw.Guards(mw.Mount(map[string]http.Handler{"/.well-known/oauth-protected-resource": meta}))(http.HandlerFunc(reached))
+	h := httpguard.Guards(httpguard.Mount(map[string]http.Handler{"/.well-known/oauth-protected-resource": meta}))(http.HandlerFunc(reached))
 	w := serveOnce(h, http.MethodGet, "/.well-known/oauth-protected-resource")
 	is.Equal(w.Code, http.StatusOK)
 	is.Equal(w.Body.String(), "metadata")
@@ -50,7 +50,7 @@ func TestMountHandsItsPathsToTheirHandlers(t *testing.T) {
 
 func TestAnswerHealth(t *testing.T) {
 	is := is.New(t)
-	h := mw.AnswerHealth("/healthz")(http.HandlerFunc(reached))
+	h := httpguard.AnswerHealth("/healthz")(http.HandlerFunc(reached))
 	w := serveOnce(h, http.MethodGet, "/healthz")
 	is.Equal(w.Code, http.StatusOK)
 	is.Equal(w.Body.String(), "ok\n")

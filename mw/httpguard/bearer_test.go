@@ -1,4 +1,4 @@
-package mw_test
+package httpguard_test
 
 import (
 	"net/http"
@@ -8,13 +8,13 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/mcp-stdio/mcp-stdio/auth"
-	"github.com/mcp-stdio/mcp-stdio/mw"
+	"github.com/mcp-stdio/mcp-stdio/mw/httpguard"
 )
 
 func TestRequireBearer(t *testing.T) {
 	is := is.New(t)
 	reached := 0
-	h := mw.RequireBearer(auth.NewBearerGate("tok"))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := httpguard.RequireBearer(auth.NewBearerGate("tok"))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reached++
 		w.WriteHeader(http.StatusTeapot)
 	}))

@@ -1,4 +1,4 @@
-package mw
+package httpguard
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/mw"
 )
 
 // TokenVerifier checks an OAuth access token presented to serve; package
@@ -74,14 +75,17 @@ const OAuthRetryAfter = "5"
 //
 // Refusals carry a JSON-RPC error body (id null, as [RequireBearer]'s) and
 // close the connection. A request that passes reaches next with its
-// principal in the context ([WithPrincipal]: it keys the 2026-07-28 pool
+// principal in the context ([mw.WithPrincipal]: it keys the 2026-07-28 pool
 // and owns the sessions it opens) and without its Authorization header:
 // the token goes no further. It sits where [RequireBearer] would (see the
 // package documentation), behind CORS, whose preflights carry no credentials, and before everything that
 // tells the eras apart, so it holds for both, and for POST, GET and DELETE
 // alike.
 func RequireOAuth(o OAuthOptions) Guard {
-	log := loggerOrDiscard(o.Logger)
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	var outages frame.QuietLog // a verifier that cannot decide, logged once a minute
 	outages.Every = time.Minute
 	required := slices.Clone(o.RequiredScopes)
@@ -142,7 +146,7 @@ func RequireOAuth(o OAuthOptions) Guard {
 				return
 			}
 			log.Debug("authorized", "principal", principal, "method", r.Method)
-			r = r.Clone(WithPrincipal(r.Context(), principal))
+			r = r.Clone(mw.WithPrincipal(r.Context(), principal))
 			r.Header.Del("Authorization")
 			next.ServeHTTP(w, r)
 		})

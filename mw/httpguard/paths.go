@@ -1,4 +1,4 @@
-package mw
+package httpguard
 
 import (
 	"net/http"
