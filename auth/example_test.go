@@ -107,3 +107,18 @@ func ExampleFindOAuthMetadata() {
 	http.DefaultClient.CloseIdleConnections()
 	// Output: 401 /.well-known/oauth-protected-resource/mcp
 }
+
+// ReservedAuthParam tells the parameters a sign-in sets itself, which
+// Options.AuthParams may not replace, from those it may add.
+func ExampleReservedAuthParam() {
+	for _, name := range []string{"audience", "scope"} {
+		why, reserved := auth.ReservedAuthParam(name)
+		if !reserved {
+			why = "may be added"
+		}
+		fmt.Printf("%s: %s\n", name, why)
+	}
+	// Output:
+	// audience: may be added
+	// scope: use --oauth-scope
+}

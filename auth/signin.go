@@ -207,9 +207,7 @@ func (c *Client) codeFlow(ctx context.Context, d *discovery, e *storeEntry, scop
 		RedirectURL: redirect,
 		Scopes:      scopes,
 	}
-	authURL := cfg.AuthCodeURL(state,
-		oauth2.S256ChallengeOption(verifier),
-		oauth2.SetAuthURLParam("resource", d.resource))
+	authURL := cfg.AuthCodeURL(state, append([]oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}, c.authURLOptions(d.resource)...)...)
 	fmt.Fprintf(c.stderr, "mcp-stdio: sign in to %s in your browser. If it did not open, visit this URL:\n%s\n", shortURL(c.resource), authURL)
 	if err := c.openURL(ctx, authURL); err != nil {
 		c.log.Warn("oauth: could not open a browser; open the URL printed above", "err", err)
@@ -226,13 +224,12 @@ func (c *Client) codeFlow(ctx context.Context, d *discovery, e *storeEntry, scop
 	if res.err != nil {
 		return Token{}, clientCreds{}, false, res.err
 	}
-	tok, err := c.requestToken(ctx, d.as.TokenEndpoint, creds, url.Values{
+	tok, err := c.requestToken(ctx, d.as.TokenEndpoint, creds, c.withResource(url.Values{
 		"grant_type":    {grantAuthorizationCode},
 		"code":          {res.code},
 		"redirect_uri":  {redirect},
 		"code_verifier": {verifier},
-		"resource":      {d.resource},
-	})
+	}, d.resource))
 	if err != nil {
 		return Token{}, clientCreds{}, false, fmt.Errorf("exchanging the authorization code: %w", err)
 	}

@@ -134,6 +134,11 @@ type Options struct {
 	// ChallengeScheme replaces "Bearer" in the 401 challenge (e.g.
 	// "Negotiate", which then carries no parameters).
 	ChallengeScheme string
+	// RefuseResource plays Microsoft Entra ID: an authorization request
+	// carrying RFC 8707's resource is sent back with error invalid_target
+	// and AADSTS9010010, and a token request carrying it gets
+	// invalid_target.
+	RefuseResource bool
 	// RequiredScopes maps JSON-RPC methods to the scopes their calls need;
 	// a token without them gets 403 insufficient_scope.
 	RequiredScopes map[string][]string
@@ -493,6 +498,15 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, o Options) {
 		http.Error(w, "PKCE S256 required", http.StatusBadRequest)
 		return
 	}
+	if o.RefuseResource && q.Has("resource") {
+		back := redirect.Query()
+		back.Set("error", "invalid_target")
+		back.Set("error_description", "AADSTS9010010: The resource parameter provided in the request doesn't match with the requested scopes.")
+		back.Set("state", q.Get("state"))
+		redirect.RawQuery = back.Encode()
+		http.Redirect(w, r, redirect.String(), http.StatusFound)
+		return
+	}
 	s.mu.Lock()
 	code := s.mint("code")
 	s.codes[code] = grant{client: q.Get("client_id"), redirect: q.Get("redirect_uri"), challenge: q.Get("code_challenge"), resource: q.Get("resource"), scope: q.Get("scope")}
@@ -601,6 +615,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rec Request, o Op
 		return
 	}
 	f := rec.Form
+	if o.RefuseResource && f.Has("resource") {
+		s.tokenError(w, o, http.StatusBadRequest, "invalid_target")
+		return
+	}
 	switch f.Get("grant_type") {
 	case "authorization_code":
 		s.mu.Lock()

@@ -52,6 +52,7 @@ Also accepted, for users of other gateways (see the README):
   (--bearer-token), --enable-proxy (proxies are always honoured)
   URL PORT: the callback port after the URL (--oauth-callback-port PORT)
   ${NAME} in a header value is taken from the environment
+  --disable-resource-parameter (--no-oauth-resource)
   --test (deprecated: --check)
 `
 
@@ -60,9 +61,9 @@ var relayHelp = helpLayout{
 	order: []string{"bearer-token", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
 		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "max-depth", "max-buffered", "allow-http", "follow-redirects", "log-level", "log-format",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
-		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "version"},
+		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "oauth-param", "no-oauth-resource", "version"},
 	short:  map[string]string{"header": "H", "version": "V"},
-	hidden: []string{"test", "debug", "silent", "auth-timeout", "oauth2Bearer", "enable-proxy"},
+	hidden: []string{"test", "debug", "silent", "auth-timeout", "oauth2Bearer", "enable-proxy", "disable-resource-parameter"},
 	defaults: map[string]string{
 		"max-buffered":  "256MiB, or twice --max-message-size when that is more",
 		"bearer-token":  "$MCP_BEARER_TOKEN",
@@ -114,6 +115,8 @@ type relayFlags struct {
 	callbackPort   int
 	oauthEager     bool
 	noOAuthReauth  bool
+	oauthParams    paramList
+	noResource     bool
 }
 
 // newRelayFlagSet defines the relay's flags on a new flag set. Defaults
@@ -168,6 +171,9 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.IntVar(&f.callbackPort, "oauth-callback-port", 0, "take the browser sign-in's redirect on loopback `PORT` (redirect URI http://127.0.0.1:PORT/callback), for servers that want it registered beforehand; implies --oauth (default: a fresh port each time)")
 	fs.BoolVar(&f.oauthEager, "oauth-eager", false, "sign in at start instead of at the first 401")
 	fs.BoolVar(&f.noOAuthReauth, "no-oauth-reauth", false, "when the grant is revoked, fail requests instead of signing in again in the background")
+	fs.Var(&f.oauthParams, "oauth-param", "add `NAME=VALUE` to the sign-in's authorization request, for identity providers that want more (access_type=offline, audience=…, prompt=consent); repeatable, not the parameters OAuth sets itself")
+	fs.BoolVar(&f.noResource, "disable-resource-parameter", false, "mcp-remote's name for --no-oauth-resource")
+	fs.BoolVar(&f.noResource, "no-oauth-resource", false, "leave RFC 8707's resource out of the authorization and token requests, for identity providers that refuse it (Microsoft Entra ID: AADSTS9010010)")
 	return fs
 }
 
@@ -302,6 +308,8 @@ func (f *relayFlags) oauthClient(cfg *pipeline.RelayConfig, getenv func(string) 
 		CallbackPort:      f.callbackPort,
 		Eager:             f.oauthEager,
 		NoReauth:          f.noOAuthReauth,
+		AuthParams:        f.oauthParams.values(),
+		NoResource:        f.noResource,
 		HTTPClient:        asClient,
 		Getenv:            getenv,
 		Stderr:            stderr,
@@ -385,8 +393,8 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	if f.oauth && f.bearer != "" {
 		return cfg, errors.New("--oauth and --bearer-token (or MCP_BEARER_TOKEN) are mutually exclusive")
 	}
-	if !f.oauth && (f.clientMetadata != "" || f.oauthScope != "" || f.oauthEager || f.noOAuthReauth) {
-		return cfg, errors.New("--client-metadata-url, --oauth-scope, --oauth-eager and --no-oauth-reauth need --oauth")
+	if !f.oauth && (f.clientMetadata != "" || f.oauthScope != "" || f.oauthEager || f.noOAuthReauth || len(f.oauthParams) > 0 || f.noResource) {
+		return cfg, errors.New("--client-metadata-url, --oauth-scope, --oauth-eager, --no-oauth-reauth, --oauth-param and --no-oauth-resource need --oauth")
 	}
 	// Header precedence: defaults (set by the transport), then the bearer
 	// token, then -H entries in order.
@@ -534,6 +542,42 @@ func (h *headerList) Set(s string) error {
 	}
 	*h = append(*h, [2]string{http.CanonicalHeaderKey(name), value})
 	return nil
+}
+
+// paramList collects --oauth-param NAME=VALUE values, checked as they
+// are parsed: a name the sign-in sets itself, or one given twice, is
+// refused.
+type paramList [][2]string
+
+func (p *paramList) String() string { return "" }
+
+func (p *paramList) Set(s string) error {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", s)
+	}
+	if why, reserved := auth.ReservedAuthParam(name); reserved {
+		return fmt.Errorf("%s cannot be set: %s", name, why)
+	}
+	for _, kv := range *p {
+		if kv[0] == name {
+			return fmt.Errorf("%s given twice", name)
+		}
+	}
+	*p = append(*p, [2]string{name, value})
+	return nil
+}
+
+// values returns the parameters as url.Values (nil for none).
+func (p paramList) values() url.Values {
+	if len(p) == 0 {
+		return nil
+	}
+	v := url.Values{}
+	for _, kv := range p {
+		v.Set(kv[0], kv[1])
+	}
+	return v
 }
 
 // redactURL drops credentials and the query (which may carry tokens) from a
