@@ -19,11 +19,13 @@ package authtest
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -134,6 +136,9 @@ type Options struct {
 	// ChallengeScheme replaces "Bearer" in the 401 challenge (e.g.
 	// "Negotiate", which then carries no parameters).
 	ChallengeScheme string
+	// TLS, when set, serves https with this configuration (a certificate
+	// for 127.0.0.1), for clients that must be shown to trust its CA.
+	TLS *tls.Config
 	// RefuseResource plays Microsoft Entra ID: an authorization request
 	// carrying RFC 8707's resource is sent back with error invalid_target
 	// and AADSTS9010010, and a token request carrying it gets
@@ -223,7 +228,14 @@ func Start(o Options) *Server {
 		}
 		s.clients[id] = client{secret: secret, method: m}
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	if o.TLS != nil {
+		s.srv.TLS = o.TLS
+		s.srv.Config.ErrorLog = log.New(io.Discard, "", 0) // handshakes refused on purpose
+		s.srv.StartTLS()
+	} else {
+		s.srv.Start()
+	}
 	s.URL = s.srv.URL
 	return s
 }

@@ -137,3 +137,34 @@ func TestRelayOAuthParamChecked(t *testing.T) {
 		is.Equal(strings.Count(strings.TrimSpace(errOut), "\n"), 0)
 	}
 }
+
+// The OAuth requests trust --ca-file too: a server and its authorization
+// server behind a private CA (the device grant, so no browser need trust
+// it) sign the relay in with --ca-file, and without it the sign-in's
+// failure names --ca-file.
+func TestRelayOAuthWithCAFile(t *testing.T) {
+	is := is.New(t)
+	ca := transporttest.NewCA(t)
+	as := authtest.NewServer(t, authtest.Options{TLS: ca.ServerConfig(t, "127.0.0.1"), Device: true, DeviceInterval: 1})
+	run := func(extra ...string) (string, string, error) {
+		env := oauthEnv(t)
+		var out, errb transporttest.SyncBuffer
+		args := append([]string{"--oauth-device", "--oauth-eager", "--transport", "streamable-http"}, extra...)
+		err := cli.Relay(context.Background(), append(args, as.MCPURL()), func(k string) string { return env[k] },
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n"), &out, &errb, cli.Options{Version: "test"})
+		return out.String(), errb.String(), err
+	}
+	out, _, err := run("--ca-file", ca.WriteFile(t))
+	is.NoErr(err)
+	is.True(strings.Contains(out, `"result":{}`))
+	is.True(as.Count("/token", "urn:ietf:params:oauth:grant-type:device_code") > 0)
+
+	out, errOut, _ := run()
+	is.True(strings.Contains(errOut, "sign-in failed"))
+	for _, l := range strings.Split(errOut, "\n") {
+		if strings.Contains(l, "sign-in failed") {
+			is.True(strings.Contains(l, "--ca-file PEM")) // the sign-in's failure too
+		}
+	}
+	is.True(strings.Contains(out, "--ca-file PEM"))
+}

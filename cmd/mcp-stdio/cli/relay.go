@@ -59,7 +59,7 @@ Also accepted, for users of other gateways (see the README):
 // relayHelp is how the relay's help lists its flags.
 var relayHelp = helpLayout{
 	order: []string{"bearer-token", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
-		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "max-depth", "max-buffered", "allow-http", "follow-redirects", "log-level", "log-format",
+		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "max-depth", "max-buffered", "allow-http", "follow-redirects", "ca-file", "log-level", "log-format",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
 		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "oauth-param", "no-oauth-resource", "version"},
 	short:  map[string]string{"header": "H", "version": "V"},
@@ -98,6 +98,7 @@ type relayFlags struct {
 	logFormat      logFormat
 	allowHTTP      bool
 	followRedirect bool
+	caFiles        stringList
 
 	// Other gateways' names (see relayHelpFooter).
 	debug       bool
@@ -150,6 +151,7 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.Var(&f.maxMessage, "max-message-size", "refuse messages larger than `BYTES`, in either direction")
 	fs.IntVar(&f.maxDepth, "max-depth", frame.DefaultMaxDepth, "refuse messages whose JSON nests deeper than `N` levels, in either direction")
 	fs.Var(&f.maxBuffered, "max-buffered", "hold at most `BYTES` of the server's messages at once, all requests together; a message beyond fails its request with an error (a message counts up to twice its size: at least twice --max-message-size)")
+	fs.Var(&f.caFiles, "ca-file", "trust the CA certificates in the PEM file `PEM` too, besides the system's, for the server and its OAuth requests (a corporate TLS-inspecting proxy, a private CA); repeatable")
 	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
 	fs.Var(&f.logFormat, "log-format", "write logs on stderr as `FORMAT`: text (key=value lines) or json (one object per line, a record per request at info)")
 	fs.BoolVar(&f.allowHTTP, "allow-http", false, "send credentials over plain http to a host beyond loopback without a warning")
@@ -409,16 +411,21 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 		}
 		h.Set(kv[0], v)
 	}
+	tlsConfig, err := caTLSConfig(f.caFiles)
+	if err != nil {
+		return cfg, err
+	}
 	cfg = pipeline.RelayConfig{
 		URL:       u.String(),
 		Transport: f.transport,
 		Era:       era,
 		Header:    h,
 		HTTP: transport.HTTPOptions{
-			ConnectTimeout: f.connectTimeout.std(),
-			ReadTimeout:    f.readTimeout.std(),
-			KeepAlive:      !f.noKeepalive,
-			Getenv:         getenv,
+			ConnectTimeout:  f.connectTimeout.std(),
+			ReadTimeout:     f.readTimeout.std(),
+			KeepAlive:       !f.noKeepalive,
+			Getenv:          getenv,
+			TLSClientConfig: tlsConfig,
 		},
 		SSEReadTimeout:  f.sseReadTimeout.orOff(),
 		MaxMessageSize:  int(f.maxMessage),
