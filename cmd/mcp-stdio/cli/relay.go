@@ -58,7 +58,7 @@ Also accepted, for users of other gateways (see the README):
 
 // relayHelp is how the relay's help lists its flags.
 var relayHelp = helpLayout{
-	order: []string{"bearer-token", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
+	order: []string{"bearer-token", "bearer-token-command", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
 		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "max-depth", "max-buffered", "allow-http", "follow-redirects", "ca-file", "log-level", "log-format",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
 		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "oauth-param", "no-oauth-resource", "version"},
@@ -77,6 +77,7 @@ var relayHelp = helpLayout{
 type relayFlags struct {
 	url            string
 	bearer         string
+	bearerCommand  string
 	headers        headerList
 	transport      string
 	era            string
@@ -99,6 +100,7 @@ type relayFlags struct {
 	allowHTTP      bool
 	followRedirect bool
 	caFiles        stringList
+	bearerArgv     []string // --bearer-token-command, split
 
 	// Other gateways' names (see relayHelpFooter).
 	debug       bool
@@ -132,6 +134,7 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	f.maxMessage = frame.DefaultMaxMessageSize
 	f.logLevel = logLevel(slog.LevelInfo)
 	fs.StringVar(&f.bearer, "bearer-token", "", "send `TOKEN` as Authorization: Bearer (prefer the MCP_BEARER_TOKEN env var: flags show in ps)")
+	fs.StringVar(&f.bearerCommand, "bearer-token-command", "", "run `CMD` (split into arguments as a shell would, but nothing expanded; for a shell write sh -c '…') for the bearer token it prints, at start and again after a 401; it must finish within 30s")
 	fs.Var(&f.headers, "header", "add the header `'Name: Value'` to every request (repeatable)")
 	fs.Var(&f.headers, "H", "shorthand for --header")
 	fs.StringVar(&f.transport, "transport", f.transport, "speak `TRANSPORT`: auto (Streamable HTTP, falling back to HTTP+SSE), streamable-http or sse")
@@ -256,6 +259,12 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 			}
 		}
 	}
+	if f.bearerArgv != nil {
+		if err := f.commandToken(ctx, &cfg); err != nil {
+			fmt.Fprintf(stderr, "mcp-stdio: %v\n", err)
+			return &ExitError{Code: ExitFailure}
+		}
+	}
 	if f.check {
 		if _, err := pipeline.Check(ctx, cfg, stderr); err != nil {
 			return &ExitError{Code: ExitFailure}
@@ -328,6 +337,29 @@ func (f *relayFlags) oauthClient(cfg *pipeline.RelayConfig, getenv func(string) 
 	return oc, nil
 }
 
+// commandToken runs --bearer-token-command for the first token and routes
+// the relay's HTTP through it: every request carries the current token,
+// and a 401 runs the command again (see auth.CommandSource).
+func (f *relayFlags) commandToken(ctx context.Context, cfg *pipeline.RelayConfig) error {
+	base := cfg.HTTPClient
+	if base == nil {
+		base = transport.NewHTTPClient(cfg.HTTP)
+	}
+	src, err := auth.NewCommandSource(auth.CommandOptions{Argv: f.bearerArgv, Name: "--bearer-token-command"})
+	if err != nil {
+		return err
+	}
+	if err := src.Fetch(ctx); err != nil {
+		return err
+	}
+	cfg.HTTPClient = &http.Client{
+		Transport:     &auth.Transport{Base: base.Transport, Source: src, Origin: cfg.URL},
+		CheckRedirect: base.CheckRedirect,
+	}
+	cfg.Auth = src
+	return nil
+}
+
 // config checks the flags and turns them into a relay configuration.
 func (f *relayFlags) config(positional []string, getenv func(string) string, logger *slog.Logger) (pipeline.RelayConfig, error) {
 	var cfg pipeline.RelayConfig
@@ -394,6 +426,24 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	}
 	if f.oauth && f.bearer != "" {
 		return cfg, errors.New("--oauth and --bearer-token (or MCP_BEARER_TOKEN) are mutually exclusive")
+	}
+	if f.bearerCommand != "" {
+		switch {
+		case f.oauth:
+			return cfg, errors.New("--bearer-token-command and --oauth are mutually exclusive: the token comes from one or the other")
+		case f.bearer != "":
+			return cfg, errors.New("--bearer-token-command and --bearer-token (or MCP_BEARER_TOKEN) are mutually exclusive: unset MCP_BEARER_TOKEN, or leave out one of the flags")
+		}
+		for _, kv := range f.headers {
+			if kv[0] == "Authorization" {
+				return cfg, errors.New("--bearer-token-command and -H 'Authorization: …' are mutually exclusive: the command's token is sent as Authorization")
+			}
+		}
+		argv, err := splitCommand(f.bearerCommand)
+		if err != nil {
+			return cfg, fmt.Errorf("--bearer-token-command: %v", err)
+		}
+		f.bearerArgv = argv
 	}
 	if !f.oauth && (f.clientMetadata != "" || f.oauthScope != "" || f.oauthEager || f.noOAuthReauth || len(f.oauthParams) > 0 || f.noResource) {
 		return cfg, errors.New("--client-metadata-url, --oauth-scope, --oauth-eager, --no-oauth-reauth, --oauth-param and --no-oauth-resource need --oauth")
@@ -497,7 +547,7 @@ func (f *relayFlags) warnPlainHTTP(rawURL string, logger *slog.Logger) {
 	if err != nil || u.Scheme != "http" || f.allowHTTP || loopbackHost(u.Hostname()) {
 		return
 	}
-	credentials := f.oauth || f.bearer != ""
+	credentials := f.oauth || f.bearer != "" || f.bearerCommand != ""
 	for _, kv := range f.headers {
 		credentials = credentials || kv[0] == "Authorization"
 	}
