@@ -76,8 +76,8 @@ type Options struct {
 	// more than OAuth asks: Google's access_type=offline, Auth0's
 	// audience, prompt=consent (--oauth-param). The parameters the flow
 	// sets itself (response_type, client_id, redirect_uri,
-	// state, code_challenge, code_challenge_method, scope, resource) are
-	// refused by [New].
+	// state, code_challenge, code_challenge_method, scope, resource), and
+	// response_mode, are refused by [New].
 	AuthParams url.Values
 	// NoResource leaves RFC 8707's resource parameter out of the
 	// authorization, token and refresh requests, for authorization
@@ -122,6 +122,8 @@ func ReservedAuthParam(name string) (why string, ok bool) {
 	switch name {
 	case "response_type":
 		return "the sign-in sets it (code)", true
+	case "response_mode":
+		return "the loopback listener takes the response in the query of a GET, the default", true
 	case "client_id":
 		return "use --client-id", true
 	case "redirect_uri":

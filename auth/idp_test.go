@@ -83,7 +83,7 @@ func TestDeviceGrantWithAuthParamsAndWithoutResource(t *testing.T) {
 func TestNewRefusesReservedAuthParams(t *testing.T) {
 	is := is.New(t)
 	for name, hint := range map[string]string{
-		"response_type": "sets it", "client_id": "--client-id", "redirect_uri": "--oauth-callback-port",
+		"response_type": "sets it", "response_mode": "query of a GET", "client_id": "--client-id", "redirect_uri": "--oauth-callback-port",
 		"state": "sets it", "code_challenge": "PKCE", "code_challenge_method": "PKCE",
 		"scope": "--oauth-scope", "resource": "--no-oauth-resource",
 	} {
