@@ -19,8 +19,10 @@ import (
 const callbackPath = "/callback"
 
 // callbackServer is the loopback HTTP listener that receives the
-// authorization response: bound to 127.0.0.1 on an ephemeral port (or the
-// one Options.CallbackPort names), fresh for every flow (mcp-remote#253),
+// authorization response: bound to 127.0.0.1 on an ephemeral port the
+// system picks free (or the one Options.CallbackPort names: taken, the
+// error names the process holding it where the platform tells), fresh for
+// every flow (mcp-remote#253),
 // serving exactly GET /callback
 // (case-sensitive; everything else is 404), closed when the flow ends.
 //
@@ -55,7 +57,13 @@ func startCallback(port int, state, issuer string, issRequired bool) (*callbackS
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		if port != 0 {
-			return nil, fmt.Errorf("cannot open the loopback listener for the sign-in callback on port %d (is another sign-in using it?): %w", port, err)
+			// The port was fixed (the redirect URI registered with it):
+			// another one would not be accepted, so name who holds it.
+			who := "another process"
+			if owner := portOwner(port); owner != "" {
+				who = owner
+			}
+			return nil, fmt.Errorf("cannot open the loopback listener for the sign-in callback on port %d: %w; %s is listening there: stop it and sign in again, or register another redirect port and give it with --oauth-callback-port", port, err, who)
 		}
 		return nil, fmt.Errorf("cannot open the loopback listener for the sign-in callback: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"golang.org/x/oauth2"
 )
 
 // Defaults of [Options].
@@ -70,6 +72,19 @@ type Options struct {
 	// NoReauth turns off the background sign-in after a dead grant; the
 	// request then fails with "authentication failed" (--no-oauth-reauth).
 	NoReauth bool
+	// AuthParams are added to the authorization request (and to the
+	// device authorization request), for identity providers that want
+	// more than OAuth asks: Google's access_type=offline, Auth0's
+	// audience, prompt=consent (--oauth-param). The parameters the flow
+	// sets itself (response_type, client_id, redirect_uri,
+	// state, code_challenge, code_challenge_method, scope, resource), and
+	// response_mode, are refused by [New].
+	AuthParams url.Values
+	// NoResource leaves RFC 8707's resource parameter out of the
+	// authorization, token and refresh requests, for authorization
+	// servers that refuse it (Microsoft Entra ID answers AADSTS9010010)
+	// (--no-oauth-resource).
+	NoResource bool
 	// StorePath is the token file; "" means [DefaultStorePath].
 	StorePath string
 	// HTTPClient carries the OAuth traffic (metadata, registration, token
@@ -99,6 +114,31 @@ type Options struct {
 	// server that keeps answering 403 insufficient_scope cannot loop the
 	// user through the browser; 0 means [DefaultStepUpLimit].
 	StepUpLimit int
+}
+
+// ReservedAuthParam says why an authorization request parameter the
+// sign-in sets itself may not be given in [Options.AuthParams], and what
+// to do instead; ok is false for the others.
+func ReservedAuthParam(name string) (why string, ok bool) {
+	switch name {
+	case "response_type":
+		return "the sign-in sets it (code)", true
+	case "response_mode":
+		return "the loopback listener takes the response in the query of a GET, the default", true
+	case "client_id":
+		return "use --client-id", true
+	case "redirect_uri":
+		return "the loopback listener sets it; fix its port with --oauth-callback-port", true
+	case "state":
+		return "the sign-in sets it (CSRF protection)", true
+	case "code_challenge", "code_challenge_method":
+		return "the sign-in sets it (PKCE S256)", true
+	case "scope":
+		return "use --oauth-scope", true
+	case "resource":
+		return "the sign-in sets it to the server's URI; leave it out with --no-oauth-resource", true
+	}
+	return "", false
 }
 
 // ErrSignInRequired means there is no usable token and getting one needs an
@@ -205,6 +245,14 @@ func New(o Options) (*Client, error) {
 			return nil, errors.New("oauth: the client metadata URL must be an https URL with a path")
 		}
 	}
+	for name := range o.AuthParams {
+		if why, ok := ReservedAuthParam(name); ok {
+			return nil, fmt.Errorf("oauth: the authorization request parameter %q cannot be set: %s", name, why)
+		}
+		if name == "" {
+			return nil, errors.New("oauth: an authorization request parameter needs a name")
+		}
+	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
@@ -254,6 +302,31 @@ func New(o Options) (*Client, error) {
 	}
 	c.store = &tokenStore{path: path, log: c.log, clock: c.clock, lockWait: storeLockWait}
 	return c, nil
+}
+
+// withResource adds the resource parameter to a token request's form,
+// unless [Options.NoResource] leaves it out.
+func (c *Client) withResource(v url.Values, resource string) url.Values {
+	if !c.opts.NoResource {
+		v.Set("resource", resource)
+	}
+	return v
+}
+
+// authURLOptions are the extra parameters of an authorization (or device
+// authorization) request: the resource unless left out, then
+// [Options.AuthParams].
+func (c *Client) authURLOptions(resource string) []oauth2.AuthCodeOption {
+	var opts []oauth2.AuthCodeOption
+	if !c.opts.NoResource {
+		opts = append(opts, oauth2.SetAuthURLParam("resource", resource))
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.opts.AuthParams)) {
+		for _, v := range c.opts.AuthParams[name] {
+			opts = append(opts, oauth2.SetAuthURLParam(name, v))
+		}
+	}
+	return opts
 }
 
 // Resource returns the canonical URI of the server: the store key and the
@@ -523,11 +596,10 @@ func (c *Client) refresh(ctx context.Context, rejected string, from401 bool) err
 		if resource == "" {
 			resource = c.resource
 		}
-		t, err := c.requestToken(ctx, src.TokenEndpoint, c.credsFor(src), url.Values{
+		t, err := c.requestToken(ctx, src.TokenEndpoint, c.credsFor(src), c.withResource(url.Values{
 			"grant_type":    {grantRefreshToken},
 			"refresh_token": {rt},
-			"resource":      {resource},
-		})
+		}, resource))
 		if err != nil {
 			if isDeadGrant(err) && e != nil && e.RefreshToken == rt {
 				e.clearToken()

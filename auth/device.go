@@ -41,7 +41,7 @@ func (c *Client) deviceFlow(ctx context.Context, d *discovery, e *storeEntry, sc
 		Endpoint: oauth2.Endpoint{DeviceAuthURL: d.as.DeviceAuthorizationEndpoint, TokenURL: d.as.TokenEndpoint},
 		Scopes:   scopes,
 	}
-	da, err := cfg.DeviceAuth(context.WithValue(ctx, oauth2.HTTPClient, c.http), oauth2.SetAuthURLParam("resource", d.resource))
+	da, err := cfg.DeviceAuth(context.WithValue(ctx, oauth2.HTTPClient, c.http), c.authURLOptions(d.resource)...)
 	if err != nil {
 		return Token{}, clientCreds{}, false, fmt.Errorf("device authorization: %w", fromOAuth2Error(err))
 	}
@@ -56,11 +56,10 @@ func (c *Client) deviceFlow(ctx context.Context, d *discovery, e *storeEntry, sc
 	if interval <= 0 || interval > time.Hour {
 		interval = defaultDeviceInterval
 	}
-	grant := url.Values{
+	grant := c.withResource(url.Values{
 		"grant_type":  {grantDeviceCode},
 		"device_code": {da.DeviceCode},
-		"resource":    {d.resource},
-	}
+	}, d.resource)
 	for {
 		if err := sleep(ctx, c.clock, interval); err != nil {
 			if errors.Is(err, errSignInTimeout) {

@@ -63,11 +63,15 @@
 //
 // The authorization code grant with PKCE S256 through the user's browser:
 // a loopback listener on 127.0.0.1 and a fresh ephemeral port per flow
-// serves exactly /callback; state is 32 random bytes compared in constant
+// (or Options.CallbackPort; taken, the error names the process holding it
+// where the platform tells) serves exactly /callback; state is 32 random bytes compared in constant
 // time; a present iss must equal the recorded issuer exactly (RFC 9207) and
 // a missing one is refused when the server advertised
 // authorization_response_iss_parameter_supported; resource (RFC 8707) goes
-// on the authorization, token and refresh requests; scope is
+// on the authorization, token and refresh requests unless
+// Options.NoResource leaves it out (Entra ID refuses it: AADSTS9010010);
+// Options.AuthParams add parameters to the authorization request (never
+// one the flow sets itself, see [ReservedAuthParam]); scope is
 // Options.Scope, else the challenge's, else the resource metadata's
 // scopes_supported, else omitted, plus offline_access when the
 // authorization server lists it; prompt is never sent. The URL is always
@@ -110,6 +114,12 @@
 // lock so that sibling relays do not open a browser each. A corrupt store
 // is reported and moved aside before the next write, never silently lost.
 // On platforms without flock the locks are no-ops (see lock_other.go).
+//
+// # Tokens from a command
+//
+// [CommandSource] is the other way to a bearer token: a command that
+// prints it (gcloud auth print-access-token), run at start and at most
+// once per 401 on the current token, bounded by a timeout.
 //
 // # Credentials
 //

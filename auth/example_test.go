@@ -107,3 +107,62 @@ func ExampleFindOAuthMetadata() {
 	http.DefaultClient.CloseIdleConnections()
 	// Output: 401 /.well-known/oauth-protected-resource/mcp
 }
+
+// ReservedAuthParam tells the parameters a sign-in sets itself, which
+// Options.AuthParams may not replace, from those it may add.
+func ExampleReservedAuthParam() {
+	for _, name := range []string{"audience", "scope"} {
+		why, reserved := auth.ReservedAuthParam(name)
+		if !reserved {
+			why = "may be added"
+		}
+		fmt.Printf("%s: %s\n", name, why)
+	}
+	// Output:
+	// audience: may be added
+	// scope: use --oauth-scope
+}
+
+// A CommandSource runs a command for the bearer token, as the relay's
+// --bearer-token-command "gcloud auth print-access-token" does, and wires
+// into the HTTP client through Transport (and into the relay's reauth
+// stage, which runs the command again after a 401).
+func ExampleNewCommandSource() {
+	argv, cleanup := tokenPrinter("ya29.example-token") // e.g. {"gcloud", "auth", "print-access-token"}
+	defer cleanup()
+	src, err := auth.NewCommandSource(auth.CommandOptions{
+		Argv: argv,
+		Name: "--bearer-token-command",
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := src.Fetch(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	client := &http.Client{Transport: &auth.Transport{Source: src}}
+	_ = client // every request it sends carries Authorization: Bearer <token>
+	tok, _ := src.BearerToken(context.Background())
+	fmt.Println(len(tok) > 0, src.Generation())
+	// Output: true 1
+}
+
+// tokenPrinter returns a command line that prints tok (this test binary
+// as its "token-command" program, see main_test.go), and the function
+// that removes its files.
+func tokenPrinter(tok string) ([]string, func()) {
+	dir, err := os.MkdirTemp("", "token-command")
+	if err != nil {
+		panic(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(tok), 0o600); err != nil {
+		panic(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	return []string{exe, "token-command", dir}, func() { os.RemoveAll(dir) }
+}

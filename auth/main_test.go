@@ -23,10 +23,13 @@ import (
 //     plays the user's browser with authtest.Visit.
 //   - "refresh": a relay process racing a sibling for the token store
 //     (see TestTwoProcessesShareOneRefresh).
+//   - "<binary> token-command <dir>": a --bearer-token-command (see
+//     command_test.go).
 func init() {
 	transporttest.RunProgram(map[string]func(args []string) int{
 		"browser-helper": authtest.Browser,
 		"refresh":        func([]string) int { return refreshChild() },
+		"token-command":  tokenCommand,
 	})
 }
 

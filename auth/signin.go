@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -125,8 +126,16 @@ func (c *Client) flowError(ctx context.Context, err error) error {
 	if cause := context.Cause(ctx); errors.Is(cause, errSignInTimeout) {
 		err = cause
 	}
+	var unknown x509.UnknownAuthorityError
+	if errors.As(err, &unknown) {
+		return fmt.Errorf("sign-in failed: %w; %s", err, untrustedCAHint)
+	}
 	return fmt.Errorf("sign-in failed: %w", err)
 }
+
+// untrustedCAHint is what to do about a certificate no trusted authority
+// signed.
+const untrustedCAHint = "if your organisation's CA (a TLS-inspecting proxy) or the server's own signs its certificate, trust it with --ca-file PEM"
 
 // signInLockPath is the per-server lock file of interactive sign-ins.
 func (c *Client) signInLockPath() string {
@@ -209,9 +218,7 @@ func (c *Client) codeFlow(ctx context.Context, d *discovery, e *storeEntry, scop
 		RedirectURL: redirect,
 		Scopes:      scopes,
 	}
-	authURL := cfg.AuthCodeURL(state,
-		oauth2.S256ChallengeOption(verifier),
-		oauth2.SetAuthURLParam("resource", d.resource))
+	authURL := cfg.AuthCodeURL(state, append([]oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}, c.authURLOptions(d.resource)...)...)
 	fmt.Fprintf(c.stderr, "mcp-stdio: sign in to %s in your browser. If it did not open, visit this URL:\n%s\n", frame.DisplayURLString(c.resource), authURL)
 	if err := c.openURL(ctx, authURL); err != nil {
 		c.log.Warn("oauth: could not open a browser; open the URL printed above", "err", err)
@@ -228,13 +235,12 @@ func (c *Client) codeFlow(ctx context.Context, d *discovery, e *storeEntry, scop
 	if res.err != nil {
 		return Token{}, clientCreds{}, false, res.err
 	}
-	tok, err := c.requestToken(ctx, d.as.TokenEndpoint, creds, url.Values{
+	tok, err := c.requestToken(ctx, d.as.TokenEndpoint, creds, c.withResource(url.Values{
 		"grant_type":    {grantAuthorizationCode},
 		"code":          {res.code},
 		"redirect_uri":  {redirect},
 		"code_verifier": {verifier},
-		"resource":      {d.resource},
-	})
+	}, d.resource))
 	if err != nil {
 		return Token{}, clientCreds{}, false, fmt.Errorf("exchanging the authorization code: %w", err)
 	}

@@ -19,11 +19,13 @@ package authtest
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -134,6 +136,14 @@ type Options struct {
 	// ChallengeScheme replaces "Bearer" in the 401 challenge (e.g.
 	// "Negotiate", which then carries no parameters).
 	ChallengeScheme string
+	// TLS, when set, serves https with this configuration (a certificate
+	// for 127.0.0.1), for clients that must be shown to trust its CA.
+	TLS *tls.Config
+	// RefuseResource plays Microsoft Entra ID: an authorization request
+	// carrying RFC 8707's resource is sent back with error invalid_target
+	// and AADSTS9010010, and a token request carrying it gets
+	// invalid_target.
+	RefuseResource bool
 	// RequiredScopes maps JSON-RPC methods to the scopes their calls need;
 	// a token without them gets 403 insufficient_scope.
 	RequiredScopes map[string][]string
@@ -218,7 +228,14 @@ func Start(o Options) *Server {
 		}
 		s.clients[id] = client{secret: secret, method: m}
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	if o.TLS != nil {
+		s.srv.TLS = o.TLS
+		s.srv.Config.ErrorLog = log.New(io.Discard, "", 0) // handshakes refused on purpose
+		s.srv.StartTLS()
+	} else {
+		s.srv.Start()
+	}
 	s.URL = s.srv.URL
 	return s
 }
@@ -493,6 +510,15 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, o Options) {
 		http.Error(w, "PKCE S256 required", http.StatusBadRequest)
 		return
 	}
+	if o.RefuseResource && q.Has("resource") {
+		back := redirect.Query()
+		back.Set("error", "invalid_target")
+		back.Set("error_description", "AADSTS9010010: The resource parameter provided in the request doesn't match with the requested scopes.")
+		back.Set("state", q.Get("state"))
+		redirect.RawQuery = back.Encode()
+		http.Redirect(w, r, redirect.String(), http.StatusFound)
+		return
+	}
 	s.mu.Lock()
 	code := s.mint("code")
 	s.codes[code] = grant{client: q.Get("client_id"), redirect: q.Get("redirect_uri"), challenge: q.Get("code_challenge"), resource: q.Get("resource"), scope: q.Get("scope")}
@@ -601,6 +627,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rec Request, o Op
 		return
 	}
 	f := rec.Form
+	if o.RefuseResource && f.Has("resource") {
+		s.tokenError(w, o, http.StatusBadRequest, "invalid_target")
+		return
+	}
 	switch f.Get("grant_type") {
 	case "authorization_code":
 		s.mu.Lock()

@@ -29,7 +29,8 @@ import (
 // conformance suite's client and browser (confClientArg and
 // confBrowserArg, see conformance_client_test.go), and the filter that
 // makes a dual-era conformance server a session-era one (confFilterArg,
-// see conformance_filter_test.go).
+// see conformance_filter_test.go), and a --bearer-token-command
+// (tokenCommandArg, see e2e_tokencmd_test.go).
 func init() {
 	transporttest.RunProgram(map[string]func(args []string) int{
 		serverProcess:    runServerProcess,
@@ -37,6 +38,7 @@ func init() {
 		confClientArg:    func(args []string) int { return confClientMain(args, os.Getenv, os.Stderr) },
 		confBrowserArg:   authtest.Browser,
 		confFilterArg:    func(args []string) int { return confFilterMain(args, os.Stdin, os.Stdout, os.Stderr) },
+		tokenCommandArg:  runTokenCommand,
 	})
 }
 

@@ -86,6 +86,8 @@ func (f *relayFlags) remedy(err error) string {
 		return "no flag follows a redirect from https to plain http: tell the server's operator, or, if plain http is meant, give the relay the http:// URL yourself"
 	case errors.As(err, &redirect):
 		return "if that server is to be trusted, pass --follow-redirects (it is then sent no Authorization, Cookie, -H header or OAuth token)"
+	case certificateAdvice(err, len(f.caFiles) > 0) != "":
+		return certificateAdvice(err, len(f.caFiles) > 0)
 	case errors.Is(err, frame.ErrOverBudget):
 		return "if the server's messages are meant to be this large, or this many at once, raise --max-buffered (now " + f.maxBuffered.String() + ")"
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,4 +75,96 @@ func TestRelayOAuthFlagConflicts(t *testing.T) {
 	is.Equal(code, cli.ExitUsage)
 	code, _, _ = runRelay(t, nil, "--oauth-scope", "a", "http://a/mcp")
 	is.Equal(code, cli.ExitUsage)
+}
+
+// An identity provider that refuses RFC 8707's resource (Entra ID) and
+// wants parameters of its own: the authorization request the browser
+// stand-in follows carries every --oauth-param and no resource, and
+// neither does the token request.
+func TestRelayOAuthParamsWithoutResource(t *testing.T) {
+	is := is.New(t)
+	as := authtest.NewServer(t, authtest.Options{RefuseResource: true})
+	env := oauthEnv(t)
+	pr, pw := io.Pipe()
+	var out, errb transporttest.SyncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- cli.Relay(context.Background(), []string{"--oauth", "--transport", "streamable-http",
+			"--oauth-param", "access_type=offline", "--oauth-param", "audience=api://mcp", "--oauth-param", "prompt=consent",
+			"--no-oauth-resource", as.MCPURL()},
+			func(k string) string { return env[k] }, pr, &out, &errb, cli.Options{Version: "test"})
+	}()
+	io.WriteString(pw, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	pw.Close()
+	is.NoErr(<-done)
+	is.True(strings.Contains(out.String(), `"result":{}`))
+	var az, tok url.Values
+	for _, r := range as.Requests() {
+		switch r.Path {
+		case "/authorize":
+			az = r.Query
+		case "/token":
+			tok = r.Form
+		}
+	}
+	is.Equal(az.Get("access_type"), "offline")
+	is.Equal(az.Get("audience"), "api://mcp")
+	is.Equal(az.Get("prompt"), "consent")
+	is.True(!az.Has("resource"))
+	is.True(tok != nil && !tok.Has("resource"))
+}
+
+// --oauth-param refuses what OAuth sets itself, a name given twice and a
+// value without '=', each in one line naming the flag.
+func TestRelayOAuthParamChecked(t *testing.T) {
+	is := is.New(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--oauth", "--oauth-param", "scope=x"}, "--oauth-scope"},
+		{[]string{"--oauth", "--oauth-param", "resource=x"}, "--no-oauth-resource"},
+		{[]string{"--oauth", "--oauth-param", "state=x"}, "sets it"},
+		{[]string{"--oauth", "--oauth-param", "a=1", "--oauth-param", "a=2"}, "given twice"},
+		{[]string{"--oauth", "--oauth-param", "novalue"}, "NAME=VALUE"},
+		{[]string{"--oauth-param", "a=1"}, "need --oauth"},
+		{[]string{"--no-oauth-resource"}, "need --oauth"},
+		{[]string{"--disable-resource-parameter"}, "--no-oauth-resource need --oauth"}, // mcp-remote's name
+	} {
+		code, _, errOut := runRelay(t, nil, append(c.args, "http://a/mcp")...)
+		is.Equal(code, cli.ExitUsage)
+		is.True(strings.Contains(errOut, c.want))
+		is.Equal(strings.Count(strings.TrimSpace(errOut), "\n"), 0)
+	}
+}
+
+// The OAuth requests trust --ca-file too: a server and its authorization
+// server behind a private CA (the device grant, so no browser need trust
+// it) sign the relay in with --ca-file, and without it the sign-in's
+// failure names --ca-file.
+func TestRelayOAuthWithCAFile(t *testing.T) {
+	is := is.New(t)
+	ca := transporttest.NewCA(t)
+	as := authtest.NewServer(t, authtest.Options{TLS: ca.ServerConfig(t, "127.0.0.1"), Device: true, DeviceInterval: 1})
+	run := func(extra ...string) (string, string, error) {
+		env := oauthEnv(t)
+		var out, errb transporttest.SyncBuffer
+		args := append([]string{"--oauth-device", "--oauth-eager", "--transport", "streamable-http"}, extra...)
+		err := cli.Relay(context.Background(), append(args, as.MCPURL()), func(k string) string { return env[k] },
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n"), &out, &errb, cli.Options{Version: "test"})
+		return out.String(), errb.String(), err
+	}
+	out, _, err := run("--ca-file", ca.WriteFile(t))
+	is.NoErr(err)
+	is.True(strings.Contains(out, `"result":{}`))
+	is.True(as.Count("/token", "urn:ietf:params:oauth:grant-type:device_code") > 0)
+
+	out, errOut, _ := run()
+	is.True(strings.Contains(errOut, "sign-in failed"))
+	for _, l := range strings.Split(errOut, "\n") {
+		if strings.Contains(l, "sign-in failed") {
+			is.True(strings.Contains(l, "--ca-file PEM")) // the sign-in's failure too
+		}
+	}
+	is.True(strings.Contains(out, "--ca-file PEM"))
 }

@@ -52,17 +52,18 @@ Also accepted, for users of other gateways (see the README):
   (--bearer-token), --enable-proxy (proxies are always honoured)
   URL PORT: the callback port after the URL (--oauth-callback-port PORT)
   ${NAME} in a header value is taken from the environment
+  --disable-resource-parameter (--no-oauth-resource)
   --test (deprecated: --check)
 `
 
 // relayHelp is how the relay's help lists its flags.
 var relayHelp = helpLayout{
-	order: []string{"bearer-token", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
-		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "max-depth", "max-buffered", "allow-http", "follow-redirects", "log-level", "log-format",
+	order: []string{"bearer-token", "bearer-token-command", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
+		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "max-depth", "max-buffered", "allow-http", "follow-redirects", "ca-file", "log-level", "log-format",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
-		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "version"},
+		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "oauth-param", "no-oauth-resource", "version"},
 	short:  map[string]string{"header": "H", "version": "V"},
-	hidden: []string{"test", "debug", "silent", "auth-timeout", "oauth2Bearer", "enable-proxy"},
+	hidden: []string{"test", "debug", "silent", "auth-timeout", "oauth2Bearer", "enable-proxy", "disable-resource-parameter"},
 	defaults: map[string]string{
 		"max-buffered":  "256MiB, or twice --max-message-size when that is more",
 		"bearer-token":  "$MCP_BEARER_TOKEN",
@@ -76,6 +77,7 @@ var relayHelp = helpLayout{
 type relayFlags struct {
 	url            string
 	bearer         string
+	bearerCommand  string
 	headers        headerList
 	transport      string
 	era            string
@@ -97,6 +99,8 @@ type relayFlags struct {
 	logFormat      logFormat
 	allowHTTP      bool
 	followRedirect bool
+	caFiles        stringList
+	bearerArgv     []string // --bearer-token-command, split
 
 	// Other gateways' names (see relayHelpFooter).
 	debug       bool
@@ -114,6 +118,8 @@ type relayFlags struct {
 	callbackPort   int
 	oauthEager     bool
 	noOAuthReauth  bool
+	oauthParams    paramList
+	noResource     bool
 }
 
 // newRelayFlagSet defines the relay's flags on a new flag set. Defaults
@@ -128,6 +134,7 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	f.maxMessage = frame.DefaultMaxMessageSize
 	f.logLevel = logLevel(slog.LevelInfo)
 	fs.StringVar(&f.bearer, "bearer-token", "", "send `TOKEN` as Authorization: Bearer (prefer the MCP_BEARER_TOKEN env var: flags show in ps)")
+	fs.StringVar(&f.bearerCommand, "bearer-token-command", "", "run `CMD` (split into arguments as a shell would, but nothing expanded; for a shell write sh -c '…') for the bearer token it prints, at start and again after a 401; it must finish within 30s")
 	fs.Var(&f.headers, "header", "add the header `'Name: Value'` to every request (repeatable)")
 	fs.Var(&f.headers, "H", "shorthand for --header")
 	fs.StringVar(&f.transport, "transport", f.transport, "speak `TRANSPORT`: auto (Streamable HTTP, falling back to HTTP+SSE), streamable-http or sse")
@@ -147,6 +154,7 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.Var(&f.maxMessage, "max-message-size", "refuse messages larger than `BYTES`, in either direction")
 	fs.IntVar(&f.maxDepth, "max-depth", frame.DefaultMaxDepth, "refuse messages whose JSON nests deeper than `N` levels, in either direction")
 	fs.Var(&f.maxBuffered, "max-buffered", "hold at most `BYTES` of the server's messages at once, all requests together; a message beyond fails its request with an error (a message counts up to twice its size: at least twice --max-message-size)")
+	fs.Var(&f.caFiles, "ca-file", "trust the CA certificates in the PEM file `PEM` too, besides the system's, for the server and its OAuth requests (a corporate TLS-inspecting proxy, a private CA); repeatable")
 	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
 	fs.Var(&f.logFormat, "log-format", "write logs on stderr as `FORMAT`: text (key=value lines) or json (one object per line, a record per request at info)")
 	fs.BoolVar(&f.allowHTTP, "allow-http", false, "send credentials over plain http to a host beyond loopback without a warning")
@@ -168,6 +176,9 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.IntVar(&f.callbackPort, "oauth-callback-port", 0, "take the browser sign-in's redirect on loopback `PORT` (redirect URI http://127.0.0.1:PORT/callback), for servers that want it registered beforehand; implies --oauth (default: a fresh port each time)")
 	fs.BoolVar(&f.oauthEager, "oauth-eager", false, "sign in at start instead of at the first 401")
 	fs.BoolVar(&f.noOAuthReauth, "no-oauth-reauth", false, "when the grant is revoked, fail requests instead of signing in again in the background")
+	fs.Var(&f.oauthParams, "oauth-param", "add `NAME=VALUE` to the sign-in's authorization request, for identity providers that want more (access_type=offline, audience=…, prompt=consent); repeatable, not the parameters OAuth sets itself")
+	fs.BoolVar(&f.noResource, "disable-resource-parameter", false, "mcp-remote's name for --no-oauth-resource")
+	fs.BoolVar(&f.noResource, "no-oauth-resource", false, "leave RFC 8707's resource out of the authorization and token requests, for identity providers that refuse it (Microsoft Entra ID: AADSTS9010010)")
 	return fs
 }
 
@@ -248,6 +259,12 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 			}
 		}
 	}
+	if f.bearerArgv != nil {
+		if err := f.commandToken(ctx, &cfg); err != nil {
+			fmt.Fprintf(stderr, "mcp-stdio: %v\n", err)
+			return &ExitError{Code: ExitFailure}
+		}
+	}
 	if f.check {
 		if _, err := pipeline.Check(ctx, cfg, stderr); err != nil {
 			return &ExitError{Code: ExitFailure}
@@ -302,6 +319,8 @@ func (f *relayFlags) oauthClient(cfg *pipeline.RelayConfig, getenv func(string) 
 		CallbackPort:      f.callbackPort,
 		Eager:             f.oauthEager,
 		NoReauth:          f.noOAuthReauth,
+		AuthParams:        f.oauthParams.values(),
+		NoResource:        f.noResource,
 		HTTPClient:        asClient,
 		Getenv:            getenv,
 		Stderr:            stderr,
@@ -316,6 +335,29 @@ func (f *relayFlags) oauthClient(cfg *pipeline.RelayConfig, getenv func(string) 
 	}
 	cfg.Auth = oc
 	return oc, nil
+}
+
+// commandToken runs --bearer-token-command for the first token and routes
+// the relay's HTTP through it: every request carries the current token,
+// and a 401 runs the command again (see auth.CommandSource).
+func (f *relayFlags) commandToken(ctx context.Context, cfg *pipeline.RelayConfig) error {
+	base := cfg.HTTPClient
+	if base == nil {
+		base = transport.NewHTTPClient(cfg.HTTP)
+	}
+	src, err := auth.NewCommandSource(auth.CommandOptions{Argv: f.bearerArgv, Name: "--bearer-token-command"})
+	if err != nil {
+		return err
+	}
+	if err := src.Fetch(ctx); err != nil {
+		return err
+	}
+	cfg.HTTPClient = &http.Client{
+		Transport:     &auth.Transport{Base: base.Transport, Source: src, Origin: cfg.URL},
+		CheckRedirect: base.CheckRedirect,
+	}
+	cfg.Auth = src
+	return nil
 }
 
 // config checks the flags and turns them into a relay configuration.
@@ -385,8 +427,26 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 	if f.oauth && f.bearer != "" {
 		return cfg, errors.New("--oauth and --bearer-token (or MCP_BEARER_TOKEN) are mutually exclusive")
 	}
-	if !f.oauth && (f.clientMetadata != "" || f.oauthScope != "" || f.oauthEager || f.noOAuthReauth) {
-		return cfg, errors.New("--client-metadata-url, --oauth-scope, --oauth-eager and --no-oauth-reauth need --oauth")
+	if f.bearerCommand != "" {
+		switch {
+		case f.oauth:
+			return cfg, errors.New("--bearer-token-command and --oauth are mutually exclusive: the token comes from one or the other")
+		case f.bearer != "":
+			return cfg, errors.New("--bearer-token-command and --bearer-token (or MCP_BEARER_TOKEN) are mutually exclusive: unset MCP_BEARER_TOKEN, or leave out one of the flags")
+		}
+		for _, kv := range f.headers {
+			if kv[0] == "Authorization" {
+				return cfg, errors.New("--bearer-token-command and -H 'Authorization: …' are mutually exclusive: the command's token is sent as Authorization")
+			}
+		}
+		argv, err := splitCommand(f.bearerCommand)
+		if err != nil {
+			return cfg, fmt.Errorf("--bearer-token-command: %v", err)
+		}
+		f.bearerArgv = argv
+	}
+	if !f.oauth && (f.clientMetadata != "" || f.oauthScope != "" || f.oauthEager || f.noOAuthReauth || len(f.oauthParams) > 0 || f.noResource) {
+		return cfg, errors.New("--client-metadata-url, --oauth-scope, --oauth-eager, --no-oauth-reauth, --oauth-param and --no-oauth-resource need --oauth")
 	}
 	// Header precedence: defaults (set by the transport), then the bearer
 	// token, then -H entries in order.
@@ -401,16 +461,21 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 		}
 		h.Set(kv[0], v)
 	}
+	tlsConfig, err := caTLSConfig(f.caFiles)
+	if err != nil {
+		return cfg, err
+	}
 	cfg = pipeline.RelayConfig{
 		URL:       u.String(),
 		Transport: f.transport,
 		Era:       era,
 		Header:    h,
 		HTTP: transport.HTTPOptions{
-			ConnectTimeout: f.connectTimeout.std(),
-			ReadTimeout:    f.readTimeout.std(),
-			KeepAlive:      !f.noKeepalive,
-			Getenv:         getenv,
+			ConnectTimeout:  f.connectTimeout.std(),
+			ReadTimeout:     f.readTimeout.std(),
+			KeepAlive:       !f.noKeepalive,
+			Getenv:          getenv,
+			TLSClientConfig: tlsConfig,
 		},
 		SSEReadTimeout:  f.sseReadTimeout.orOff(),
 		MaxMessageSize:  int(f.maxMessage),
@@ -482,7 +547,7 @@ func (f *relayFlags) warnPlainHTTP(rawURL string, logger *slog.Logger) {
 	if err != nil || u.Scheme != "http" || f.allowHTTP || loopbackHost(u.Hostname()) {
 		return
 	}
-	credentials := f.oauth || f.bearer != ""
+	credentials := f.oauth || f.bearer != "" || f.bearerCommand != ""
 	for _, kv := range f.headers {
 		credentials = credentials || kv[0] == "Authorization"
 	}
@@ -534,4 +599,40 @@ func (h *headerList) Set(s string) error {
 	}
 	*h = append(*h, [2]string{http.CanonicalHeaderKey(name), value})
 	return nil
+}
+
+// paramList collects --oauth-param NAME=VALUE values, checked as they
+// are parsed: a name the sign-in sets itself, or one given twice, is
+// refused.
+type paramList [][2]string
+
+func (p *paramList) String() string { return "" }
+
+func (p *paramList) Set(s string) error {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", s)
+	}
+	if why, reserved := auth.ReservedAuthParam(name); reserved {
+		return fmt.Errorf("%s cannot be set: %s", name, why)
+	}
+	for _, kv := range *p {
+		if kv[0] == name {
+			return fmt.Errorf("%s given twice", name)
+		}
+	}
+	*p = append(*p, [2]string{name, value})
+	return nil
+}
+
+// values returns the parameters as url.Values (nil for none).
+func (p paramList) values() url.Values {
+	if len(p) == 0 {
+		return nil
+	}
+	v := url.Values{}
+	for _, kv := range p {
+		v.Set(kv[0], kv[1])
+	}
+	return v
 }

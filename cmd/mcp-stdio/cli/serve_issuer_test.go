@@ -6,9 +6,12 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/mcp-stdio/mcp-stdio/auth/server"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // issuerOAuth parses args and env as serve would and returns the OAuth
@@ -94,4 +98,54 @@ func TestServeOAuthIssuerFlags(t *testing.T) {
 			is.True(!strings.Contains(err.Error(), "\n"))                 // one line
 		})
 	}
+}
+
+// An issuer whose certificate a private CA signed: without --ca-file the
+// discovery fails at start in one line that names --ca-file; with the
+// CA's file it succeeds. A file without a certificate, or --ca-file
+// without --oauth-issuer, is refused at start.
+func TestServeOAuthIssuerCAFile(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := transporttest.NewCA(t)
+	var issuer string
+	idp := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/.well-known/oauth-authorization-server":
+			json.NewEncoder(w).Encode(map[string]string{"issuer": issuer, "jwks_uri": issuer + "/jwks"})
+		case "/jwks":
+			json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1"}}})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	idp.TLS = ca.ServerConfig(t, "127.0.0.1")
+	idp.Config.ErrorLog = log.New(io.Discard, "", 0)
+	idp.StartTLS()
+	defer idp.Close()
+	issuer = idp.URL
+	caFile := ca.WriteFile(t)
+	notPEM := filepath.Join(t.TempDir(), "not.pem")
+	if err := os.WriteFile(notPEM, []byte("hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--public-url", "https://mcp.example.com", "--oauth-issuer", issuer}
+
+	is := is.New(t)
+	_, err = issuerOAuth(t, nil, base...)
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), "--ca-file PEM"))
+	is.True(!strings.Contains(err.Error(), "\n"))
+
+	_, err = issuerOAuth(t, nil, append(base, "--ca-file", caFile)...)
+	is.NoErr(err)
+
+	_, err = issuerOAuth(t, nil, append(base, "--ca-file", notPEM)...)
+	is.True(err != nil && strings.Contains(err.Error(), "--ca-file "+notPEM+": no PEM certificate"))
+	_, err = issuerOAuth(t, nil, append(base, "--ca-file", notPEM+".missing")...)
+	is.True(err != nil && strings.Contains(err.Error(), "no such file"))
+	_, err = issuerOAuth(t, nil, "--ca-file", caFile)
+	is.True(err != nil && strings.Contains(err.Error(), "--ca-file needs --oauth-issuer"))
 }
