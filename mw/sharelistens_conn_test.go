@@ -371,7 +371,7 @@ func TestShareListensBoundsParkedListens(t *testing.T) {
 			}
 			c.mu.Lock()
 			is.True(c.maxOpen <= MaxParkedListens+1) // the parked ones and the current one
-			is.Equal(len(c.open), 0)                // the reset cancelled them all
+			is.Equal(len(c.open), 0)                 // the reset cancelled them all
 			n := len(c.listens)
 			c.mu.Unlock()
 			is.Equal(n, MaxParkedListens+1)
