@@ -1064,7 +1064,7 @@ func (f listenFilter) wants(m frame.Message) bool {
 			return false
 		}
 		return slices.ContainsFunc(f.uris, func(u filterURI) bool {
-			return u.uri == uri.Str || strings.HasPrefix(uri.Str, strings.TrimSuffix(u.uri, "/")+"/")
+			return u.uri == uri.Str || u.uri != "" && strings.HasPrefix(uri.Str, strings.TrimSuffix(u.uri, "/")+"/")
 		})
 	}
 	return slices.ContainsFunc(f.kinds, func(k filterKind) bool {

@@ -405,6 +405,10 @@ func TestShareListensWideningFails(t *testing.T) {
 			got := gotFrames{}
 			r.read(t, got, 2)
 			is.Equal(got["b"], []string{"end"})
+			for range 3 { // a's, a's and b's, a's again
+				c.nextListen(t)
+			}
+			c.sync()
 			c.change(r.ctx, "tools")
 			c.sync()
 			r.finish(t, got)
