@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	"go.uber.org/goleak"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
@@ -42,9 +43,12 @@ type childItem struct {
 }
 
 // newConnChild starts the child behind a ShareListens built with o; it
-// stops with the test.
+// stops with the test, which then checks that no goroutine of the stage
+// (or the child) is left.
 func newConnChild(t *testing.T, perConn bool, o ShareListensOptions) (*shareRig, *connChild) {
 	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	o.Rand = zeros{}
 	stage, ctl := ShareListens(o)
 	c := &connChild{perConn: perConn, in: make(chan childItem, 4096), done: make(chan struct{}), listened: make(chan frame.ID, 4096),
