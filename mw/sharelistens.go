@@ -647,7 +647,7 @@ func (st *shareListens) upstreamFrame(up frame.ID, m frame.Message) {
 func (st *shareListens) upstreamEnded(resp frame.Message) {
 	st.mu.Lock()
 	u := st.ups[resp.ID()]
-	if u == nil {
+	if u == nil || u.state == upUnsent { // not sent: the child cannot have answered it
 		st.mu.Unlock()
 		return
 	}
@@ -668,8 +668,6 @@ func (st *shareListens) upstreamEnded(resp frame.Message) {
 		st.mu.Unlock()
 		st.log.Debug("the server ended a parked listen", "listen", string(u.id))
 		return
-	case upUnsent: // it could not be sent
-		st.unsent = slices.DeleteFunc(st.unsent, func(o *upListen) bool { return o == u })
 	}
 	ch := u.ch
 	if ch.cur == u {
