@@ -136,8 +136,9 @@
 //	                         on first use, handshaken by ChildHandshake
 //	  per pooled child, dual-era (it answered server/discover):
 //	    ModernRouter         minted ids; each answer to its request's exchange
-//	    ShareListens         one listen on the child for the clients asking
-//	                         the same, fanned out; ended at the drain
+//	    ShareListens         one listen on the child for all the clients,
+//	                         the union of their filters, fanned out; ended
+//	                         at the drain
 //	    CheckParamHeaders    Mcp-Param-* held to the child's own tools/list
 //	    AwaitAnswers         the stages' own requests wait for their answers
 //	  per pooled child of the session era only, translated:

@@ -8,12 +8,12 @@ import (
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
-// FuzzShareListensKey: whatever filter a client sends, the key of its
-// listen is found without a failure, does not depend on the order of the
-// filter's members, and a listen with the filter either gets -32602 (not
-// an object) or goes to the child as one listen under a minted id, the
-// filter's bytes untouched.
-func FuzzShareListensKey(f *testing.F) {
+// FuzzShareListensFilter: whatever filter a client sends, it is read
+// without a failure, asks for the same whatever the order of its members,
+// its JSON asks for the same again, and a listen with the filter either
+// gets -32602 (not an object) or goes to the child as one listen under a
+// minted id, the filter's bytes untouched.
+func FuzzShareListensFilter(f *testing.F) {
 	for _, p := range []string{
 		`{}`,
 		`{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}`,
@@ -30,9 +30,12 @@ func FuzzShareListensKey(f *testing.F) {
 		if err != nil || m.Kind() != frame.Request { // a name given twice in notifications is refused before any stage
 			return
 		}
-		k1 := listenKey(m)
 		req := m.Get("params.notifications")
+		f1 := parseFilter(req)
 		if req.IsObject() {
+			if again := parseFilter(gjson.Parse(f1.json())); !again.equal(f1) {
+				t.Fatalf("%s reads as %s", req.Raw, f1.json())
+			}
 			// The members reversed: the same key.
 			var members []string
 			req.ForEach(func(k, v gjson.Result) bool {
@@ -47,8 +50,8 @@ func FuzzShareListensKey(f *testing.F) {
 				rev += mb
 			}
 			rev += `}`
-			if r, err := frame.Parse([]byte(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":` + rev + `}}`)); err == nil && listenKey(r) != k1 {
-				t.Fatalf("%s and %s have different keys", req.Raw, rev)
+			if r, err := frame.Parse([]byte(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":` + rev + `}}`)); err == nil && !parseFilter(r.Get("params.notifications")).equal(f1) {
+				t.Fatalf("%s and %s ask for different things", req.Raw, rev)
 			}
 		}
 		r := newShareRig(t, 0)

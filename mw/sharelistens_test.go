@@ -303,3 +303,67 @@ func TestShareListensConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A listen asking for more than the child's listen has the child sent a
+// wider one, the union of both; each client's ack is cut to what it
+// asked for, and each gets only the events it asked for: the URIs it
+// named (or under them), the kinds it named. The narrower listen's later
+// frames are dropped.
+func TestShareListensUnion(t *testing.T) {
+	is := is.New(t)
+	r := newShareRig(t, 0)
+	const upID1 = `"mcp-stdio/shared-listen/AAAAAAAAAAAAAAAA/2"`
+	is.NoErr(r.listen("a", `{"resourceSubscriptions":["file:///a"]}`))
+	is.Equal(r.child.next(t).Get("params.notifications").Raw, `{"resourceSubscriptions":["file:///a"]}`)
+	r.fromChild(t, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":["file:///a"]},"_meta":{"io.modelcontextprotocol/subscriptionId":`+upID0+`}}}`)
+	is.NoErr(r.listen("b", `{"resourceSubscriptions":["file:///b"],"toolsListChanged":true,"promptsListChanged":false}`))
+	up := r.child.next(t)
+	is.Equal(up.ID(), frame.ID(upID1))
+	is.Equal(up.Get("params.notifications").Raw, `{"toolsListChanged":true,"resourceSubscriptions":["file:///a","file:///b"]}`)
+	r.fromChild(t, `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///a","_meta":{"io.modelcontextprotocol/subscriptionId":`+upID0+`}}}`) // before the wider ack: a's
+	r.fromChild(t, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":["file:///a","file:///b"],"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":`+upID1+`}}}`)
+	for _, ev := range []string{
+		`"method":"notifications/resources/updated","params":{"uri":"file:///a/x",`,
+		`"method":"notifications/resources/updated","params":{"uri":"file:///b",`,
+		`"method":"notifications/resources/updated","params":{"uri":"file:///c",`,
+		`"method":"notifications/tools/list_changed","params":{`,
+		`"method":"notifications/prompts/list_changed","params":{`,
+	} {
+		r.fromChild(t, `{"jsonrpc":"2.0",`+ev+`"_meta":{"io.modelcontextprotocol/subscriptionId":`+upID1+`}}}`)
+	}
+	r.fromChild(t, `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///a","_meta":{"io.modelcontextprotocol/subscriptionId":`+upID0+`}}}`) // parked: dropped
+	is.NoErr(r.ctl.Close(context.Background()))
+	got := map[string][]string{}
+	for {
+		select {
+		case m := <-r.client.got:
+			key := m.Get(mcp.ParamsSubscriptionID).Str
+			if m.Kind().IsResponse() {
+				key = m.Get("id").Str
+			}
+			got[key] = append(got[key], m.String())
+			continue
+		default:
+		}
+		break
+	}
+	ev := func(l, method, params string) string {
+		return `{"jsonrpc":"2.0","method":"notifications/` + method + `","params":{` + params + `"_meta":{"io.modelcontextprotocol/subscriptionId":"` + l + `"}}}`
+	}
+	end := func(l string) string {
+		return `{"jsonrpc":"2.0","id":"` + l + `","result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":"` + l + `"}}}`
+	}
+	is.Equal(got["a"], []string{
+		`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":["file:///a"]},"_meta":{"io.modelcontextprotocol/subscriptionId":"a"}}}`,
+		ev("a", "resources/updated", `"uri":"file:///a",`),
+		ev("a", "resources/updated", `"uri":"file:///a/x",`),
+		end("a"),
+	})
+	is.Equal(got["b"], []string{
+		`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":["file:///b"],"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":"b"}}}`,
+		ev("b", "resources/updated", `"uri":"file:///b",`),
+		ev("b", "tools/list_changed", ``),
+		end("b"),
+	})
+	is.Equal(len(got), 2)
+}

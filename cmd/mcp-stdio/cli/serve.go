@@ -177,7 +177,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.BoolVar(&f.claimless, "accept-claimless-resource-read", false, "take a resources/read that names no protocol version and no session (the Claude iOS app's) as a 2026-07-28 request")
 	fs.Var(&f.modernIdle, "modern-idle-ttl", "stop the process serving a user's 2026-07-28 clients once it has had no request for `DURATION` (0 = never)")
 	fs.IntVar(&f.maxModern, "max-modern-children", mw.DefaultMaxPooledChildren, "run at most `N` processes for 2026-07-28 clients (one per user) at once; more users get 503")
-	fs.IntVar(&f.maxListens, "max-listens", mw.DefaultMaxListens, "keep at most `N` subscriptions/listen streams open on one 2026-07-28 process, its clients' together (a dual-era server gets one listen per distinct filter, fanned out); more get 503")
+	fs.IntVar(&f.maxListens, "max-listens", mw.DefaultMaxListens, "keep at most `N` subscriptions/listen streams open on one 2026-07-28 process, its clients' together (a dual-era server gets one listen asking for the union of their filters, fanned out); more get 503")
 	fs.StringVar(&f.stateKey, "state-key", "", "seal the requestState of 2026-07-28 multi round-trip requests with `KEY` (32 bytes, hex or base64; replicas that share clients share it; prefer the "+pipeline.StateKeyEnv+" env var)")
 	fs.StringVar(&f.stateKeyFile, "state-key-file", "", "read the --state-key from `PATH` once at start (hex or base64; the file must not be readable by group or others)")
 	fs.StringVar(&f.replicaID, "replica-id", "", "begin every session id with `ID` and a '.', so that a proxy can route a session to this replica (letters, digits, '-', '_'); requestStates given out here are honoured here only")
