@@ -104,11 +104,14 @@ func initialize(ctx context.Context, next Handler, calls *Remap, o HandshakeOpti
 	if sent, err := req.WithID(resp.ID()); err == nil {
 		req = sent
 	}
-	if c := ConnOf(ctx); c != nil {
-		c.Initialized(req, resp)
-	}
+	// notifications/initialized goes before the handshake is recorded: a
+	// request that finds it recorded goes on at once, and must not reach
+	// the server before it.
 	if err := next.Handle(ctx, mcp.InitializedNotification()); err != nil {
 		return frame.Message{}, fmt.Errorf("the gateway's notifications/initialized: %w", err)
+	}
+	if c := ConnOf(ctx); c != nil {
+		c.Initialized(req, resp)
 	}
 	loggerOrDiscard(o.Logger).Info("initialized the server for 2026-07-28 clients",
 		"version", resp.Get("result.protocolVersion").String(), "server", resp.Get("result.serverInfo.name").String())
