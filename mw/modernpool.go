@@ -182,11 +182,14 @@ func (p *Pool) start(e *poolEntry) {
 		p.removeLocked(e)
 	}
 	p.mu.Unlock()
-	close(e.ready)
 	if err != nil {
+		// Logged before the requests waiting are told: the log says it
+		// first.
 		p.log.Warn("a server process could not start", "err", err)
+		close(e.ready)
 		return
 	}
+	close(e.ready)
 	<-b.Done()
 	p.mu.Lock()
 	p.removeLocked(e)
