@@ -210,6 +210,11 @@ type ServeConfig struct {
 	// must pass mw.CheckReplicaID. "" means session ids without a replica
 	// and a random id, made at start, for the requestState.
 	ReplicaID string
+	// Name names this server among those [NewMulti] publishes on one
+	// listener: its metrics carry the label server="Name" and its log
+	// records server=Name. It must pass [CheckServerName]; "" for a
+	// server published alone.
+	Name string
 	// Version is the gateway's version, named in the clientInfo of the
 	// handshakes it performs itself; "" means "0".
 	Version string
@@ -364,6 +369,12 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	}
 	if cfg.ModernOnly {
 		cfg.NoSSE = true // see serveladder.go
+	}
+	if cfg.Name != "" {
+		if err := CheckServerName(cfg.Name); err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		cfg.Logger = cfg.Logger.With("server", cfg.Name)
 	}
 	dropCaps, err := mw.DropClientCapabilities(cfg.DropClientCapabilities...)
 	if err != nil {

@@ -1,0 +1,249 @@
+// Several serve pipelines on one listener: serve --config.
+
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/mcp-stdio/mcp-stdio/auth"
+	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/mw"
+)
+
+// MaxServerNameLen bounds the length of a server's name (see
+// [CheckServerName]).
+const MaxServerNameLen = 64
+
+// CheckServerName reports why name cannot name a server published under
+// /NAME/ (see [NewMulti]), or nil: a name is 1 to [MaxServerNameLen]
+// ASCII letters, digits, '-', '_' and '.', and does not begin with '.'
+// (so never "." or "..", nor ".well-known").
+func CheckServerName(name string) error {
+	if name == "" || len(name) > MaxServerNameLen {
+		return fmt.Errorf("server name %q must be 1 to %d characters", name, MaxServerNameLen)
+	}
+	if name[0] == '.' {
+		return fmt.Errorf("server name %q must not begin with '.'", name)
+	}
+	for _, c := range []byte(name) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return fmt.Errorf("server name %q may hold only ASCII letters, digits, '-', '_' and '.': it becomes a path segment", name)
+		}
+	}
+	return nil
+}
+
+// MultiServer is one server of [NewMulti]: a stdio server published
+// under /Name/.
+type MultiServer struct {
+	// Name is the path segment the server is published under; it must
+	// pass [CheckServerName].
+	Name string
+	// Command is the server's program and arguments; required.
+	Command []string
+	// Env are variables ("K=V") added to the children's environment,
+	// which is otherwise the base configuration's (the gateway's own when
+	// that is nil); a variable given here wins.
+	Env []string
+	// Dir is the children's working directory; "" means the base
+	// configuration's.
+	Dir string
+}
+
+// Multi publishes several stdio servers on one listener, each a [Server]
+// of its own (its sessions, its pool of 2026-07-28 children, its
+// children, its metrics under the label server="NAME"), at
+// /NAME/mcp (/NAME then the base Path), and for HTTP+SSE /NAME/sse and
+// /NAME/message, behind the same guards: Origin and Host checks and the
+// bearer token of the base configuration.
+type Multi struct {
+	names   []string // in the order given
+	servers map[string]*Server
+	handler http.Handler
+}
+
+// NewMulti builds one Server per entry of servers from base: each takes
+// base's settings and limits (MaxSessions, MaxModernChildren … bound each
+// server; a Budget is shared by all), with its own Name, Command, Env and
+// Dir, and its paths under /NAME. base.Command is not used. A request
+// whose path begins with no server's /NAME/ passes the Origin, Host and
+// bearer checks and is then answered 404 with a JSON-RPC error that
+// names no server. base.HealthPath, when set, is answered for all. OAuth
+// is not supported here: each /NAME/mcp would be a protected resource of
+// its own. Errors name the server.
+func NewMulti(base ServeConfig, servers []MultiServer) (*Multi, error) {
+	if len(servers) == 0 {
+		return nil, errors.New("serve: no servers")
+	}
+	if base.OAuth != nil {
+		return nil, errors.New("serve: OAuth with several servers on one listener is not supported: use a bearer token (" + ServeTokenEnv + ")")
+	}
+	if base.Path == "" {
+		base.Path = DefaultServePath
+	}
+	if base.SSEPath == "" {
+		base.SSEPath = DefaultSSEPath
+	}
+	if base.MessagePath == "" {
+		base.MessagePath = DefaultMessagePath
+	}
+	if base.Env == nil {
+		base.Env = os.Environ()
+	}
+	m := &Multi{servers: make(map[string]*Server, len(servers))}
+	for _, e := range servers {
+		if err := CheckServerName(e.Name); err != nil {
+			m.Close(context.Background())
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		if _, dup := m.servers[e.Name]; dup {
+			m.Close(context.Background())
+			return nil, fmt.Errorf("serve: server %q is named twice", e.Name)
+		}
+		if base.HealthPath != "" && strings.HasPrefix(base.HealthPath, "/"+e.Name+"/") {
+			m.Close(context.Background())
+			return nil, fmt.Errorf("serve: health path %q is under server %q's paths; choose another", base.HealthPath, e.Name)
+		}
+		cfg := base
+		cfg.Name, cfg.Command = e.Name, e.Command
+		cfg.Env = slices.Concat(base.Env, e.Env)
+		if e.Dir != "" {
+			cfg.Dir = e.Dir
+		}
+		cfg.Path = "/" + e.Name + base.Path
+		cfg.SSEPath = "/" + e.Name + base.SSEPath
+		cfg.MessagePath = "/" + e.Name + base.MessagePath
+		cfg.HealthPath = "" // answered in front of them all
+		s, err := NewServer(cfg)
+		if err != nil {
+			m.Close(context.Background())
+			return nil, fmt.Errorf("server %q: %w", e.Name, err)
+		}
+		m.names = append(m.names, e.Name)
+		m.servers[e.Name] = s
+	}
+	var health, checkHost, bearer mw.Guard
+	if base.HealthPath != "" {
+		health = mw.AnswerHealth(base.HealthPath)
+	}
+	if base.CheckHost {
+		checkHost = mw.CheckHost(mw.HostPolicy{Allow: base.AllowHosts, PublicURL: base.PublicURL})
+	}
+	if base.AuthToken != "" {
+		bearer = mw.RequireBearer(auth.NewBearerGate(base.AuthToken))
+	}
+	unknown := mw.Guards(
+		mw.CheckOrigin(mw.OriginPolicy{Allow: base.AllowOrigins, PublicURL: base.PublicURL}),
+		checkHost,
+		bearer,
+	)(http.HandlerFunc(noServer))
+	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s := m.servers[serverOf(r.URL.Path)]; s != nil {
+			s.Handler().ServeHTTP(w, r)
+			return
+		}
+		unknown.ServeHTTP(w, r)
+	})
+	m.handler = mw.Guards(health)(route)
+	return m, nil
+}
+
+// serverOf returns the first segment of path, "" when there is none
+// followed by a '/'.
+func serverOf(path string) string {
+	rest, ok := strings.CutPrefix(path, "/")
+	if !ok {
+		return ""
+	}
+	name, _, ok := strings.Cut(rest, "/")
+	if !ok {
+		return ""
+	}
+	return name
+}
+
+// noServer answers a request for a path under no server: 404, with a
+// JSON-RPC error (id null) that names none.
+func noServer(w http.ResponseWriter, _ *http.Request) {
+	b := frame.ErrorResponse("", -32600, "no MCP server is published at this path: the endpoints are /NAME/mcp, NAME one of serve's --config").Bytes()
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write(b)
+}
+
+// Names returns the servers' names, in the order given.
+func (m *Multi) Names() []string { return slices.Clone(m.names) }
+
+// Server returns the server named name, or nil.
+func (m *Multi) Server(name string) *Server { return m.servers[name] }
+
+// Handler returns the HTTP handler of all the servers.
+func (m *Multi) Handler() http.Handler { return m.handler }
+
+// Ready returns nil when every server is ready (see [Server.Ready]), else
+// why the first that is not is not, naming it.
+func (m *Multi) Ready() error {
+	return m.readyWith(func(s *Server, _ context.Context) error { return s.Ready() }, context.Background())
+}
+
+func (m *Multi) readyWith(ready func(*Server, context.Context) error, ctx context.Context) error {
+	for _, n := range m.names {
+		if err := ready(m.servers[n], ctx); err != nil {
+			return fmt.Errorf("server %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// AdminHandler returns the handler of the admin listener for all the
+// servers, as [Server.AdminHandler] answers for one: /readyz is 200 when
+// every server is ready, else 503 naming the first that is not; /metrics
+// holds every server's series, each with its server label.
+func (m *Multi) AdminHandler() http.Handler {
+	ms := make([]*serveMetrics, len(m.names))
+	for i, n := range m.names {
+		ms[i] = m.servers[n].metrics
+	}
+	return adminHandler(
+		func(ctx context.Context) error { return m.readyWith((*Server).readyWait, ctx) },
+		func(w io.Writer) { writePrometheus(w, ms...) },
+	)
+}
+
+// Drain drains every server at once (see [Server.Drain]).
+func (m *Multi) Drain(ctx context.Context) error {
+	return m.each(func(s *Server) error { return s.Drain(ctx) })
+}
+
+// Close closes every server at once (see [Server.Close]).
+func (m *Multi) Close(ctx context.Context) error {
+	return m.each(func(s *Server) error { return s.Close(ctx) })
+}
+
+// each runs f on every server, concurrently, and joins their errors.
+func (m *Multi) each(f func(*Server) error) error {
+	errs := make([]error, len(m.names))
+	var wg sync.WaitGroup
+	for i, n := range m.names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(m.servers[n])
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
