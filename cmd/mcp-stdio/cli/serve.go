@@ -25,6 +25,7 @@ import (
 )
 
 const serveUsage = `usage: mcp-stdio serve [flags] [-- CMD ARGS...]
+       mcp-stdio serve [flags] --config FILE
 
 Publish a local stdio MCP server over Streamable HTTP: every session a
 client opens (with initialize) gets its own CMD process, ended with the
@@ -43,6 +44,16 @@ idle the longest. Started by the npm package's launcher (npx mcp-stdio
 serve), or by any parent that sets MCP_STDIO_PARENT_PID to its own process
 id, serve drains and exits when that parent dies.
 
+With --config FILE, every server of a Claude Desktop configuration (the
+whole claude_desktop_config.json, or its "mcpServers" object alone) is
+published on the one listener: server NAME at http://LISTEN/NAME/mcp (and
+/NAME/sse, /NAME/message for HTTP+SSE), each with its own sessions,
+processes and limits (--max-sessions … count per server), behind the same
+Origin/Host checks and token; other paths get 404. NAME is 1 to 64 ASCII
+letters, digits, '-', '_' or '.', not first. Entries give "command", "args",
+"env" (added to serve's environment) and "cwd" (relative to FILE's
+directory); an entry with "url" is refused. OAuth does not work with it yet.
+
 DURATION is seconds (30) or a Go duration (30s, 5m, 1h); BYTES is a number
 of bytes, or one with KiB, MiB or GiB (64MiB).
 
@@ -60,7 +71,7 @@ Also accepted:
 // serveHelp is how serve's help lists its flags.
 func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
-		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
+		order: []string{"listen", "config", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
 			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "trusted-proxy", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id", "oauth-introspection-rate",
 			"health-path", "admin-addr", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "max-listens", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout", "root",
@@ -95,6 +106,7 @@ const (
 // serveFlags are the serve command's settings.
 type serveFlags struct {
 	listen      string
+	configFile  string // --config: several servers from Claude Desktop's configuration
 	path        string
 	ssePath     string
 	messagePath string
@@ -154,6 +166,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	f.drainTimeout = duration(pipeline.DefaultServeDrainTimeout)
 	f.logLevel = logLevel(slog.LevelInfo)
 	fs.StringVar(&f.listen, "listen", defaultServeListen, "listen on `ADDR`, host:port (port 0 picks a free one; :0 or 0.0.0.0:PORT listen on every interface)")
+	fs.StringVar(&f.configFile, "config", "", "publish every stdio server of Claude Desktop's configuration `FILE` (the whole file, {\"mcpServers\": {...}}, or that object alone): each NAME at /NAME/mcp (/NAME/sse, /NAME/message), with command, args, env (added to serve's environment) and cwd; entries with url are refused; no -- CMD with it")
 	fs.StringVar(&f.path, "path", pipeline.DefaultServePath, "serve the MCP endpoint at `PATH`")
 	fs.StringVar(&f.ssePath, "sse-path", pipeline.DefaultSSEPath, "serve the HTTP+SSE stream, for clients of 2024-11-05, at `PATH`")
 	fs.StringVar(&f.messagePath, "message-path", pipeline.DefaultMessagePath, "take HTTP+SSE clients' messages at `PATH` (the stream's endpoint event names it)")
@@ -254,9 +267,19 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		// clean exit into a SIGKILL.
 		defer shutdownSpans(ctx, spans, serveShutdownSlack, logger)
 	}
-	// A command that cannot run would fail every session with a 502:
-	// better to say so now, once.
-	if err := checkCommand(cfg.Command); err != nil {
+	var servers []pipeline.MultiServer // with --config
+	if f.configFile != "" {
+		if servers, err = f.serversConfig(fs.Args()); err != nil {
+			fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
+			return &ExitError{Code: ExitUsage}
+		}
+		if err := checkServers(servers); err != nil {
+			fmt.Fprintf(stderr, "mcp-stdio serve: --config %s: %v\n", f.configFile, err)
+			return &ExitError{Code: ExitFailure}
+		}
+	} else if err := checkCommand(cfg.Command); err != nil {
+		// A command that cannot run would fail every session with a 502:
+		// better to say so now, once.
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
 		return &ExitError{Code: ExitFailure}
 	}
@@ -285,7 +308,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		return &ExitError{Code: ExitUsage}
 	}
 	cfg.Metrics = f.adminAddr != ""
-	srv, err := pipeline.NewServer(cfg)
+	srv, err := newServePipeline(cfg, servers)
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
@@ -341,9 +364,21 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		}
 		fmt.Fprintf(stderr, "mcp-stdio: "+format+"\n", args...)
 	}
-	endpoint := endpointURL(ln.Addr(), f.listen, cfg.Path)
-	say(endpoint, "serving %s on %s (%s) at %s", desc, ln.Addr(), reach, endpoint)
-	if !cfg.NoSSE {
+	if servers != nil {
+		say("", "serving %d servers of %s on %s (%s)", len(servers), f.configFile, ln.Addr(), reach)
+		for _, s := range servers {
+			endpoint := endpointURL(ln.Addr(), f.listen, "/"+s.Name+cfg.Path)
+			say(endpoint, "server %s (%s) at %s", s.Name, shellQuote(s.Command), endpoint)
+			if !cfg.NoSSE && !cfg.ModernOnly {
+				sse := endpointURL(ln.Addr(), f.listen, "/"+s.Name+cfg.SSEPath)
+				say(sse, "server %s: HTTP+SSE clients (2024-11-05) connect to %s", s.Name, sse)
+			}
+		}
+	} else {
+		endpoint := endpointURL(ln.Addr(), f.listen, cfg.Path)
+		say(endpoint, "serving %s on %s (%s) at %s", desc, ln.Addr(), reach, endpoint)
+	}
+	if !cfg.NoSSE && servers == nil {
 		sse := endpointURL(ln.Addr(), f.listen, cfg.SSEPath)
 		say(sse, "HTTP+SSE clients (2024-11-05) connect to %s", sse)
 	}
@@ -405,7 +440,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 // and each child's process group gets SIGTERM, then SIGKILL after
 // termGrace. It returns once every child is gone and the HTTP server has
 // stopped.
-func serveShutdown(srv *pipeline.Server, httpSrv *http.Server, drainCtx context.Context, termGrace time.Duration, logger *slog.Logger) {
+func serveShutdown(srv servePipeline, httpSrv *http.Server, drainCtx context.Context, termGrace time.Duration, logger *slog.Logger) {
 	srv.Drain(drainCtx)
 	// Once the drain is over: a bound for the children's stop, past which
 	// they are killed at once, and one for the handlers to return.
