@@ -48,7 +48,7 @@ func TestParseServersConfig(t *testing.T) {
 		{`{"a":`, `not valid JSON`},
 	} {
 		_, err := parseServersConfig([]byte(tt.in), "/")
-		is.True(err != nil)                           // tt.in
+		is.True(err != nil)                             // tt.in
 		is.True(strings.Contains(err.Error(), tt.want)) // tt.want
 	}
 }
