@@ -166,6 +166,7 @@ func TestServeConfigErrorsNameTheEntry(t *testing.T) {
 		want string
 	}{
 		{"url", []string{"--config", write("url.json", `{"mcpServers":{"remote":{"url":"https://example.com/mcp"}}}`)}, 2, `server "remote": has a url`},
+		{"alias", []string{"--named-server-config", write("url2.json", `{"remote":{"url":"https://example.com/mcp"}}`)}, 2, `server "remote": has a url`},
 		{"no command", []string{"--config", write("nocmd.json", `{"mcpServers":{"bare":{"args":["x"]}}}`)}, 2, `server "bare": has no command`},
 		{"bad name", []string{"--config", write("name.json", `{"a b":{"command":"x"}}`)}, 2, `server "a b": server name "a b" may hold only`},
 		{"duplicate", []string{"--config", write("dup.json", `{"mcpServers":{"x":{"command":"a"},"x":{"command":"b"}}}`)}, 2, `duplicate member "mcpServers.x"`},

@@ -50,7 +50,7 @@ published on the one listener: server NAME at http://LISTEN/NAME/mcp (and
 /NAME/sse, /NAME/message for HTTP+SSE), each with its own sessions,
 processes and limits (--max-sessions … count per server), behind the same
 Origin/Host checks and token; other paths get 404. NAME is 1 to 64 ASCII
-letters, digits, '-', '_' or '.', not first. Entries give "command", "args",
+letters, digits, '-', '_' or '.' (not first). Entries give "command", "args",
 "env" (added to serve's environment) and "cwd" (relative to FILE's
 directory); an entry with "url" is refused. OAuth does not work with it yet.
 
@@ -66,6 +66,7 @@ Also accepted:
   --healthEndpoint PATH   (supergateway's name for --health-path)
   --ssePath PATH          (supergateway's name for --sse-path)
   --messagePath PATH      (supergateway's name for --message-path)
+  --named-server-config FILE (mcp-proxy's name for --config)
 `
 
 // serveHelp is how serve's help lists its flags.
@@ -77,7 +78,7 @@ func serveHelp(maxBufferedNote string) helpLayout {
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "max-listens", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout", "root",
 			"max-body", "max-message-size", "max-depth", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level", "log-format"},
-		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
+		hidden:   []string{"healthEndpoint", "ssePath", "messagePath", "named-server-config"},
 		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "state-key": "$" + pipeline.StateKeyEnv + ", else a new one at start", "replica-id": "$POD_NAME, else $HOSTNAME up to its first '.', else none", "max-buffered": maxBufferedNote},
 	}
 }
@@ -167,6 +168,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	f.logLevel = logLevel(slog.LevelInfo)
 	fs.StringVar(&f.listen, "listen", defaultServeListen, "listen on `ADDR`, host:port (port 0 picks a free one; :0 or 0.0.0.0:PORT listen on every interface)")
 	fs.StringVar(&f.configFile, "config", "", "publish every stdio server of Claude Desktop's configuration `FILE` (the whole file, {\"mcpServers\": {...}}, or that object alone): each NAME at /NAME/mcp (/NAME/sse, /NAME/message), with command, args, env (added to serve's environment) and cwd; entries with url are refused; no -- CMD with it")
+	fs.StringVar(&f.configFile, "named-server-config", "", "mcp-proxy's name for --config")
 	fs.StringVar(&f.path, "path", pipeline.DefaultServePath, "serve the MCP endpoint at `PATH`")
 	fs.StringVar(&f.ssePath, "sse-path", pipeline.DefaultSSEPath, "serve the HTTP+SSE stream, for clients of 2024-11-05, at `PATH`")
 	fs.StringVar(&f.messagePath, "message-path", pipeline.DefaultMessagePath, "take HTTP+SSE clients' messages at `PATH` (the stream's endpoint event names it)")
