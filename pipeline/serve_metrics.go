@@ -184,6 +184,9 @@ func (m *serveMetrics) WritePrometheus(w io.Writer) { writePrometheus(w, m) }
 // text format: each family's HELP and TYPE once, then its series of every
 // server.
 func writePrometheus(w io.Writer, ms ...*serveMetrics) {
+	if len(ms) == 0 {
+		return
+	}
 	for i, f := range ms[0].families {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.help, f.name, f.typ)
 		for _, m := range ms {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -68,9 +69,15 @@ type MultiServer struct {
 // /NAME/message, behind the same guards: Origin and Host checks and the
 // bearer token of the base configuration.
 type Multi struct {
+	base    ServeConfig
+	handler http.Handler
+
+	mu      sync.RWMutex
 	names   []string // in the order given
 	servers map[string]*Server
-	handler http.Handler
+	entries map[string]MultiServer
+	// reload serialises Reload, and Close after it.
+	reload sync.Mutex
 }
 
 // NewMulti builds one Server per entry of servers from base: each takes
@@ -101,37 +108,14 @@ func NewMulti(base ServeConfig, servers []MultiServer) (*Multi, error) {
 	if base.Env == nil {
 		base.Env = os.Environ()
 	}
-	m := &Multi{servers: make(map[string]*Server, len(servers))}
+	m := &Multi{base: base, servers: map[string]*Server{}, entries: map[string]MultiServer{}}
+	built, err := m.build(servers, nil)
+	if err != nil {
+		return nil, err
+	}
 	for _, e := range servers {
-		if err := CheckServerName(e.Name); err != nil {
-			m.Close(context.Background())
-			return nil, fmt.Errorf("serve: %w", err)
-		}
-		if _, dup := m.servers[e.Name]; dup {
-			m.Close(context.Background())
-			return nil, fmt.Errorf("serve: server %q is named twice", e.Name)
-		}
-		if base.HealthPath != "" && strings.HasPrefix(base.HealthPath, "/"+e.Name+"/") {
-			m.Close(context.Background())
-			return nil, fmt.Errorf("serve: health path %q is under server %q's paths; choose another", base.HealthPath, e.Name)
-		}
-		cfg := base
-		cfg.Name, cfg.Command = e.Name, e.Command
-		cfg.Env = slices.Concat(base.Env, e.Env)
-		if e.Dir != "" {
-			cfg.Dir = e.Dir
-		}
-		cfg.Path = "/" + e.Name + base.Path
-		cfg.SSEPath = "/" + e.Name + base.SSEPath
-		cfg.MessagePath = "/" + e.Name + base.MessagePath
-		cfg.HealthPath = "" // answered in front of them all
-		s, err := NewServer(cfg)
-		if err != nil {
-			m.Close(context.Background())
-			return nil, fmt.Errorf("server %q: %w", e.Name, err)
-		}
 		m.names = append(m.names, e.Name)
-		m.servers[e.Name] = s
+		m.servers[e.Name], m.entries[e.Name] = built[e.Name], e
 	}
 	var health, checkHost, bearer mw.Guard
 	if base.HealthPath != "" {
@@ -149,7 +133,7 @@ func NewMulti(base ServeConfig, servers []MultiServer) (*Multi, error) {
 		bearer,
 	)(http.HandlerFunc(noServer))
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s := m.servers[serverOf(r.URL.Path)]; s != nil {
+		if s := m.Server(serverOf(r.URL.Path)); s != nil {
 			s.Handler().ServeHTTP(w, r)
 			return
 		}
@@ -157,6 +141,120 @@ func NewMulti(base ServeConfig, servers []MultiServer) (*Multi, error) {
 	})
 	m.handler = mw.Guards(health)(route)
 	return m, nil
+}
+
+// build checks servers and builds a Server for each, but for those whose
+// entry equals that of keep (kept as they are, absent from the result).
+// On error it closes those it built.
+func (m *Multi) build(servers []MultiServer, keep map[string]MultiServer) (map[string]*Server, error) {
+	base := m.base
+	built := map[string]*Server{}
+	seen := map[string]bool{}
+	fail := func(err error) (map[string]*Server, error) {
+		for _, s := range built {
+			s.Close(context.Background())
+		}
+		return nil, err
+	}
+	for _, e := range servers {
+		if err := CheckServerName(e.Name); err != nil {
+			return fail(fmt.Errorf("serve: %w", err))
+		}
+		if seen[e.Name] {
+			return fail(fmt.Errorf("serve: server %q is named twice", e.Name))
+		}
+		seen[e.Name] = true
+		if base.HealthPath != "" && strings.HasPrefix(base.HealthPath, "/"+e.Name+"/") {
+			return fail(fmt.Errorf("serve: health path %q is under server %q's paths; choose another", base.HealthPath, e.Name))
+		}
+		if k, ok := keep[e.Name]; ok && sameEntry(k, e) {
+			continue
+		}
+		cfg := base
+		cfg.Name, cfg.Command = e.Name, e.Command
+		cfg.Env = slices.Concat(base.Env, e.Env)
+		if e.Dir != "" {
+			cfg.Dir = e.Dir
+		}
+		cfg.Path = "/" + e.Name + base.Path
+		cfg.SSEPath = "/" + e.Name + base.SSEPath
+		cfg.MessagePath = "/" + e.Name + base.MessagePath
+		cfg.HealthPath = "" // answered in front of them all
+		s, err := NewServer(cfg)
+		if err != nil {
+			return fail(fmt.Errorf("server %q: %w", e.Name, err))
+		}
+		built[e.Name] = s
+	}
+	return built, nil
+}
+
+// sameEntry reports whether a and b describe the same server.
+func sameEntry(a, b MultiServer) bool {
+	return a.Name == b.Name && slices.Equal(a.Command, b.Command) && slices.Equal(a.Env, b.Env) && a.Dir == b.Dir
+}
+
+// Reload makes servers the servers published, as a new reading of the
+// configuration: a server whose entry is unchanged is left as it is, its
+// sessions and children untouched; a new one is added; one changed is
+// replaced, and one gone removed — each old one drained and closed (see
+// [Server.Drain], [Server.Close]) once requests for its name reach the
+// new one or get 404. Nothing changes when servers are refused (the
+// error names the server). It returns the names added, removed and
+// changed, and returns once the old servers are closed.
+func (m *Multi) Reload(ctx context.Context, servers []MultiServer) (added, removed, changed []string, err error) {
+	if len(servers) == 0 {
+		return nil, nil, nil, errors.New("serve: no servers")
+	}
+	m.reload.Lock()
+	defer m.reload.Unlock()
+	m.mu.RLock()
+	keep := maps.Clone(m.entries)
+	m.mu.RUnlock()
+	built, err := m.build(servers, keep)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var old []*Server
+	m.mu.Lock()
+	next := map[string]*Server{}
+	entries := map[string]MultiServer{}
+	var names []string
+	for _, e := range servers {
+		names = append(names, e.Name)
+		entries[e.Name] = e
+		if s := built[e.Name]; s != nil {
+			next[e.Name] = s
+			if prev := m.servers[e.Name]; prev != nil {
+				changed = append(changed, e.Name)
+				old = append(old, prev)
+			} else {
+				added = append(added, e.Name)
+			}
+			continue
+		}
+		next[e.Name] = m.servers[e.Name]
+	}
+	for _, n := range m.names {
+		if _, ok := next[n]; !ok {
+			removed = append(removed, n)
+			old = append(old, m.servers[n])
+		}
+	}
+	m.names, m.servers, m.entries = names, next, entries
+	m.mu.Unlock()
+	errs := make([]error, len(old))
+	var wg sync.WaitGroup
+	for i, s := range old {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Drain(ctx)
+			errs[i] = s.Close(ctx)
+		}()
+	}
+	wg.Wait()
+	return added, removed, changed, errors.Join(errs...)
 }
 
 // serverOf returns the first segment of path, "" when there is none
@@ -185,10 +283,29 @@ func noServer(w http.ResponseWriter, _ *http.Request) {
 }
 
 // Names returns the servers' names, in the order given.
-func (m *Multi) Names() []string { return slices.Clone(m.names) }
+func (m *Multi) Names() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Clone(m.names)
+}
 
 // Server returns the server named name, or nil.
-func (m *Multi) Server(name string) *Server { return m.servers[name] }
+func (m *Multi) Server(name string) *Server {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.servers[name]
+}
+
+// current returns the servers published, in order.
+func (m *Multi) current() []*Server {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Server, len(m.names))
+	for i, n := range m.names {
+		out[i] = m.servers[n]
+	}
+	return out
+}
 
 // Handler returns the HTTP handler of all the servers.
 func (m *Multi) Handler() http.Handler { return m.handler }
@@ -200,9 +317,9 @@ func (m *Multi) Ready() error {
 }
 
 func (m *Multi) readyWith(ready func(*Server, context.Context) error, ctx context.Context) error {
-	for _, n := range m.names {
-		if err := ready(m.servers[n], ctx); err != nil {
-			return fmt.Errorf("server %s: %w", n, err)
+	for _, s := range m.current() {
+		if err := ready(s, ctx); err != nil {
+			return fmt.Errorf("server %s: %w", s.cfg.Name, err)
 		}
 	}
 	return nil
@@ -213,13 +330,15 @@ func (m *Multi) readyWith(ready func(*Server, context.Context) error, ctx contex
 // every server is ready, else 503 naming the first that is not; /metrics
 // holds every server's series, each with its server label.
 func (m *Multi) AdminHandler() http.Handler {
-	ms := make([]*serveMetrics, len(m.names))
-	for i, n := range m.names {
-		ms[i] = m.servers[n].metrics
-	}
 	return adminHandler(
 		func(ctx context.Context) error { return m.readyWith((*Server).readyWait, ctx) },
-		func(w io.Writer) { writePrometheus(w, ms...) },
+		func(w io.Writer) {
+			var ms []*serveMetrics
+			for _, s := range m.current() {
+				ms = append(ms, s.metrics)
+			}
+			writePrometheus(w, ms...)
+		},
 	)
 }
 
@@ -228,20 +347,24 @@ func (m *Multi) Drain(ctx context.Context) error {
 	return m.each(func(s *Server) error { return s.Drain(ctx) })
 }
 
-// Close closes every server at once (see [Server.Close]).
+// Close closes every server at once (see [Server.Close]), once a Reload
+// under way is over.
 func (m *Multi) Close(ctx context.Context) error {
+	m.reload.Lock()
+	defer m.reload.Unlock()
 	return m.each(func(s *Server) error { return s.Close(ctx) })
 }
 
 // each runs f on every server, concurrently, and joins their errors.
 func (m *Multi) each(f func(*Server) error) error {
-	errs := make([]error, len(m.names))
+	servers := m.current()
+	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
-	for i, n := range m.names {
+	for i, s := range servers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = f(m.servers[n])
+			errs[i] = f(s)
 		}()
 	}
 	wg.Wait()

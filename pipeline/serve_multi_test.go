@@ -203,3 +203,64 @@ func ExampleNewMulti() {
 	// /other/mcp 404
 	// 1 0
 }
+
+func TestMultiReload(t *testing.T) {
+	checkServeLeaks(t)
+	is := is.New(t)
+	m, ts := newMultiHarness(t, nil)
+	child := transporttest.Command("sdk-server")
+	httpc := &http.Client{Transport: &http.Transport{}}
+	defer httpc.CloseIdleConnections()
+	post := func(path, sid, body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		}
+		resp, err := httpc.Do(req)
+		is.NoErr(err)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
+	}
+	const ping = `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	status, sid := post("/a/mcp", "", serveInitBody)
+	is.Equal(status, http.StatusOK)
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestWait)
+	defer cancel()
+
+	// Refused: nothing changes.
+	_, _, _, err := m.Reload(ctx, []MultiServer{{Name: "a", Command: child.Args}, {Name: "bad/name", Command: child.Args}})
+	is.True(err != nil && strings.Contains(err.Error(), `"bad/name"`))
+	is.Equal(m.Names(), []string{"a", "b"})
+
+	// a unchanged, b changed, c added.
+	a := m.Server("a")
+	added, removed, changed, err := m.Reload(ctx, []MultiServer{
+		{Name: "a", Command: child.Args},
+		{Name: "b", Command: child.Args, Env: []string{"MULTI_TEST=b2"}},
+		{Name: "c", Command: child.Args},
+	})
+	is.NoErr(err)
+	is.Equal(added, []string{"c"})
+	is.Equal(removed, []string(nil))
+	is.Equal(changed, []string{"b"})
+	is.True(m.Server("a") == a) // untouched
+	status, _ = post("/a/mcp", sid, ping)
+	is.Equal(status, http.StatusOK) // its session lives on
+	status, _ = post("/c/mcp", "", serveInitBody)
+	is.Equal(status, http.StatusOK)
+
+	// a and b removed.
+	added, removed, changed, err = m.Reload(ctx, []MultiServer{{Name: "c", Command: child.Args}})
+	is.NoErr(err)
+	is.Equal(added, []string(nil))
+	is.Equal(removed, []string{"a", "b"})
+	is.Equal(changed, []string(nil))
+	status, _ = post("/a/mcp", sid, ping)
+	is.Equal(status, http.StatusNotFound)
+	is.Equal(a.Sessions(), 0) // closed, its child with it
+	is.Equal(m.Names(), []string{"c"})
+}
