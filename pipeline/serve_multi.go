@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"os"
@@ -108,6 +109,9 @@ func NewMulti(base ServeConfig, servers []MultiServer) (*Multi, error) {
 	if base.Env == nil {
 		base.Env = os.Environ()
 	}
+	if base.Logger == nil {
+		base.Logger = slog.New(slog.DiscardHandler)
+	}
 	m := &Multi{base: base, servers: map[string]*Server{}, entries: map[string]MultiServer{}}
 	built, err := m.build(servers, nil)
 	if err != nil {
@@ -199,9 +203,10 @@ func sameEntry(a, b MultiServer) bool {
 // sessions and children untouched; a new one is added; one changed is
 // replaced, and one gone removed — each old one drained and closed (see
 // [Server.Drain], [Server.Close]) once requests for its name reach the
-// new one or get 404. Nothing changes when servers are refused (the
-// error names the server). It returns the names added, removed and
-// changed, and returns once the old servers are closed.
+// new one or get 404 (an old server's children still running at the
+// end of ctx are killed, and said so in the log). Nothing changes when
+// servers are refused: the error names the server. It returns the names
+// added, removed and changed, once the old servers are closed.
 func (m *Multi) Reload(ctx context.Context, servers []MultiServer) (added, removed, changed []string, err error) {
 	if len(servers) == 0 {
 		return nil, nil, nil, errors.New("serve: no servers")
@@ -254,7 +259,10 @@ func (m *Multi) Reload(ctx context.Context, servers []MultiServer) (added, remov
 		}()
 	}
 	wg.Wait()
-	return added, removed, changed, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		m.base.Logger.Warn("processes of the servers removed or changed still running at the deadline were killed", "err", err)
+	}
+	return added, removed, changed, nil
 }
 
 // serverOf returns the first segment of path, "" when there is none

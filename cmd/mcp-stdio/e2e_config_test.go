@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/matryer/is"
@@ -183,4 +184,42 @@ func TestServeConfigErrorsNameTheEntry(t *testing.T) {
 			is.Equal(strings.Count(strings.TrimSpace(stderr), "\n"), 0)
 		})
 	}
+}
+
+// SIGHUP reads --config again: a server added is published, one unchanged
+// keeps its sessions, one removed gets 404; a file that is refused
+// changes nothing and says so in one line.
+func TestServeConfigReloadsOnSIGHUP(t *testing.T) {
+	is := is.New(t)
+	example := map[string]any{"command": relayBinary(t), "args": []string{"example-server"}}
+	path := writeConfig(t, map[string]any{"mcpServers": map[string]any{"a": example}})
+	gws, _, stderr := startServeConfig(t, path, 1)
+	a := gws["a"]
+	sid := a.initialize(t)
+	const ping = `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	reloaded := stderr.Watch(regexp.MustCompile(`--config reloaded`))
+	refused := stderr.Watch(regexp.MustCompile(`not reloaded, the servers are unchanged: .*server \\"b c\\".*send SIGHUP again`))
+	rewrite := func(body string) {
+		t.Helper()
+		is.NoErr(os.WriteFile(path, []byte(body), 0o600))
+		is.NoErr(a.cmd.Process.Signal(syscall.SIGHUP))
+	}
+	exampleJSON, _ := json.Marshal(example)
+
+	rewrite(`{"a":` + string(exampleJSON) + `,"b":` + string(exampleJSON) + `}`)
+	reloaded.Next(t, serveProcWait)
+	b := &servedGateway{cmd: a.cmd, stderr: stderr, url: strings.Replace(a.url, "/a/mcp", "/b/mcp", 1), client: a.client}
+	b.initialize(t)
+	status, _, _ := a.post(t, sid, ping)
+	is.Equal(status, http.StatusOK) // a untouched: its session lives on
+
+	rewrite(`{"a":` + string(exampleJSON) + `,"b c":` + string(exampleJSON) + `}`)
+	refused.Next(t, serveProcWait)
+	b.initialize(t) // unchanged
+
+	rewrite(`{"b":` + string(exampleJSON) + `}`)
+	reloaded.Next(t, serveProcWait)
+	status, _, _ = a.post(t, sid, ping)
+	is.Equal(status, http.StatusNotFound)
+	b.initialize(t)
 }

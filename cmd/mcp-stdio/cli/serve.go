@@ -53,6 +53,8 @@ Origin/Host checks and token; other paths get 404. NAME is 1 to 64 ASCII
 letters, digits, '-', '_' or '.' (not first). Entries give "command", "args",
 "env" (added to serve's environment) and "cwd" (relative to FILE's
 directory); an entry with "url" is refused. OAuth does not work with it yet.
+SIGHUP reads FILE again: servers added, changed or removed are, the others
+are left as they are.
 
 DURATION is seconds (30) or a Go duration (30s, 5m, 1h); BYTES is a number
 of bytes, or one with KiB, MiB or GiB (64MiB).
@@ -399,6 +401,15 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		releaseStartupPages(logger) // started: what only starting ran leaves the resident set
 	}
 
+	stopReload := func() {}
+	if m, ok := srv.(*pipeline.Multi); ok && opt.OwnProcess {
+		stopReload = watchReload(func() {
+			f.reloadServers(context.WithoutCancel(ctx), m, func(name string, command []string) {
+				endpoint := endpointURL(ln.Addr(), f.listen, "/"+name+cfg.Path)
+				say(endpoint, "server %s (%s) at %s", name, shellQuote(command), endpoint)
+			}, logger)
+		})
+	}
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -407,6 +418,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	case err := <-adminServed:
 		runErr = fmt.Errorf("serve: admin listener: %w", err)
 	}
+	stopReload() // a reload under way ends first
 	drainCtx, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopDrain()
 	if opt.OwnProcess {

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/pipeline"
@@ -148,6 +151,60 @@ func (f *serveFlags) serversConfig(args []string) ([]pipeline.MultiServer, error
 		return nil, errors.New("--config does not work with OAuth (--enable-oauth, --oauth-issuer) yet: each /NAME/mcp would be a protected resource of its own; use a bearer token (" + pipeline.ServeTokenEnv + ")")
 	}
 	return readServersConfig(f.configFile)
+}
+
+// watchReload has reload run at every SIGHUP the process gets, one at a
+// time, until the returned stop is called; stop waits for a reload under
+// way. It is for a process of its own (Options.OwnProcess) only.
+func watchReload(reload func()) (stop func()) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGHUP)
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case <-c:
+				reload()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(c)
+		close(done)
+		<-ended
+	}
+}
+
+// reloadServers reads --config again and makes m serve what it says (see
+// pipeline.Multi.Reload); published is told each server added or
+// changed. A file that is refused changes nothing, and says so in one
+// line.
+func (f *serveFlags) reloadServers(ctx context.Context, m *pipeline.Multi, published func(name string, command []string), logger *slog.Logger) {
+	servers, err := readServersConfig(f.configFile)
+	if err == nil {
+		err = checkServers(servers)
+	}
+	var added, removed, changed []string
+	if err == nil {
+		added, removed, changed, err = m.Reload(ctx, servers)
+	}
+	if err != nil && !strings.HasPrefix(err.Error(), "--config") {
+		err = fmt.Errorf("--config %s: %w", f.configFile, err)
+	}
+	if err != nil {
+		logger.Error("--config not reloaded, the servers are unchanged: " + err.Error() + "; fix the file and send SIGHUP again")
+		return
+	}
+	logger.Info("--config reloaded", "file", f.configFile, "added", added, "removed", removed, "changed", changed)
+	for _, s := range servers {
+		if slices.Contains(added, s.Name) || slices.Contains(changed, s.Name) {
+			published(s.Name, s.Command)
+		}
+	}
 }
 
 // servePipeline is what the serve command serves: one pipeline.Server,
