@@ -211,8 +211,9 @@ type ServeConfig struct {
 	// and a random id, made at start, for the requestState.
 	ReplicaID string
 	// Name names this server among those [NewMulti] publishes on one
-	// listener: its metrics carry the label server="Name" and its log
-	// records server=Name. It must pass [CheckServerName]; "" for a
+	// listener: its metrics carry the label server="Name", its log
+	// records server=Name, and its children's stderr lines begin with
+	// "[Name " rather than "[". It must pass [CheckServerName]; "" for a
 	// server published alone.
 	Name string
 	// Version is the gateway's version, named in the clientInfo of the
@@ -676,6 +677,9 @@ func (c *child) Terminate(ctx context.Context) error {
 // anything; a success once it wrote a message.
 func (s *Server) startChild(conn *mw.Conn, stderrPrefix string, log *slog.Logger, sink mw.Handler) (*child, error) {
 	stderr := s.stderr
+	if s.cfg.Name != "" && strings.HasPrefix(stderrPrefix, "[") {
+		stderrPrefix = "[" + s.cfg.Name + " " + stderrPrefix[1:] // [NAME 27cbc457b39d]
+	}
 	if s.cfg.ChildStderrRecords {
 		stderr, stderrPrefix = &recordWriter{log: log}, ""
 	}

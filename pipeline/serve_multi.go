@@ -112,6 +112,9 @@ func NewMulti(base ServeConfig, servers []MultiServer) (*Multi, error) {
 	if base.Logger == nil {
 		base.Logger = slog.New(slog.DiscardHandler)
 	}
+	if base.ChildStderr != nil {
+		base.ChildStderr = &lineWriter{w: base.ChildStderr} // one line at a time, all servers together
+	}
 	m := &Multi{base: base, servers: map[string]*Server{}, entries: map[string]MultiServer{}}
 	built, err := m.build(servers, nil)
 	if err != nil {

@@ -83,6 +83,7 @@ func startServeConfig(t *testing.T, path string, n int, args ...string) (map[str
 // /NAME/mcp and HTTP+SSE at /NAME/sse, with its own processes; an unknown
 // name gets 404; the admin listener labels each server's metrics.
 func TestServeConfigTwoRealServers(t *testing.T) {
+	relayBinary(t) // under -short, skipped before npm installs anything
 	e := everythingInstall(t)
 	is := is.New(t)
 	path := writeConfig(t, map[string]any{"mcpServers": map[string]any{
@@ -147,6 +148,7 @@ func TestServeConfigTwoRealServers(t *testing.T) {
 	resp.Body.Close()
 	is.Equal(resp.StatusCode, http.StatusOK)
 	is.True(strings.Contains(stderr.String(), "server=everything")) // log records name their server
+	is.True(strings.Contains(stderr.String(), "[example "))         // and the children's stderr lines theirs
 }
 
 // The configuration is checked at start: every error names the entry (or
