@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/mcp-stdio/mcp-stdio/auth"
+	"github.com/mcp-stdio/mcp-stdio/auth/server"
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/mw"
 )
@@ -68,7 +69,7 @@ type MultiServer struct {
 // children, its metrics under the label server="NAME"), at
 // /NAME/mcp (/NAME then the base Path), and for HTTP+SSE /NAME/sse and
 // /NAME/message, behind the same guards: Origin and Host checks and the
-// bearer token of the base configuration.
+// bearer token or OAuth of the base configuration.
 type Multi struct {
 	base    ServeConfig
 	handler http.Handler
@@ -87,15 +88,23 @@ type Multi struct {
 // Dir, and its paths under /NAME. base.Command is not used. A request
 // whose path begins with no server's /NAME/ passes the Origin, Host and
 // bearer checks and is then answered 404 with a JSON-RPC error that
-// names no server. base.HealthPath, when set, is answered for all. OAuth
-// is not supported here: each /NAME/mcp would be a protected resource of
-// its own. Errors name the server.
+// names no server. base.HealthPath, when set, is answered for all.
+//
+// With base.OAuth, the servers are one protected resource, the listener
+// itself: base.OAuth.Resource must be for the path / (its identifier the
+// public URL, which covers every /NAME/mcp; its metadata at
+// /.well-known/oauth-protected-resource, and, path-aware, at
+// /.well-known/oauth-protected-resource/NAME/mcp for each server), so a
+// token is good for every server, and the principal it names owns its
+// sessions and keys its pool on each. The Routes (an authorization
+// server) are served once, beside the servers. Errors name the server.
 func NewMulti(base ServeConfig, servers []MultiServer) (*Multi, error) {
 	if len(servers) == 0 {
 		return nil, errors.New("serve: no servers")
 	}
-	if base.OAuth != nil {
-		return nil, errors.New("serve: OAuth with several servers on one listener is not supported: use a bearer token (" + ServeTokenEnv + ")")
+	routes, err := multiOAuthRoutes(base)
+	if err != nil {
+		return nil, err
 	}
 	if base.Path == "" {
 		base.Path = DefaultServePath
@@ -137,12 +146,22 @@ func NewMulti(base ServeConfig, servers []MultiServer) (*Multi, error) {
 	unknown := mw.Guards(
 		mw.CheckOrigin(mw.OriginPolicy{Allow: base.AllowOrigins, PublicURL: base.PublicURL}),
 		checkHost,
+		mw.CORS,
+		mw.Mount(routes),
 		bearer,
+		oauthGuard(base),
 	)(http.HandlerFunc(noServer))
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s := m.Server(serverOf(r.URL.Path)); s != nil {
 			s.Handler().ServeHTTP(w, r)
 			return
+		}
+		if base.OAuth != nil { // the path-aware metadata of a server
+			rest, ok := strings.CutPrefix(r.URL.Path, server.MetadataPath)
+			if name := serverOf(rest); ok && m.Server(name) != nil && rest == "/"+name+base.Path {
+				r = r.Clone(r.Context())
+				r.URL.Path = server.MetadataPath
+			}
 		}
 		unknown.ServeHTTP(w, r)
 	})
@@ -266,6 +285,21 @@ func (m *Multi) Reload(ctx context.Context, servers []MultiServer) (added, remov
 		m.base.Logger.Warn("processes of the servers removed or changed still running at the deadline were killed", "err", err)
 	}
 	return added, removed, changed, nil
+}
+
+// multiOAuthRoutes checks base.OAuth for NewMulti and returns the routes
+// served beside the servers: the resource's metadata and the Routes.
+func multiOAuthRoutes(base ServeConfig) (map[string]http.Handler, error) {
+	o := base.OAuth
+	if o == nil {
+		return nil, nil
+	}
+	if o.Resource != nil && !slices.Equal(o.Resource.MetadataPaths(), []string{server.MetadataPath}) {
+		return nil, errors.New("serve: with several servers the protected resource is the listener's: its path must be /")
+	}
+	cfg := base
+	cfg.Path, cfg.HealthPath = "/", ""
+	return oauthRoutes(cfg, nil)
 }
 
 // serverOf returns the first segment of path, "" when there is none

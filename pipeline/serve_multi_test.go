@@ -15,6 +15,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-stdio/mcp-stdio/auth/server"
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
@@ -263,4 +264,68 @@ func TestMultiReload(t *testing.T) {
 	is.Equal(status, http.StatusNotFound)
 	is.Equal(a.Sessions(), 0) // closed, its child with it
 	is.Equal(m.Names(), []string{"c"})
+}
+
+// With OAuth the servers are one protected resource, the listener: one
+// metadata document (also at each server's path-aware URL), one token for
+// every server; an unknown name needs a token before its 404.
+func TestMultiOAuth(t *testing.T) {
+	checkServeLeaks(t)
+	is := is.New(t)
+	pr, err := server.NewProtectedResource(server.ResourceConfig{
+		PublicURL:            "https://mcp.example.com",
+		Path:                 "/",
+		AuthorizationServers: []string{"https://as.example"},
+	})
+	is.NoErr(err)
+	_, ts := newMultiHarness(t, func(cfg *ServeConfig) {
+		cfg.PublicURL = "https://mcp.example.com"
+		cfg.OAuth = &OAuthConfig{Verifier: testTokens, Resource: pr, RequiredScopes: []string{"mcp"},
+			Routes: map[string]http.Handler{"/token": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "token endpoint") })}}
+	})
+	httpc := &http.Client{Transport: &http.Transport{}}
+	defer httpc.CloseIdleConnections()
+	do := func(method, path, token string) (int, http.Header, string) {
+		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(serveInitBody))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := httpc.Do(req)
+		is.NoErr(err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header, string(b)
+	}
+	const doc = `{"resource":"https://mcp.example.com/","authorization_servers":["https://as.example"],"bearer_methods_supported":["header"]}`
+	for _, p := range []string{server.MetadataPath, server.MetadataPath + "/a/mcp", server.MetadataPath + "/b/mcp"} {
+		status, _, body := do(http.MethodGet, p, "")
+		is.Equal(status, http.StatusOK) // p
+		is.Equal(strings.TrimSpace(body), doc)
+	}
+	status, _, _ := do(http.MethodGet, server.MetadataPath+"/zz/mcp", "")
+	is.Equal(status, http.StatusUnauthorized)
+	status, _, body := do(http.MethodPost, "/token", "")
+	is.Equal(status, http.StatusOK)
+	is.Equal(body, "token endpoint")
+	status, hdr, _ := do(http.MethodPost, "/a/mcp", "")
+	is.Equal(status, http.StatusUnauthorized)
+	is.True(strings.Contains(hdr.Get("WWW-Authenticate"), `resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource"`))
+	status, _, _ = do(http.MethodPost, "/nope/mcp", "")
+	is.Equal(status, http.StatusUnauthorized)
+	status, _, _ = do(http.MethodPost, "/nope/mcp", aliceToken)
+	is.Equal(status, http.StatusNotFound)
+	status, _, _ = do(http.MethodPost, "/a/mcp", aliceToken)
+	is.Equal(status, http.StatusOK)
+	status, _, _ = do(http.MethodPost, "/b/mcp", aliceToken)
+	is.Equal(status, http.StatusOK)
+	status, _, _ = do(http.MethodPost, "/b/mcp", carolToken) // without the required scope
+	is.Equal(status, http.StatusForbidden)
+
+	// A resource of one endpoint is not the listener's.
+	one, err := server.NewProtectedResource(server.ResourceConfig{PublicURL: "https://mcp.example.com", Path: "/mcp", AuthorizationServers: []string{"https://as.example"}})
+	is.NoErr(err)
+	_, err = NewMulti(ServeConfig{OAuth: &OAuthConfig{Verifier: testTokens, Resource: one}}, []MultiServer{{Name: "a", Command: []string{"x"}}})
+	is.True(err != nil && strings.Contains(err.Error(), "its path must be /"))
 }

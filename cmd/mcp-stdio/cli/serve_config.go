@@ -141,14 +141,10 @@ func entryFieldWant(field string) string {
 	return "a string"
 }
 
-// serversConfig reads --config, which excludes a server command (args)
-// and OAuth.
+// serversConfig reads --config, which excludes a server command (args).
 func (f *serveFlags) serversConfig(args []string) ([]pipeline.MultiServer, error) {
 	if len(args) > 0 {
 		return nil, fmt.Errorf("--config and a server command (-- %s) exclude each other: put the command in the file's mcpServers, or drop --config", shellQuote(args))
-	}
-	if f.oauth.enable || len(f.issuer.issuers) > 0 {
-		return nil, errors.New("--config does not work with OAuth (--enable-oauth, --oauth-issuer) yet: each /NAME/mcp would be a protected resource of its own; use a bearer token (" + pipeline.ServeTokenEnv + ")")
 	}
 	return readServersConfig(f.configFile)
 }
