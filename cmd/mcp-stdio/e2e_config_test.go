@@ -18,6 +18,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
@@ -175,7 +176,6 @@ func TestServeConfigErrorsNameTheEntry(t *testing.T) {
 		{"duplicate", []string{"--config", write("dup.json", `{"mcpServers":{"x":{"command":"a"},"x":{"command":"b"}}}`)}, 2, `duplicate member "mcpServers.x"`},
 		{"missing program", []string{"--config", write("gone.json", `{"gone":{"command":"/no/such/server"}}`)}, 1, `server "gone": cannot run the server command`},
 		{"with CMD", []string{"--config", write("ok.json", `{"ok":{"command":"/bin/cat"}}`), "--", "/bin/cat"}, 2, `--config and a server command (-- /bin/cat) exclude each other`},
-		{"with OAuth", []string{"--config", write("ok2.json", `{"ok":{"command":"/bin/cat"}}`), "--enable-oauth"}, 2, `--config does not work with OAuth`},
 		{"no file", []string{"--config", filepath.Join(dir, "absent.json")}, 2, `--config: open`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -224,4 +224,50 @@ func TestServeConfigReloadsOnSIGHUP(t *testing.T) {
 	status, _, _ = a.post(t, sid, ping)
 	is.Equal(status, http.StatusNotFound)
 	b.initialize(t)
+}
+
+// With --enable-oauth the servers are one protected resource: the relay
+// signs in to serve's own authorization server through /a/mcp, and its
+// token is good for /b/mcp too; an unknown name needs a token before its
+// 404.
+func TestServeConfigOneSignInForEveryServer(t *testing.T) {
+	is := is.New(t)
+	example := map[string]any{"command": relayBinary(t), "args": []string{"example-server"}}
+	path := writeConfig(t, map[string]any{"a": example, "b": example})
+	dir := t.TempDir()
+	codeFile := filepath.Join(dir, "code")
+	stderr := &transporttest.SyncBuffer{}
+	codes := stderr.Watch(signInCodeLine)
+	cmd := exec.Command(relayBinary(t), "serve", "--listen", "127.0.0.1:0", "--enable-oauth", "--config", path)
+	cmd.Env = testEnv("GORACE=atexit_sleep_ms=0")
+	cmd.Stderr = stderr
+	is.NoErr(cmd.Start())
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("serve's stderr:\n%s", stderr)
+		}
+	})
+	urls := map[string]string{}
+	lines := stderr.Watch(configServerLine)
+	for range 2 {
+		m := lines.Next(t, serveProcWait)
+		urls[m[1]] = m[2]
+	}
+	is.NoErr(os.WriteFile(codeFile, []byte(codes.Next(t, serveProcWait)[1]), 0o600))
+
+	relayDir := filepath.Join(dir, "relay")
+	r := startRelayFor(t, urls["a"], relayDir, codeFile)
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
+	is.Equal(r.send(t, "1", init).Kind(), frame.Result) // signed in on the first 401
+	r.send(t, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	is.True(strings.Contains(r.send(t, "2", echo(2, "through a")).String(), "through a"))
+
+	access, _, _ := relayStore(t, relayDir)
+	is.Equal(statusWith(t, urls["b"], access), http.StatusOK) // one token, every server
+	nope := strings.Replace(urls["a"], "/a/mcp", "/nope/mcp", 1)
+	is.Equal(statusWith(t, nope, access), http.StatusNotFound)
+	is.Equal(statusWith(t, nope, "not-a-token"), http.StatusUnauthorized)
+	is.Equal(statusWith(t, urls["b"], "not-a-token"), http.StatusUnauthorized)
 }
