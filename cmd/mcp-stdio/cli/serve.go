@@ -49,10 +49,11 @@ whole claude_desktop_config.json, or its "mcpServers" object alone) is
 published on the one listener: server NAME at http://LISTEN/NAME/mcp (and
 /NAME/sse, /NAME/message for HTTP+SSE), each with its own sessions,
 processes and limits (--max-sessions … count per server), behind the same
-Origin/Host checks and token; other paths get 404. NAME is 1 to 64 ASCII
+Origin/Host checks and token or OAuth; other paths get 404. NAME is 1 to 64 ASCII
 letters, digits, '-', '_' or '.' (not first). Entries give "command", "args",
 "env" (added to serve's environment) and "cwd" (relative to FILE's
-directory); an entry with "url" is refused. OAuth does not work with it yet.
+directory); an entry with "url" is refused. With OAuth the servers are one
+protected resource, the listener (http://LISTEN/): one sign-in for all.
 SIGHUP reads FILE again: servers added, changed or removed are, the others
 are left as they are.
 
