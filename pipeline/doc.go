@@ -2,7 +2,8 @@
 // [Relay] (a stdio MCP client carried to a remote HTTP server), [Check] (the
 // relay's connectivity probe, through the relay's own chain) and the serve
 // [Server] (a stdio MCP server published over Streamable HTTP, and over
-// HTTP+SSE for older clients, built by [NewServer]). It holds wiring only — which transport, which stages in
+// HTTP+SSE for older clients, built by [NewServer]; several of them on one
+// listener, under /NAME/, by [NewMulti]). It holds wiring only — which transport, which stages in
 // which order, which chain for which era; every behaviour lives in frame,
 // mw, transport and auth. The chains are drawn in package mw's
 // documentation, and relay.go and serve.go list their stages in that order.
