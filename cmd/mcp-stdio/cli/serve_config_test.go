@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,15 +57,18 @@ func TestParseServersConfig(t *testing.T) {
 func TestReadServersConfigAndCheckServers(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
+	exe, err := os.Executable() // a program that runs
+	is.NoErr(err)
+	exeJSON, _ := json.Marshal(exe)
 	path := filepath.Join(dir, "claude_desktop_config.json")
-	is.NoErr(os.WriteFile(path, []byte(`{"mcpServers": {"ok": {"command": "/bin/sh"}, "gone": {"command": "/no/such/program"}}}`), 0o600))
+	is.NoErr(os.WriteFile(path, []byte(`{"mcpServers": {"ok": {"command": `+string(exeJSON)+`}, "gone": {"command": "/no/such/program"}}}`), 0o600))
 	servers, err := readServersConfig(path)
 	is.NoErr(err)
 	err = checkServers(servers)
 	is.True(err != nil && strings.Contains(err.Error(), `server "gone": cannot run`))
 	_, err = readServersConfig(filepath.Join(dir, "missing.json"))
 	is.True(err != nil && strings.HasPrefix(err.Error(), "--config: "))
-	servers, err = parseServersConfig([]byte(`{"c": {"command": "/bin/sh", "cwd": "nodir"}}`), dir)
+	servers, err = parseServersConfig([]byte(`{"c": {"command": `+string(exeJSON)+`, "cwd": "nodir"}}`), dir)
 	is.NoErr(err)
 	err = checkServers(servers)
 	is.True(err != nil && strings.Contains(err.Error(), `server "c": cwd`))
