@@ -1,8 +1,10 @@
 package frame
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -512,4 +514,23 @@ func skipNested(b []byte, i int) (int, bool) {
 // depthReason is the reason of the error for a message nested past limit.
 func depthReason(limit int) string {
 	return "JSON nested deeper than " + strconv.Itoa(limit) + " levels"
+}
+
+// CheckUnique checks a JSON document that is not a message — a file the
+// user gives, such as serve's --config — as strictly as [Parse] checks a
+// message: one JSON value ([ErrSyntax] else), nesting no deeper than
+// [DefaultMaxDepth] ([ErrTooDeep] else), whose objects in the first
+// three levels name no member twice (else an error naming where, as a
+// dotted path). It does not recurse.
+func CheckUnique(b []byte) error {
+	var s scanner
+	switch err := s.scan(bytes.TrimSpace(b), DefaultMaxDepth, true); {
+	case errors.Is(err, ErrTooDeep):
+		return ErrTooDeep
+	case err != nil:
+		return ErrSyntax
+	case s.repeated:
+		return fmt.Errorf("duplicate member %q", s.dup)
+	}
+	return nil
 }

@@ -2,7 +2,8 @@
 // [Relay] (a stdio MCP client carried to a remote HTTP server), [Check] (the
 // relay's connectivity probe, through the relay's own chain) and the serve
 // [Server] (a stdio MCP server published over Streamable HTTP, and over
-// HTTP+SSE for older clients, built by [NewServer]). Mostly it wires —
+// HTTP+SSE for older clients, built by [NewServer]; several of them on one
+// listener, under /NAME/, by [NewMulti]). Mostly it wires —
 // which transport, which stages in which order, which chain for which era —
 // and the stages' behaviour lives in frame, mw, transport and auth. Some
 // decisions still live here: [Check]'s own initialize and the reading of

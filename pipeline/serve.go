@@ -212,6 +212,12 @@ type ServeConfig struct {
 	// must pass mw.CheckReplicaID. "" means session ids without a replica
 	// and a random id, made at start, for the requestState.
 	ReplicaID string
+	// Name names this server among those [NewMulti] publishes on one
+	// listener: its metrics carry the label server="Name", its log
+	// records server=Name, and its children's stderr lines begin with
+	// "[Name " rather than "[". It must pass [CheckServerName]; "" for a
+	// server published alone.
+	Name string
 	// Version is the gateway's version, named in the clientInfo of the
 	// handshakes it performs itself; "" means "0".
 	Version string
@@ -366,6 +372,12 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	}
 	if cfg.ModernOnly {
 		cfg.NoSSE = true // see serveladder.go
+	}
+	if cfg.Name != "" {
+		if err := CheckServerName(cfg.Name); err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		cfg.Logger = cfg.Logger.With("server", cfg.Name)
 	}
 	dropCaps, err := mw.DropClientCapabilities(cfg.DropClientCapabilities...)
 	if err != nil {
@@ -667,6 +679,9 @@ func (c *child) Terminate(ctx context.Context) error {
 // anything; a success once it wrote a message.
 func (s *Server) startChild(conn *mw.Conn, stderrPrefix string, log *slog.Logger, sink mw.Handler) (*child, error) {
 	stderr := s.stderr
+	if s.cfg.Name != "" && strings.HasPrefix(stderrPrefix, "[") {
+		stderrPrefix = "[" + s.cfg.Name + " " + stderrPrefix[1:] // [NAME 27cbc457b39d]
+	}
 	if s.cfg.ChildStderrRecords {
 		stderr, stderrPrefix = &recordWriter{log: log}, ""
 	}

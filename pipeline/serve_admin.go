@@ -5,6 +5,7 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -34,6 +35,12 @@ const (
 // and 404 on any other path. Every answer is text/plain and not to be
 // cached.
 func (s *Server) AdminHandler() http.Handler {
+	return adminHandler(s.readyWait, s.metrics.WritePrometheus)
+}
+
+// adminHandler answers the admin paths (see [Server.AdminHandler]):
+// readyWait judges readiness, writeMetrics writes the metrics.
+func adminHandler(readyWait func(context.Context) error, writeMetrics func(io.Writer)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AdminHealthPath, AdminReadyPath, AdminMetricsPath:
@@ -53,7 +60,7 @@ func (s *Server) AdminHandler() http.Handler {
 		case AdminHealthPath:
 			body.WriteString("ok\n")
 		case AdminReadyPath:
-			if err := s.readyWait(r.Context()); err != nil {
+			if err := readyWait(r.Context()); err != nil {
 				status = http.StatusServiceUnavailable
 				body.WriteString(err.Error() + "\n")
 			} else {
@@ -61,7 +68,7 @@ func (s *Server) AdminHandler() http.Handler {
 			}
 		case AdminMetricsPath:
 			ctype = "text/plain; version=0.0.4; charset=utf-8"
-			s.metrics.WritePrometheus(&body)
+			writeMetrics(&body)
 		}
 		h := w.Header()
 		h.Set("Content-Type", ctype)

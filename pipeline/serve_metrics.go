@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -87,6 +88,7 @@ const numChildExits = int(transport.ChildFailed) + 1
 // counting builds no string.
 type serveMetrics struct {
 	families []family
+	server   string // ServeConfig.Name: the server label, when set
 
 	requests *metrics.Set
 	reqs     [numEras][mw.NumMetricMethods][mw.NumMetricOutcomes]atomic.Pointer[metrics.Counter]
@@ -109,7 +111,8 @@ type family struct {
 
 // newServeMetrics makes the metrics of s; the gauges read s when scraped.
 func newServeMetrics(s *Server) *serveMetrics {
-	m := &serveMetrics{}
+	m := &serveMetrics{server: s.cfg.Name}
+	series := m.series
 	add := func(name, typ, help string) *metrics.Set {
 		set := metrics.NewSet()
 		m.families = append(m.families, family{name: name, help: help, typ: typ, set: set})
@@ -118,21 +121,21 @@ func newServeMetrics(s *Server) *serveMetrics {
 	m.requests = add("mcp_stdio_requests_total", "counter", "JSON-RPC requests that reached the pipeline, by era, method (other for methods outside a fixed list) and outcome (ok, error, refused, failed, cancelled).")
 	set := add("mcp_stdio_request_duration_seconds", "histogram", "Time from a request's arrival to its answer being sent, by era.")
 	for era := range numEras {
-		m.duration[era] = set.NewPrometheusHistogramExt(`mcp_stdio_request_duration_seconds{era="`+eraLabel(era)+`"}`, durationBuckets())
+		m.duration[era] = set.NewPrometheusHistogramExt(series("mcp_stdio_request_duration_seconds", `era="`+eraLabel(era)+`"`), durationBuckets())
 	}
 	add("mcp_stdio_sessions_active", "gauge", "Live sessions (session era and HTTP+SSE), each with its server process.").
-		NewGauge("mcp_stdio_sessions_active", func() float64 { return float64(s.sessions.Len()) })
+		NewGauge(series("mcp_stdio_sessions_active", ""), func() float64 { return float64(s.sessions.Len()) })
 	set = add("mcp_stdio_children", "gauge", "Server processes alive, by state: starting (nothing written yet), running, stopping (being ended by the gateway).")
 	for st := range numChildStates {
-		set.NewGauge(`mcp_stdio_children{state="`+childStateLabel(st)+`"}`, func() float64 { return float64(m.children[st].Load()) })
+		set.NewGauge(series("mcp_stdio_children", `state="`+childStateLabel(st)+`"`), func() float64 { return float64(m.children[st].Load()) })
 	}
 	set = add("mcp_stdio_child_exits_total", "counter", "Server processes that ended, by reason: stopped (by the gateway), exited (on their own, status 0), failed (on their own, error status or signal).")
 	for e := range numChildExits {
 		reason := transport.ChildExit(e).String()
-		m.exits[e] = set.NewCounter(`mcp_stdio_child_exits_total{reason="` + reason + `"}`)
+		m.exits[e] = set.NewCounter(series("mcp_stdio_child_exits_total", `reason="`+reason+`"`))
 	}
 	m.notFound = add("mcp_stdio_session_not_found_total", "counter", "Requests answered 404 because their session id names no session here (Streamable HTTP and HTTP+SSE); rising means misrouting or clients of a restarted replica.").
-		NewCounter("mcp_stdio_session_not_found_total")
+		NewCounter(series("mcp_stdio_session_not_found_total", ""))
 	set = add("mcp_stdio_http_refusals_total", "counter", "HTTP requests answered with an error status before they reached the pipeline (a foreign Origin or Host, no or a wrong token, an unknown path, a body over the cap, an OAuth endpoint's error), by status (other for statuses outside a fixed list); rising means a client or a proxy is misconfigured.")
 	// The statuses serve's guards and OAuth endpoints answer with.
 	refusalStatuses := []int{
@@ -142,16 +145,16 @@ func newServeMetrics(s *Server) *serveMetrics {
 	}
 	m.refusals = make(map[int]*metrics.Counter, len(refusalStatuses)+1)
 	for _, code := range refusalStatuses {
-		m.refusals[code] = set.NewCounter(`mcp_stdio_http_refusals_total{status="` + strconv.Itoa(code) + `"}`)
+		m.refusals[code] = set.NewCounter(series("mcp_stdio_http_refusals_total", `status="`+strconv.Itoa(code)+`"`))
 	}
-	m.refusals[0] = set.NewCounter(`mcp_stdio_http_refusals_total{status="other"}`)
+	m.refusals[0] = set.NewCounter(series("mcp_stdio_http_refusals_total", `status="other"`))
 	add("mcp_stdio_parked_calls", "gauge", "2026-07-28 calls waiting for their client's retry with the input a session-era server asked for.").
-		NewGauge("mcp_stdio_parked_calls", func() float64 { return float64(m.parked.Load()) })
+		NewGauge(series("mcp_stdio_parked_calls", ""), func() float64 { return float64(m.parked.Load()) })
 	set = add("mcp_stdio_bytes_total", "counter", "Message bytes received in requests (in) and sent in answers and streams (out).")
-	m.bytesIn = set.NewCounter(`mcp_stdio_bytes_total{direction="in"}`)
-	m.bytesOut = set.NewCounter(`mcp_stdio_bytes_total{direction="out"}`)
+	m.bytesIn = set.NewCounter(series("mcp_stdio_bytes_total", `direction="in"`))
+	m.bytesOut = set.NewCounter(series("mcp_stdio_bytes_total", `direction="out"`))
 	add("mcp_stdio_draining", "gauge", "1 while the server drains for shutdown, else 0.").
-		NewGauge("mcp_stdio_draining", func() float64 {
+		NewGauge(series("mcp_stdio_draining", ""), func() float64 {
 			if s.Draining() {
 				return 1
 			}
@@ -160,11 +163,35 @@ func newServeMetrics(s *Server) *serveMetrics {
 	return m
 }
 
+// series returns the name of a series of metric name with labels (k="v"
+// pairs, comma-separated, or ""), the server label first when the server
+// has a name (ServeConfig.Name).
+func (m *serveMetrics) series(name, labels string) string {
+	if m.server != "" {
+		labels = strings.TrimSuffix(`server="`+m.server+`",`+labels, ",")
+	}
+	if labels == "" {
+		return name
+	}
+	return name + "{" + labels + "}"
+}
+
 // WritePrometheus writes every metric to w in the Prometheus text format.
-func (m *serveMetrics) WritePrometheus(w io.Writer) {
-	for _, f := range m.families {
+func (m *serveMetrics) WritePrometheus(w io.Writer) { writePrometheus(w, m) }
+
+// writePrometheus writes the metrics of several servers (those [NewMulti]
+// publishes together, each with its server label) to w in the Prometheus
+// text format: each family's HELP and TYPE once, then its series of every
+// server.
+func writePrometheus(w io.Writer, ms ...*serveMetrics) {
+	if len(ms) == 0 {
+		return
+	}
+	for i, f := range ms[0].families {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.help, f.name, f.typ)
-		f.set.WritePrometheus(w)
+		for _, m := range ms {
+			m.families[i].set.WritePrometheus(w)
+		}
 	}
 }
 
@@ -191,7 +218,7 @@ func (e eraMetrics) Request(method mw.MetricMethod, outcome mw.MetricOutcome, to
 	slot := &m.reqs[e.era][method][outcome]
 	c := slot.Load()
 	if c == nil {
-		c = m.requests.GetOrCreateCounter(fmt.Sprintf(`mcp_stdio_requests_total{era=%q,method=%q,outcome=%q}`, eraLabel(e.era), method.String(), outcome.String()))
+		c = m.requests.GetOrCreateCounter(m.series("mcp_stdio_requests_total", fmt.Sprintf(`era=%q,method=%q,outcome=%q`, eraLabel(e.era), method.String(), outcome.String())))
 		slot.Store(c)
 	}
 	c.Inc()

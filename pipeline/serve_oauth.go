@@ -52,7 +52,9 @@ func oauthRoutes(cfg ServeConfig, served []string) (map[string]http.Handler, err
 	case o.Verifier == nil || o.Resource == nil:
 		return nil, errors.New("serve: OAuth needs a token verifier and a protected resource")
 	}
-	if cfg.Path != "/" && !slices.Contains(o.Resource.MetadataPaths(), server.MetadataPath+cfg.Path) {
+	// A server of NewMulti is under the resource of the whole listener
+	// (checked there).
+	if cfg.Name == "" && cfg.Path != "/" && !slices.Contains(o.Resource.MetadataPaths(), server.MetadataPath+cfg.Path) {
 		return nil, fmt.Errorf("serve: the protected resource is not the endpoint %s", cfg.Path)
 	}
 	for _, s := range o.RequiredScopes {

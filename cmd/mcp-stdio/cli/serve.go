@@ -25,6 +25,7 @@ import (
 )
 
 const serveUsage = `usage: mcp-stdio serve [flags] [-- CMD ARGS...]
+       mcp-stdio serve [flags] --config FILE
 
 Publish a local stdio MCP server over Streamable HTTP: every session a
 client opens (with initialize) gets its own CMD process, ended with the
@@ -43,6 +44,19 @@ idle the longest. Started by the npm package's launcher (npx mcp-stdio
 serve), or by any parent that sets MCP_STDIO_PARENT_PID to its own process
 id, serve drains and exits when that parent dies.
 
+With --config FILE, every server of a Claude Desktop configuration (the
+whole claude_desktop_config.json, or its "mcpServers" object alone) is
+published on the one listener: server NAME at http://LISTEN/NAME/mcp (and
+/NAME/sse, /NAME/message for HTTP+SSE), each with its own sessions,
+processes and limits (--max-sessions … count per server), behind the same
+Origin/Host checks and token or OAuth; other paths get 404. NAME is 1 to 64 ASCII
+letters, digits, '-', '_' or '.' (not first). Entries give "command", "args",
+"env" (added to serve's environment) and "cwd" (relative to FILE's
+directory); an entry with "url" is refused. With OAuth the servers are one
+protected resource, the listener (http://LISTEN/): one sign-in for all.
+SIGHUP reads FILE again: servers added, changed or removed are, the others
+are left as they are.
+
 DURATION is seconds (30) or a Go duration (30s, 5m, 1h); BYTES is a number
 of bytes, or one with KiB, MiB or GiB (64MiB).
 
@@ -55,18 +69,19 @@ Also accepted:
   --healthEndpoint PATH   (supergateway's name for --health-path)
   --ssePath PATH          (supergateway's name for --sse-path)
   --messagePath PATH      (supergateway's name for --message-path)
+  --named-server-config FILE (mcp-proxy's name for --config)
 `
 
 // serveHelp is how serve's help lists its flags.
 func serveHelp(maxBufferedNote string) helpLayout {
 	return helpLayout{
-		order: []string{"listen", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
+		order: []string{"listen", "config", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
 			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "trusted-proxy", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id", "oauth-introspection-rate",
 			"health-path", "admin-addr", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "max-listens", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout", "root",
 			"max-body", "max-message-size", "max-depth", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level", "log-format"},
-		hidden:   []string{"healthEndpoint", "ssePath", "messagePath"},
+		hidden:   []string{"healthEndpoint", "ssePath", "messagePath", "named-server-config"},
 		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "state-key": "$" + pipeline.StateKeyEnv + ", else a new one at start", "replica-id": "$POD_NAME, else $HOSTNAME up to its first '.', else none", "max-buffered": maxBufferedNote},
 	}
 }
@@ -95,6 +110,7 @@ const (
 // serveFlags are the serve command's settings.
 type serveFlags struct {
 	listen      string
+	configFile  string // --config: several servers from Claude Desktop's configuration
 	path        string
 	ssePath     string
 	messagePath string
@@ -154,6 +170,8 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	f.drainTimeout = duration(pipeline.DefaultServeDrainTimeout)
 	f.logLevel = logLevel(slog.LevelInfo)
 	fs.StringVar(&f.listen, "listen", defaultServeListen, "listen on `ADDR`, host:port (port 0 picks a free one; :0 or 0.0.0.0:PORT listen on every interface)")
+	fs.StringVar(&f.configFile, "config", "", "publish every stdio server of Claude Desktop's configuration `FILE` (the whole file, {\"mcpServers\": {...}}, or that object alone): each NAME at /NAME/mcp (/NAME/sse, /NAME/message), with command, args, env (added to serve's environment) and cwd; entries with url are refused; no -- CMD with it")
+	fs.StringVar(&f.configFile, "named-server-config", "", "mcp-proxy's name for --config")
 	fs.StringVar(&f.path, "path", pipeline.DefaultServePath, "serve the MCP endpoint at `PATH`")
 	fs.StringVar(&f.ssePath, "sse-path", pipeline.DefaultSSEPath, "serve the HTTP+SSE stream, for clients of 2024-11-05, at `PATH`")
 	fs.StringVar(&f.messagePath, "message-path", pipeline.DefaultMessagePath, "take HTTP+SSE clients' messages at `PATH` (the stream's endpoint event names it)")
@@ -254,9 +272,19 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		// clean exit into a SIGKILL.
 		defer shutdownSpans(ctx, spans, serveShutdownSlack, logger)
 	}
-	// A command that cannot run would fail every session with a 502:
-	// better to say so now, once.
-	if err := checkCommand(cfg.Command); err != nil {
+	var servers []pipeline.MultiServer // with --config
+	if f.configFile != "" {
+		if servers, err = f.serversConfig(fs.Args()); err != nil {
+			fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
+			return &ExitError{Code: ExitUsage}
+		}
+		if err := checkServers(servers); err != nil {
+			fmt.Fprintf(stderr, "mcp-stdio serve: --config %s: %v\n", f.configFile, err)
+			return &ExitError{Code: ExitFailure}
+		}
+	} else if err := checkCommand(cfg.Command); err != nil {
+		// A command that cannot run would fail every session with a 502:
+		// better to say so now, once.
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
 		return &ExitError{Code: ExitFailure}
 	}
@@ -286,7 +314,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		return &ExitError{Code: ExitUsage}
 	}
 	cfg.Metrics = f.adminAddr != ""
-	srv, err := pipeline.NewServer(cfg)
+	srv, err := newServePipeline(cfg, servers)
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "mcp-stdio serve: %v\n", err)
@@ -342,9 +370,21 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		}
 		fmt.Fprintf(stderr, "mcp-stdio: "+format+"\n", args...)
 	}
-	endpoint := endpointURL(ln.Addr(), f.listen, cfg.Path)
-	say(endpoint, "serving %s on %s (%s) at %s", desc, ln.Addr(), reach, endpoint)
-	if !cfg.NoSSE {
+	if servers != nil {
+		say("", "serving %d servers of %s on %s (%s)", len(servers), f.configFile, ln.Addr(), reach)
+		for _, s := range servers {
+			endpoint := endpointURL(ln.Addr(), f.listen, "/"+s.Name+cfg.Path)
+			say(endpoint, "server %s (%s) at %s", s.Name, shellQuote(s.Command), endpoint)
+			if !cfg.NoSSE && !cfg.ModernOnly {
+				sse := endpointURL(ln.Addr(), f.listen, "/"+s.Name+cfg.SSEPath)
+				say(sse, "server %s: HTTP+SSE clients (2024-11-05) connect to %s", s.Name, sse)
+			}
+		}
+	} else {
+		endpoint := endpointURL(ln.Addr(), f.listen, cfg.Path)
+		say(endpoint, "serving %s on %s (%s) at %s", desc, ln.Addr(), reach, endpoint)
+	}
+	if !cfg.NoSSE && servers == nil {
 		sse := endpointURL(ln.Addr(), f.listen, cfg.SSEPath)
 		say(sse, "HTTP+SSE clients (2024-11-05) connect to %s", sse)
 	}
@@ -363,6 +403,15 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		releaseStartupPages(logger) // started: what only starting ran leaves the resident set
 	}
 
+	stopReload := func() {}
+	if m, ok := srv.(*pipeline.Multi); ok && opt.OwnProcess {
+		stopReload = watchReload(func() {
+			f.reloadServers(context.WithoutCancel(ctx), m, func(name string, command []string) {
+				endpoint := endpointURL(ln.Addr(), f.listen, "/"+name+cfg.Path)
+				say(endpoint, "server %s (%s) at %s", name, shellQuote(command), endpoint)
+			}, logger)
+		})
+	}
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -371,6 +420,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	case err := <-adminServed:
 		runErr = fmt.Errorf("serve: admin listener: %w", err)
 	}
+	stopReload() // a reload under way ends first
 	drainCtx, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopDrain()
 	if opt.OwnProcess {
@@ -406,7 +456,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 // and each child's process group gets SIGTERM, then SIGKILL after
 // termGrace. It returns once every child is gone and the HTTP server has
 // stopped.
-func serveShutdown(srv *pipeline.Server, httpSrv *http.Server, drainCtx context.Context, termGrace time.Duration, logger *slog.Logger) {
+func serveShutdown(srv servePipeline, httpSrv *http.Server, drainCtx context.Context, termGrace time.Duration, logger *slog.Logger) {
 	srv.Drain(drainCtx)
 	// Once the drain is over: a bound for the children's stop, past which
 	// they are killed at once, and one for the handlers to return.

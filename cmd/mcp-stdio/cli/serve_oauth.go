@@ -146,9 +146,13 @@ func (f *serveFlags) oauthConfig(ctx context.Context, bound net.Addr, stderr io.
 	if enable && !slices.Contains(scopes, server.DefaultScope) {
 		scopes = append(scopes, server.DefaultScope)
 	}
+	resourcePath := f.path
+	if f.configFile != "" {
+		resourcePath = "/" // one resource for all the servers: the listener (see pipeline.NewMulti)
+	}
 	res, err := server.NewProtectedResource(server.ResourceConfig{
 		PublicURL:            publicURL,
-		Path:                 f.path,
+		Path:                 resourcePath,
 		AuthorizationServers: issuers,
 		ScopesSupported:      scopes,
 		ResourceName:         "mcp-stdio",
