@@ -7,8 +7,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -159,12 +161,22 @@ func TestRelayOAuthWithCAFile(t *testing.T) {
 	is.True(strings.Contains(out, `"result":{}`))
 	is.True(as.Count("/token", "urn:ietf:params:oauth:grant-type:device_code") > 0)
 
-	out, errOut, _ := run()
-	is.True(strings.Contains(errOut, "sign-in failed"))
-	for _, l := range strings.Split(errOut, "\n") {
-		if strings.Contains(l, "sign-in failed") {
-			is.True(strings.Contains(l, "--ca-file PEM")) // the sign-in's failure too
-		}
-	}
-	is.True(strings.Contains(out, "--ca-file PEM"))
+	// Without it: stdin stays open until the eager sign-in has failed, so
+	// that the relay's end cannot cut the sign-in short.
+	env := oauthEnv(t)
+	var outb, errb transporttest.SyncBuffer
+	signInFailed := errb.Watch(regexp.MustCompile(`sign-in failed.*`))
+	stdin, feed := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- cli.Relay(context.Background(), []string{"--oauth-device", "--oauth-eager", "--transport", "streamable-http", as.MCPURL()},
+			func(k string) string { return env[k] }, stdin, &outb, &errb, cli.Options{Version: "test"})
+	}()
+	_, err = io.WriteString(feed, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	is.NoErr(err)
+	line := signInFailed.Next(t, time.Minute)
+	feed.Close()
+	<-done
+	is.True(strings.Contains(line[0], "--ca-file PEM")) // the sign-in's failure too
+	is.True(strings.Contains(outb.String(), "--ca-file PEM"))
 }
