@@ -147,9 +147,14 @@ type report struct {
 	Outcomes    map[string]int64  `json:"outcomes"`
 	Conns       int64             `json:"connections_opened"`
 	Examples    map[string]string `json:"examples,omitempty"`
-	Serve       *procStats        `json:"serve,omitempty"`
-	ServePeak   *procStats        `json:"serve_peak,omitempty"`
-	Load        [3]float64        `json:"load_average"`
+	// ConnectSeconds is how long the clients took to connect, before
+	// the calls; ServeConnected serve's stats then (every connection open
+	// and silent).
+	ConnectSeconds float64    `json:"connect_seconds"`
+	ServeConnected *procStats `json:"serve_connected,omitempty"`
+	Serve          *procStats `json:"serve,omitempty"`
+	ServePeak      *procStats `json:"serve_peak,omitempty"`
+	Load           [3]float64 `json:"load_average"`
 }
 
 // load runs the clients and gathers the report.
@@ -162,6 +167,37 @@ func load(ctx context.Context, o options, endpoint string, pid int) (*report, er
 		}
 		clients[i] = c
 	}
+	// Every client connects first, --dials at a time; the calls start
+	// once all are connected, so that all are open at once.
+	connectStart := time.Now()
+	var (
+		cwg      sync.WaitGroup
+		dialErrs atomic.Int64
+		firstErr atomic.Value
+		dialing  = make(chan struct{}, o.dials)
+	)
+	for _, c := range clients {
+		dialing <- struct{}{}
+		cwg.Add(1)
+		go func() {
+			defer cwg.Done()
+			defer func() { <-dialing }()
+			if err := c.Connect(ctx); err != nil {
+				dialErrs.Add(1)
+				firstErr.CompareAndSwap(nil, err.Error())
+			}
+		}()
+	}
+	cwg.Wait()
+	connectTook := time.Since(connectStart)
+	idle, idleErr := readProc(pid)
+	if n := dialErrs.Load(); n > 0 {
+		return nil, fmt.Errorf("%d of %d clients could not connect: %v", n, o.clients, firstErr.Load())
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+
 	runCtx := ctx
 	if o.duration > 0 {
 		var cancel context.CancelFunc
@@ -175,7 +211,6 @@ func load(ctx context.Context, o options, endpoint string, pid int) (*report, er
 		examples = map[string]string{}
 		lats     = make([][]time.Duration, o.clients)
 		wg       sync.WaitGroup
-		dialing  = make(chan struct{}, o.dials)
 	)
 	budget.Store(o.calls)
 	var peak procStats
@@ -203,22 +238,14 @@ func load(ctx context.Context, o options, endpoint string, pid int) (*report, er
 			defer wg.Done()
 			defer c.Close()
 			local := map[string]int64{}
-			first := true
 			for n := int64(0); runCtx.Err() == nil; n++ {
 				if o.calls > 0 && budget.Add(-1) < 0 {
 					break
-				}
-				if first { // bound the dials at once: a SYN flood helps no one
-					dialing <- struct{}{}
 				}
 				id := int64(i)<<32 | n
 				t0 := time.Now()
 				r := c.Call(runCtx, id, o.tool, o.args, o.timeout)
 				d := time.Since(t0)
-				if first {
-					<-dialing
-					first = false
-				}
 				if r.Kind == modernclient.DialFailure && runCtx.Err() != nil {
 					break // the run ended while it dialed: not a call
 				}
@@ -276,6 +303,10 @@ func load(ctx context.Context, o options, endpoint string, pid int) (*report, er
 		rep.ServePeak = &peak
 	}
 	rep.Load = loadAverage()
+	rep.ConnectSeconds = connectTook.Seconds()
+	if idleErr == nil {
+		rep.ServeConnected = &idle
+	}
 	return rep, nil
 }
 
@@ -306,6 +337,9 @@ func (r *report) print(w io.Writer) {
 		if e, ok := r.Examples[k]; ok {
 			fmt.Fprintf(w, "  e.g. %s: %s\n", k, e)
 		}
+	}
+	if r.ServeConnected != nil {
+		fmt.Fprintf(w, "serve with every client connected (%.1f s), before the calls: RSS %.1f MiB, fds %d\n", r.ConnectSeconds, float64(r.ServeConnected.RSSKiB)/1024, r.ServeConnected.FDs)
 	}
 	if r.Serve != nil {
 		fmt.Fprintf(w, "serve: RSS %.1f MiB (peak %.1f), fds %d (peak %d), children %d (peak %d)\n",

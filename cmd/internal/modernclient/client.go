@@ -84,17 +84,8 @@ type Result struct {
 // answer says Connection: close, or that failed, is closed; the next call
 // opens another.
 func (c *Client) Call(ctx context.Context, id int64, tool, arguments string, timeout time.Duration) Result {
-	if c.conn == nil {
-		conn, err := c.dialer.DialContext(ctx, "tcp", c.addr)
-		if err != nil {
-			return Result{Kind: DialFailure, Err: err}
-		}
-		c.conn, c.Conns = conn, c.Conns+1
-		if c.br == nil {
-			c.br = bufio.NewReaderSize(conn, 4096)
-		} else {
-			c.br.Reset(conn)
-		}
+	if err := c.Connect(ctx); err != nil {
+		return Result{Kind: DialFailure, Err: err}
 	}
 	if timeout > 0 {
 		_ = c.conn.SetDeadline(time.Now().Add(timeout))
@@ -133,6 +124,24 @@ func (c *Client) Call(ctx context.Context, id int64, tool, arguments string, tim
 	}
 	r.Kind, r.Err = answers(body, id)
 	return r
+}
+
+// Connect opens the client's connection if it has none.
+func (c *Client) Connect(ctx context.Context) error {
+	if c.conn != nil {
+		return nil
+	}
+	conn, err := c.dialer.DialContext(ctx, "tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	c.conn, c.Conns = conn, c.Conns+1
+	if c.br == nil {
+		c.br = bufio.NewReaderSize(conn, 4096)
+	} else {
+		c.br.Reset(conn)
+	}
+	return nil
 }
 
 // build writes the request into c.req.
