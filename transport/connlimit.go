@@ -137,7 +137,7 @@ func LimitConnections(ln net.Listener, max int, logger *slog.Logger) *LimitedLis
 		"Connection: close\r\n" +
 		"Retry-After: 1\r\n" +
 		"\r\n" + string(body)
-	return &LimitedListener{
+	l := &LimitedListener{
 		Listener:   ln,
 		now:        time.Now,
 		after:      time.After,
@@ -148,6 +148,8 @@ func LimitConnections(ln net.Listener, max int, logger *slog.Logger) *LimitedLis
 		logs:       frame.QuietLog{Every: refusalLogEvery},
 		evictLogs:  frame.QuietLog{Every: refusalLogEvery},
 	}
+	l.room.L = &l.mu
+	return l
 }
 
 // maxWaitingFor returns how many connections may wait for a slot under
@@ -169,13 +171,15 @@ type LimitedListener struct {
 	nwaiting atomic.Int32 // waiting.n, read without the lock by Handler
 
 	mu       sync.Mutex
-	open     int      // connections counted against max
-	idle     connList // those that may be closed to make room: silent since accept, longest first
-	heads    connList // those sending a request head (with ConnState), oldest first
-	waiting  connList // those waiting for a slot, oldest first
-	closing  int      // connections told to close after their answer, not closed yet
-	refusals connList // refusals whose client has sent nothing yet, oldest first
-	refusing int      // refusals under way
+	open     int       // connections counted against max
+	idle     connList  // those that may be closed to make room: silent since accept, longest first
+	heads    connList  // those sending a request head (with ConnState), oldest first
+	waiting  connList  // those waiting for a slot, oldest first
+	closing  int       // connections told to close after their answer, not closed yet
+	refusals connList  // refusals whose client has sent nothing yet, oldest first
+	refusing int       // refusals under way
+	room     sync.Cond // signalled when the waiting room has a place
+	closed   bool      // Close was called
 }
 
 // Accept returns the next connection: within the limit, in the place of
@@ -183,6 +187,13 @@ type LimitedListener struct {
 // refuses those it cannot take meanwhile.
 func (l *LimitedListener) Accept() (net.Conn, error) {
 	for {
+		// While the waiting room is full, new connections stay in the
+		// kernel's queue, their requests unread: none is cut.
+		l.mu.Lock()
+		for l.maxWaiting > 0 && l.waiting.n >= l.maxWaiting && !l.closed {
+			l.room.Wait()
+		}
+		l.mu.Unlock()
 		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
@@ -191,9 +202,11 @@ func (l *LimitedListener) Accept() (net.Conn, error) {
 		taken, victim := l.admit(lc)
 		if victim != nil {
 			if ok, unlogged := l.evictLogs.Allow(time.Now(), ""); ok {
-				l.log.Warn("connections at the limit: closing one silent since its accept (or slowest to send its request) to make room; raise --max-connections if they are clients of yours", "max", l.max, "closed", unlogged+1)
+				l.log.Warn("connections at the limit: refusing one silent since its accept (or closing the slowest to send its request) to make room; raise --max-connections if they are clients of yours", "max", l.max, "closed", unlogged+1)
 			}
-			_ = victim.Conn.Close()
+			if !victim.evicted.Load() { // else its read refuses it
+				_ = victim.Conn.Close()
+			}
 		}
 		if taken {
 			return lc, nil
@@ -210,7 +223,21 @@ func (l *LimitedListener) admit(c *limitedConn) (bool, *limitedConn) {
 	defer l.mu.Unlock()
 	var victim *limitedConn
 	if l.open >= l.max {
-		victim = l.idle.takeSilent()
+		if l.refusing < maxRefusing {
+			victim = l.idle.takeSilent()
+		}
+		if victim != nil && victim.tracked {
+			// Its server reads it: it is refused rather than cut, in case
+			// its client's request is on the wire.
+			victim.evicted.Store(true)
+			victim.refusal = true
+			l.refusing++
+			// Its server's read ends (under the lock: see reinstate).
+			_ = victim.Conn.SetReadDeadline(time.Now())
+			c.state.Store(connIdle) // and c takes its place
+			l.idle.push(c)
+			return true, victim
+		}
 		if victim == nil {
 			victim = l.heads.takeOlder(l.now().Add(-slowHead))
 		}
@@ -245,6 +272,7 @@ func (l *LimitedListener) admitWaitingLocked() {
 		w.state.Store(connIdle)
 		l.idle.push(w)
 		close(w.wake)
+		l.room.Signal()
 	}
 }
 
@@ -266,6 +294,7 @@ func (c *limitedConn) awaitSlot() bool {
 	c.gone = true
 	l.waiting.remove(c)
 	l.nwaiting.Add(-1)
+	l.room.Signal()
 	l.mu.Unlock()
 	l.logRefusal()
 	refuseConn(c.Conn, l.answer)
@@ -461,12 +490,13 @@ type limitedConn struct {
 	// Guarded by l.mu.
 	list       *connList // idle, heads or refusals, or nil
 	prev, next *limitedConn
-	since      time.Time // when it joined heads
-	refusal    bool      // refused: not counted in open, but in refusing
-	gone       bool      // closed, or chosen to be: no longer counted
-	tracked    bool      // the server reports its states (ConnState)
-	waiting    bool      // waiting for a slot: not counted in open, but in waiting
-	closing    bool      // its answer says Connection: close, to make room
+	since      time.Time   // when it joined heads
+	refusal    bool        // refused: not counted in open, but in refusing
+	gone       bool        // closed, or chosen to be: no longer counted
+	tracked    bool        // the server reports its states (ConnState)
+	waiting    bool        // waiting for a slot: not counted in open, but in waiting
+	closing    bool        // its answer says Connection: close, to make room
+	evicted    atomic.Bool // chosen to make room: its read refuses it
 	// wake is closed when a waiting connection gets a slot or is closed;
 	// nil once it has had one (or never waited). Set before Accept returns
 	// the connection, cleared by its reader.
@@ -491,7 +521,17 @@ func (c *limitedConn) Read(p []byte) (int, error) {
 	if c.wake != nil && !c.awaitSlot() {
 		return 0, io.EOF // refused: the server closes it without a word
 	}
+	if c.evicted.Load() {
+		return 0, c.refuseEvicted()
+	}
 	n, err := c.Conn.Read(p)
+	if c.evicted.Load() {
+		if n == 0 {
+			return 0, c.refuseEvicted()
+		}
+		c.reinstate() // its request came as it was chosen: it is served
+		err = nil
+	}
 	if n > 0 && c.state.Load() == connIdle {
 		c.l.mu.Lock()
 		if c.state.Load() == connIdle {
@@ -500,6 +540,41 @@ func (c *limitedConn) Read(p []byte) (int, error) {
 		c.l.mu.Unlock()
 	}
 	return n, err
+}
+
+// refuseEvicted refuses c, a connection chosen to make room before its
+// client sent a byte: the 503 answers its request if one comes within
+// the refusal's time, and c is closed. It returns io.EOF, for the server
+// to close c without a word of its own.
+func (c *limitedConn) refuseEvicted() error {
+	refuseConn(c.Conn, c.l.answer)
+	return io.EOF
+}
+
+// reinstate counts c in again: chosen to make room, it had a request
+// arriving after all. The server's read deadline, used to wake its read,
+// is lifted (the body's own bound still holds).
+func (c *limitedConn) reinstate() {
+	l := c.l
+	l.mu.Lock()
+	if c.evicted.Load() && !c.gone {
+		c.evicted.Store(false)
+		c.refusal = false
+		l.refusing--
+		l.open++
+		_ = c.Conn.SetReadDeadline(time.Time{})
+	}
+	l.mu.Unlock()
+}
+
+// Close closes the listener; an Accept waiting for room in the waiting
+// room returns.
+func (l *LimitedListener) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.room.Broadcast()
+	l.mu.Unlock()
+	return l.Listener.Close()
 }
 
 // leave takes c out of its list, if it is in one; l.mu is held.
@@ -522,6 +597,7 @@ func (c *limitedConn) Close() error {
 		l.waiting.remove(c)
 		l.nwaiting.Add(-1)
 		close(c.wake)
+		l.room.Signal()
 	}
 	if !c.gone {
 		c.gone = true

@@ -130,7 +130,7 @@ func TestLimitConnectionsMakesRoomFromTheLongestIdle(t *testing.T) {
 	is.True(closedQuietly(c))
 	carries(t, d, sd)
 	carries(t, b, sb)
-	is.Equal(strings.Count(logs.String(), "closing one silent since its accept"), 1) // one line for the lot
+	is.Equal(strings.Count(logs.String(), "refusing one silent since its accept"), 1) // one line for the lot
 
 	refusedWith503(t, addr) // b and d are busy: no room
 }
@@ -353,8 +353,10 @@ func TestLimitConnectionsKeepAliveRequestRacingANewConnection(t *testing.T) {
 }
 
 // A connection that waits for a slot and gets none in its wait is
-// refused with 503 and Retry-After; when the wait queue is full, a further
-// one is refused at once; those within are never disturbed.
+// refused with 503 and Retry-After; while the waiting room is full, a
+// further one is not accepted (it stays in the kernel's queue, its request
+// unread) until a place frees, and then waits its turn too; those within
+// are never disturbed.
 func TestLimitConnectionsQueueIsBounded(t *testing.T) {
 	is := is.New(t)
 	wait := make(chan time.Time)
@@ -384,10 +386,13 @@ func TestLimitConnectionsQueueIsBounded(t *testing.T) {
 		waiting = append(waiting, c)
 		waitUntil(t, "no wait", func() bool { return ln.Waiting() == i+1 })
 	}
-	refusedWith503(t, addr) // the queue is full: at once
+	third := dialRaw(t, addr) // the waiting room is full: left in the kernel's queue
+	_, err = io.WriteString(third, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	is.NoErr(err)
+	is.Equal(ln.Waiting(), 2)
 
-	close(wait) // their waits are over: refused, with the answer written before the close
-	for _, c := range waiting {
+	close(wait) // the waits are over: refused, with the answer written before the close
+	for _, c := range append(waiting, third) {
 		br := bufio.NewReader(c)
 		resp, _ := transporttest.ReadResponse(t, br)
 		is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
@@ -554,4 +559,43 @@ func TestLimitConnectionsMakesRoomFromASlowHead(t *testing.T) {
 	is.Equal(body, "ok")
 	got, _ := io.ReadAll(slow[0]) // the first slow head was closed, unanswered
 	is.Equal(len(got), 0)
+}
+
+// At the limit, a connection silent since its accept that makes room for
+// a new one is not cut under its client: its request, sent after it was
+// chosen, gets the 503 with Retry-After (it was not taken), and the new
+// connection is served.
+func TestLimitConnectionsRefusesASilentConnectionItMakesRoomOf(t *testing.T) {
+	is := is.New(t)
+	var logs transporttest.SyncBuffer
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	ln := LimitConnections(inner, 1, slog.New(slog.NewTextHandler(&logs, nil)))
+	srv := &http.Server{
+		Handler:     ln.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })),
+		ConnState:   ln.ConnState,
+		ConnContext: ln.ConnContext,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+	})
+	addr := inner.Addr().String()
+	silent := dialRaw(t, addr)
+	waitUntil(t, "the silent connection was never accepted", func() bool { return ln.Open() == 1 })
+
+	fresh := dialRaw(t, addr) // takes the silent one's place
+	resp, body := rawGet(t, fresh, bufio.NewReader(fresh), "/")
+	is.Equal(resp.StatusCode, http.StatusOK)
+	is.Equal(body, "ok")
+
+	sbr := bufio.NewReader(silent)
+	resp, _ = rawGet(t, silent, sbr, "/") // its client's request, after it was chosen
+	is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
+	is.Equal(resp.Header.Get("Retry-After"), "1")
+	is.True(resp.Close)
+	is.True(transporttest.ClosedByPeer(sbr))
+	is.True(strings.Contains(logs.String(), "refusing one silent since its accept"))
 }

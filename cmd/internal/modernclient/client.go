@@ -131,9 +131,10 @@ func (c *Client) Connect(ctx context.Context) error {
 	if c.conn != nil {
 		return nil
 	}
+	start := time.Now()
 	conn, err := c.dialer.DialContext(ctx, "tcp", c.addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("after %v: %w", time.Since(start).Round(time.Millisecond), err)
 	}
 	c.conn, c.Conns = conn, c.Conns+1
 	if c.br == nil {
