@@ -84,9 +84,12 @@ const (
 // answer that says Connection: close. At the limit, a new connection:
 //
 //   - takes the place of the one silent longest since its accept that has
-//     never sent a byte (the kernel holds none for it, unread): a client
-//     that has sent nothing loses nothing, so connections opened and left
-//     silent cannot keep a client out;
+//     never sent a byte (the kernel holds none for it, unread), so that
+//     connections opened and left silent cannot keep a client out; with
+//     ConnState set, that one is refused rather than cut (the 503 below
+//     answers a request its client sends within 2 seconds; one arriving as
+//     it was chosen is served after all, the limit exceeded by one), at
+//     most 64 at once with the other refusals; without, it is closed;
 //
 //   - else, with [LimitedListener.ConnState] set as the http.Server's
 //     ConnState, takes the place of the connection that has been sending a
@@ -97,13 +100,16 @@ const (
 //
 //   - else waits, up to 1 second and with at most max/16 (at least 16)
 //     others, for a connection to close; its request is read only once it
-//     has a slot. While connections wait, with [LimitedListener.Handler]
-//     around the server's handler and [LimitedListener.ConnContext] as its
+//     has a slot. While that many wait, Accept does not accept: new
+//     connections stay in the kernel's queue, their requests unread.
+//     While connections wait, with [LimitedListener.Handler] around the
+//     server's handler and [LimitedListener.ConnContext] as its
 //     ConnContext, the answers to requests that start are sent with
 //     Connection: close, one per waiting connection, so that busy clients
 //     make room between their requests, at a moment they know of;
 //
-//   - else, or once its wait is over, is refused with an HTTP/1.1 answer —
+//   - once its wait is over (or at once, with no waiting room), is refused
+//     with an HTTP/1.1 answer —
 //
 //     503 Service Unavailable
 //     Content-Type: application/json
