@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/internal/modernclient"
+	"github.com/mcp-stdio/mcp-stdio/transport"
 )
 
 func main() {
@@ -99,7 +100,7 @@ func run(argv []string, stdout, stderr io.Writer) error {
 	if !regexp.MustCompile(`^[A-Za-z0-9_.-]+$`).MatchString(o.tool) || !json.Valid([]byte(o.args)) || !strings.HasPrefix(strings.TrimSpace(o.args), "{") {
 		return errors.New("--tool must be a plain name and --arguments a JSON object")
 	}
-	if lim := raiseFileLimit(); lim > 0 && o.clients+64 > lim {
+	if lim := transport.RaiseFileLimit(); lim > 0 && o.clients+64 > lim {
 		return fmt.Errorf("--clients %d needs more file descriptors than this process may open (%d); raise `ulimit -n`", o.clients, lim)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -497,21 +498,4 @@ func (s *serveProc) stop() {
 func fileExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir()
-}
-
-// raiseFileLimit raises the soft open-file limit to the hard one where
-// allowed and returns the soft limit (0 when unknown).
-func raiseFileLimit() int {
-	var r syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r) != nil {
-		return 0
-	}
-	if r.Cur < r.Max {
-		raised := r
-		raised.Cur = r.Max
-		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised) == nil {
-			r = raised
-		}
-	}
-	return int(min(r.Cur, 1<<30))
 }
