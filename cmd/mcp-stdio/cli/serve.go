@@ -188,7 +188,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Var(&f.maxMessage, "max-message-size", "refuse lines larger than `BYTES` from the server process")
 	fs.IntVar(&f.maxDepth, "max-depth", frame.DefaultMaxDepth, "refuse request bodies and server lines whose JSON nests deeper than `N` levels (400, or an error for the request a response answers)")
 	fs.Var(&f.maxBuffered, "max-buffered", "hold at most `BYTES` of messages at once, all sessions together; a request body beyond gets 503, a server's message beyond is answered with an error (at least --max-body and --max-message-size)")
-	fs.IntVar(&f.maxConns, "max-connections", 0, "keep at most `N` HTTP connections open; a keep-alive connection between requests is never closed to make room; at the limit a new one takes the place of one silent since its accept, else waits up to 1s for a slot (answers meanwhile say Connection: close), else gets 503 with Retry-After")
+	fs.IntVar(&f.maxConns, "max-connections", defaultMaxConns(f), "keep at most `N` HTTP connections open; a keep-alive connection between requests is never closed to make room; at the limit a new one takes the place of one silent since its accept (a request that one then sends gets 503), else waits up to 1s for a slot (answers meanwhile say Connection: close), else gets 503 with Retry-After")
 	fs.Var(&f.readTimeout, "read-timeout", "give up a request body that stops arriving for this `DURATION` (408, connection closed; 0 = never)")
 	fs.Var(&f.connIdle, "conn-idle-timeout", "close a keep-alive connection that carries no request for this `DURATION`")
 	fs.Var(&f.stdinGrace, "stdin-grace", "when a session ends, wait this `DURATION` after closing its process's stdin before SIGTERM (at shutdown, SIGTERM comes at once)")
