@@ -67,6 +67,11 @@ const (
 	// slowHead is how long a connection may take over a request head
 	// before, at the limit with none idle, it may be closed to make room.
 	slowHead = 5 * time.Second
+	// evictWait is how long a connection silent since its accept, chosen
+	// to make room, waits for its client's request (to refuse it) before
+	// it is closed: far more than the time between a client's connect and
+	// its first bytes.
+	evictWait = 500 * time.Millisecond
 	// queueWait is how long a connection accepted at the limit waits for
 	// a slot before it is refused.
 	queueWait = time.Second
@@ -87,7 +92,7 @@ const (
 //     never sent a byte (the kernel holds none for it, unread), so that
 //     connections opened and left silent cannot keep a client out; with
 //     ConnState set, that one is refused rather than cut (the 503 below
-//     answers a request its client sends within 2 seconds; one arriving as
+//     answers a request whose head arrives within 0.5 seconds; one arriving as
 //     it was chosen is served after all, the limit exceeded by one), at
 //     most 64 at once with the other refusals; without, it is closed;
 //
@@ -303,7 +308,7 @@ func (c *limitedConn) awaitSlot() bool {
 	l.room.Signal()
 	l.mu.Unlock()
 	l.logRefusal()
-	refuseConn(c.Conn, l.answer)
+	refuseConnWithin(c.Conn, l.answer, evictWait) // it has waited already
 	return false
 }
 
@@ -553,7 +558,7 @@ func (c *limitedConn) Read(p []byte) (int, error) {
 // the refusal's time, and c is closed. It returns io.EOF, for the server
 // to close c without a word of its own.
 func (c *limitedConn) refuseEvicted() error {
-	refuseConn(c.Conn, c.l.answer)
+	refuseConnWithin(c.Conn, c.l.answer, evictWait)
 	return io.EOF
 }
 
@@ -635,11 +640,19 @@ func (c *limitedConn) CloseWrite() error {
 // end: closing with unread bytes would reset the connection, and the
 // client might lose the answer.
 func refuseConn(c net.Conn, answer []byte) {
+	refuseConnWithin(c, answer, refuseWait)
+}
+
+// refuseConnWithin is refuseConn whose request head must have arrived
+// within headWait (at most refuseWait).
+func refuseConnWithin(c net.Conn, answer []byte, headWait time.Duration) {
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(refuseWait))
+	start := time.Now()
+	_ = c.SetDeadline(start.Add(headWait))
 	if !readHead(c) {
 		return
 	}
+	_ = c.SetDeadline(start.Add(refuseWait))
 	if _, err := c.Write(answer); err != nil {
 		return
 	}
