@@ -16,8 +16,10 @@ func ExampleLimitConnections() {
 	}
 	ln := transport.LimitConnections(inner, 1, nil)
 	srv := &http.Server{
-		Handler:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }),
-		ConnState: ln.ConnState, // which connections are idle
+		// Connection: close on answers while new connections wait for a slot.
+		Handler:     ln.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })),
+		ConnState:   ln.ConnState,   // which connections are sending a request, or have one in flight
+		ConnContext: ln.ConnContext, // for Handler
 	}
 	go srv.Serve(ln)
 	defer srv.Close()
@@ -29,7 +31,8 @@ func ExampleLimitConnections() {
 	}
 	defer silent.Close()
 
-	// ...until a client with a request comes: the silent one makes room.
+	// ...until a client with a request comes: the silent one makes room
+	// (had its client sent a request since, it would get a 503).
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
 	resp, err := client.Get("http://" + inner.Addr().String() + "/")
@@ -44,4 +47,14 @@ func ExampleLimitConnections() {
 	// Output:
 	// 200 ok
 	// 0 <nil>
+}
+
+func ExampleConnectionLimit() {
+	// A process that may open 20,000 files and run at most 116 children.
+	fmt.Println(transport.ConnectionLimit(20000, 116))
+	// The limit of this process, raised to its hard limit where allowed.
+	fmt.Println(transport.ConnectionLimit(transport.RaiseFileLimit(), 116) > 0)
+	// Output:
+	// 17829
+	// true
 }

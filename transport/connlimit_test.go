@@ -56,6 +56,7 @@ func limitedListener(t *testing.T, max int, log io.Writer) (string, <-chan net.C
 		t.Fatal(err)
 	}
 	ln := LimitConnections(inner, max, slog.New(slog.NewTextHandler(log, nil)))
+	ln.maxWaiting = 0 // no one reads these connections: refuse at once rather than wait
 	accepted := acceptAll(ln)
 	t.Cleanup(func() {
 		ln.Close()
@@ -99,7 +100,8 @@ func refusedWith503(t *testing.T, addr string) {
 	is.True(resp.Close)
 	is.Equal(resp.Header.Get("Retry-After"), "1")
 	is.Equal(resp.Header.Get("Content-Type"), "application/json")
-	is.Equal(got, refusalBody)
+	is.True(strings.HasPrefix(got, refusalBody[:strings.Index(refusalBody, "(at most")])) // refusalBody with this test's limit
+	is.True(strings.HasSuffix(got, "); try again later\"}}"))
 	is.True(transporttest.ClosedByPeer(br))
 	c.Close() // the refusal waits for it
 }
@@ -128,7 +130,7 @@ func TestLimitConnectionsMakesRoomFromTheLongestIdle(t *testing.T) {
 	is.True(closedQuietly(c))
 	carries(t, d, sd)
 	carries(t, b, sb)
-	is.Equal(strings.Count(logs.String(), "closing the longest idle"), 1) // one line for the lot
+	is.Equal(strings.Count(logs.String(), "refusing one silent since its accept"), 1) // one line for the lot
 
 	refusedWith503(t, addr) // b and d are busy: no room
 }
@@ -190,25 +192,30 @@ func TestLimitConnectionsRefusesWhenNoneIsIdle(t *testing.T) {
 	carries(t, d, sd)
 }
 
-// With the http.Server's ConnState, a keep-alive connection between
-// requests is idle and makes room; one with a request in flight is never
-// closed, and its request is answered.
-func TestLimitConnectionsFollowsTheServersConnState(t *testing.T) {
-	is := is.New(t)
+// expired is an after for a LimitedListener whose waits for a slot are
+// over as soon as they begin.
+func expired(time.Duration) <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}
+
+// limitedServer serves handler on loopback through LimitConnections(max),
+// wired to the http.Server as serve wires it, and returns the listener.
+func limitedServer(t *testing.T, max int, handler http.HandlerFunc, tune func(*LimitedListener)) *LimitedListener {
+	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	is.NoErr(err)
-	ln := LimitConnections(inner, 2, nil)
-	release := make(chan struct{})
-	inHandler := make(chan struct{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := LimitConnections(inner, max, nil)
+	if tune != nil {
+		tune(ln)
+	}
 	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/slow" {
-				inHandler <- struct{}{}
-				<-release
-			}
-			_, _ = io.WriteString(w, "ok")
-		}),
-		ConnState: ln.ConnState,
+		Handler:     ln.Handler(handler),
+		ConnState:   ln.ConnState,
+		ConnContext: ln.ConnContext,
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -216,39 +223,200 @@ func TestLimitConnectionsFollowsTheServersConnState(t *testing.T) {
 		srv.Close()
 		<-served
 	})
-	addr := inner.Addr().String()
-	get := func(c net.Conn, br *bufio.Reader, path string) *http.Response {
-		t.Helper()
-		_, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: localhost\r\n\r\n")
-		is.NoErr(err)
-		resp, body := transporttest.ReadResponse(t, br)
-		is.Equal(body, "ok")
-		return resp
+	return ln
+}
+
+// waitUntil waits until cond holds: for the server's goroutines to reach a
+// state, not for time to pass.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(serverTestWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+		runtime.Gosched()
 	}
+}
+
+// rawGet sends a GET of path on c and reads its answer.
+func rawGet(t *testing.T, c net.Conn, br *bufio.Reader, path string) (*http.Response, string) {
+	t.Helper()
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	return transporttest.ReadResponse(t, br)
+}
+
+// At the limit, a keep-alive connection between requests is never closed
+// to make room (its client's next POST may be on the wire), and one with a
+// request in flight never is either: the new connection waits for a slot,
+// the next answer on the keep-alive connection says Connection: close, and
+// once its client has read it and the connection is closed, the waiting
+// connection's request is read and answered.
+func TestLimitConnectionsNeverClosesAKeepAliveConnectionUnderItsClient(t *testing.T) {
+	is := is.New(t)
+	release := make(chan struct{})
+	inHandler := make(chan struct{}, 1)
+	ln := limitedServer(t, 2, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			inHandler <- struct{}{}
+			<-release
+		}
+		_, _ = io.WriteString(w, "ok")
+	}, nil)
+	addr := ln.Addr().String()
 
 	slow := dialRaw(t, addr) // a request in flight
-	_, err = io.WriteString(slow, "GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	_, err := io.WriteString(slow, "GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	is.NoErr(err)
 	<-inHandler
 	keep := dialRaw(t, addr) // answered, then idle between requests
 	kbr := bufio.NewReader(keep)
-	is.Equal(get(keep, kbr, "/").StatusCode, http.StatusOK)
-	deadline := time.Now().Add(serverTestWait)
-	for ln.Open() != 2 || ln.idleLen() != 1 { // the server reports the keep-alive idle after it wrote the answer
-		if time.Now().After(deadline) {
-			t.Fatal("the keep-alive connection never went idle")
-		}
-		runtime.Gosched()
-	}
-
-	fresh := dialRaw(t, addr)
-	is.Equal(get(fresh, bufio.NewReader(fresh), "/").StatusCode, http.StatusOK) // in keep's place
-	is.True(transporttest.ClosedByPeer(kbr))
-
-	close(release) // the request in flight was never cut
-	resp, body := transporttest.ReadResponse(t, bufio.NewReader(slow))
+	resp, body := rawGet(t, keep, kbr, "/")
 	is.Equal(resp.StatusCode, http.StatusOK)
 	is.Equal(body, "ok")
+	is.True(!resp.Close)
+
+	fresh := dialRaw(t, addr) // at the limit: waits, closing no one
+	_, err = io.WriteString(fresh, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	is.NoErr(err)
+	waitUntil(t, "the new connection never waited", func() bool { return ln.Waiting() == 1 })
+	is.Equal(ln.Open(), 2)
+
+	resp, body = rawGet(t, keep, kbr, "/") // the keep-alive client's next request: answered, and told to close
+	is.Equal(resp.StatusCode, http.StatusOK)
+	is.Equal(body, "ok")
+	is.True(resp.Close)
+	is.True(transporttest.ClosedByPeer(kbr))
+
+	resp, body = transporttest.ReadResponse(t, bufio.NewReader(fresh)) // in keep's place
+	is.Equal(resp.StatusCode, http.StatusOK)
+	is.Equal(body, "ok")
+	is.Equal(ln.Waiting(), 0)
+
+	close(release) // the request in flight was never cut
+	resp, body = transporttest.ReadResponse(t, bufio.NewReader(slow))
+	is.Equal(resp.StatusCode, http.StatusOK)
+	is.Equal(body, "ok")
+}
+
+// The race of a keep-alive client's next request with a new connection
+// at the limit: whichever the server sees first, the keep-alive request is
+// answered (never cut), and the new connection is answered too or, if no
+// room came in its wait, gets 503 with Retry-After, never a bare close.
+func TestLimitConnectionsKeepAliveRequestRacingANewConnection(t *testing.T) {
+	is := is.New(t)
+	wait := make(chan time.Time)
+	ln := limitedServer(t, 1, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") },
+		func(l *LimitedListener) { l.after = func(time.Duration) <-chan time.Time { return wait } })
+	addr := ln.Addr().String()
+	var answered, refused int
+	for range 30 {
+		keep := dialRaw(t, addr)
+		kbr := bufio.NewReader(keep)
+		resp, _ := rawGet(t, keep, kbr, "/")
+		is.Equal(resp.StatusCode, http.StatusOK)
+
+		next := make(chan *http.Response, 1)
+		go func() {
+			// the keep-alive client's next request, at the moment a new
+			// connection arrives
+			r, _ := rawGet(t, keep, kbr, "/")
+			next <- r
+		}()
+		fresh := dialRaw(t, addr)
+		_, err := io.WriteString(fresh, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+		is.NoErr(err)
+		r := <-next
+		is.Equal(r.StatusCode, http.StatusOK) // answered, whatever the order
+		if !r.Close {
+			// the server read it before the new connection came: keep stays
+			// open; its client leaves, and the waiting one gets the slot
+			keep.Close()
+		}
+		resp, _ = transporttest.ReadResponse(t, bufio.NewReader(fresh))
+		switch resp.StatusCode {
+		case http.StatusOK:
+			answered++
+		case http.StatusServiceUnavailable:
+			is.Equal(resp.Header.Get("Retry-After"), "1")
+			refused++
+		default:
+			t.Fatalf("new connection: %d", resp.StatusCode)
+		}
+		keep.Close()
+		fresh.Close()
+		waitUntil(t, "the connections never closed", func() bool { return ln.Open() == 0 })
+	}
+	is.Equal(answered+refused, 30)
+}
+
+// A connection that waits for a slot and gets none in its wait is
+// refused with 503 and Retry-After; while the waiting room is full, a
+// further one is not accepted (it stays in the kernel's queue, its request
+// unread) until a place frees, and then waits its turn too; those within
+// are never disturbed.
+func TestLimitConnectionsQueueIsBounded(t *testing.T) {
+	is := is.New(t)
+	wait := make(chan time.Time)
+	release := make(chan struct{})
+	inHandler := make(chan struct{}, 1)
+	ln := limitedServer(t, 1, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			inHandler <- struct{}{}
+			<-release
+		}
+		_, _ = io.WriteString(w, "ok")
+	}, func(l *LimitedListener) {
+		l.after = func(time.Duration) <-chan time.Time { return wait }
+		l.maxWaiting = 2
+	})
+	addr := ln.Addr().String()
+	busy := dialRaw(t, addr)
+	_, err := io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	is.NoErr(err)
+	<-inHandler
+
+	var waiting []net.Conn
+	for i := range 2 {
+		c := dialRaw(t, addr)
+		_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+		is.NoErr(err)
+		waiting = append(waiting, c)
+		waitUntil(t, "no wait", func() bool { return ln.Waiting() == i+1 })
+	}
+	third := dialRaw(t, addr) // the waiting room is full: left in the kernel's queue
+	_, err = io.WriteString(third, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	is.NoErr(err)
+	is.Equal(ln.Waiting(), 2)
+
+	close(wait) // the waits are over: refused, with the answer written before the close
+	for _, c := range append(waiting, third) {
+		br := bufio.NewReader(c)
+		resp, _ := transporttest.ReadResponse(t, br)
+		is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
+		is.Equal(resp.Header.Get("Retry-After"), "1")
+		is.True(transporttest.ClosedByPeer(br))
+		c.Close()
+	}
+	close(release)
+	resp, body := transporttest.ReadResponse(t, bufio.NewReader(busy))
+	is.Equal(resp.StatusCode, http.StatusOK)
+	is.Equal(body, "ok")
+}
+
+// The default limit follows the file-descriptor limit, with room kept for
+// children, listeners, waiting and refused connections.
+func TestConnectionLimit(t *testing.T) {
+	is := is.New(t)
+	is.Equal(ConnectionLimit(0, 10), DefaultMaxConnections)
+	is.Equal(ConnectionLimit(20000, 116), (20000-FDReserve-FDPerChild*116-maxRefusing)*16/17)
+	n := ConnectionLimit(1<<20, 116)
+	is.True(n+maxWaitingFor(n)+maxRefusing+FDReserve+FDPerChild*116 <= 1<<20) // everything fits
+	is.Equal(ConnectionLimit(1024, 116), (512-maxRefusing)*16/17)             // at least half the fds
+	is.Equal(ConnectionLimit(40, 0), 16)
+	is.True(RaiseFileLimit() >= 0)
 }
 
 // While 64 refusals wait for silent clients, the oldest of them makes room
@@ -352,6 +520,7 @@ func TestLimitConnectionsMakesRoomFromASlowHead(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	is.NoErr(err)
 	ln := LimitConnections(inner, 2, nil)
+	ln.after = expired
 	var clock atomic.Int64 // seconds
 	ln.now = func() time.Time { return time.Unix(clock.Load(), 0) }
 	srv := &http.Server{
@@ -390,4 +559,43 @@ func TestLimitConnectionsMakesRoomFromASlowHead(t *testing.T) {
 	is.Equal(body, "ok")
 	got, _ := io.ReadAll(slow[0]) // the first slow head was closed, unanswered
 	is.Equal(len(got), 0)
+}
+
+// At the limit, a connection silent since its accept that makes room for
+// a new one is not cut under its client: its request, sent after it was
+// chosen, gets the 503 with Retry-After (it was not taken), and the new
+// connection is served.
+func TestLimitConnectionsRefusesASilentConnectionItMakesRoomOf(t *testing.T) {
+	is := is.New(t)
+	var logs transporttest.SyncBuffer
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	ln := LimitConnections(inner, 1, slog.New(slog.NewTextHandler(&logs, nil)))
+	srv := &http.Server{
+		Handler:     ln.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })),
+		ConnState:   ln.ConnState,
+		ConnContext: ln.ConnContext,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+	})
+	addr := inner.Addr().String()
+	silent := dialRaw(t, addr)
+	waitUntil(t, "the silent connection was never accepted", func() bool { return ln.Open() == 1 })
+
+	fresh := dialRaw(t, addr) // takes the silent one's place
+	resp, body := rawGet(t, fresh, bufio.NewReader(fresh), "/")
+	is.Equal(resp.StatusCode, http.StatusOK)
+	is.Equal(body, "ok")
+
+	sbr := bufio.NewReader(silent)
+	resp, _ = rawGet(t, silent, sbr, "/") // its client's request, after it was chosen
+	is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
+	is.Equal(resp.Header.Get("Retry-After"), "1")
+	is.True(resp.Close)
+	is.True(transporttest.ClosedByPeer(sbr))
+	is.True(strings.Contains(logs.String(), "refusing one silent since its accept"))
 }

@@ -28,7 +28,11 @@
 //     [SSEServer], its face for clients of the HTTP+SSE transport of
 //     2024-11-05, whose POSTs' exchanges are carried by their session's
 //     stream; [LimitConnections], the listener that caps their
-//     connections, making room from the idle ones.
+//     connections, making room from those silent since their accept,
+//     never from a keep-alive connection between requests; a new one
+//     waits a bounded time for a slot, then gets 503 with Retry-After.
+//     [ConnectionLimit] derives the cap from the open-file limit that
+//     [RaiseFileLimit] raises.
 //
 // Resource limits are the transports' too: a request body that stops
 // arriving is given up ([BodyLimits.ReadTimeout]), and a [frame.Budget]

@@ -94,8 +94,8 @@ func TestServeClosesIdleConnections(t *testing.T) {
 }
 
 // At --max-connections with every connection carrying a request (two
-// listens, whose streams stay open), a new connection gets an immediate
-// 503 with Retry-After and is closed, while those within are served; the
+// listens, whose streams stay open), a new connection waits a second for
+// a slot, gets 503 with Retry-After and is closed, while those within are served; the
 // refusals are logged once, and a connection closed makes room.
 func TestServeCapsConnections(t *testing.T) {
 	is := is.New(t)
@@ -194,15 +194,18 @@ func (l *listenStream) close() {
 // --max-connections of them, holding every slot until the header timeout)
 // keeps no client out: each new connection takes the place of the one
 // silent longest, so a request after the flood is answered, not reset,
-// and the oldest silent connections were closed without a word.
+// and the oldest silent connections were closed without a word. With the
+// default limit (from the open-file limit, thousands) the flood fits, and
+// no silent connection is closed.
 func TestServeSurvivesASilentConnectionFlood(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		flags []string
 		flood int
+		full  bool // the flood is beyond the limit
 	}{
-		{"max 100", []string{"--max-connections", "100"}, 1100},
-		{"default", nil, 1100}, // the default limit, 1024
+		{"max 100", []string{"--max-connections", "100"}, 1100, true},
+		{"default", nil, 1100, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
@@ -232,10 +235,12 @@ func TestServeSurvivesASilentConnectionFlood(t *testing.T) {
 				is.Equal(resp.StatusCode, http.StatusOK)
 				is.Equal(strings.Count(string(body), `"id":`+id+`,"result"`), 1)
 			}
-			silent[0].SetDeadline(time.Now().Add(cmdTestWait))
-			got, err := io.ReadAll(silent[0]) // the oldest made room: closed, nothing written
-			is.NoErr(err)
-			is.Equal(len(got), 0)
+			if tc.full {
+				silent[0].SetDeadline(time.Now().Add(cmdTestWait))
+				got, err := io.ReadAll(silent[0]) // the oldest made room: closed, nothing written
+				is.NoErr(err)
+				is.Equal(len(got), 0)
+			}
 			stillServing(t, endpoint)
 		})
 	}

@@ -73,7 +73,7 @@ Also accepted:
 `
 
 // serveHelp is how serve's help lists its flags.
-func serveHelp(maxBufferedNote string) helpLayout {
+func serveHelp(maxBufferedNote, maxConnsNote string) helpLayout {
 	return helpLayout{
 		order: []string{"listen", "config", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
 			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "trusted-proxy", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id", "oauth-introspection-rate",
@@ -82,7 +82,7 @@ func serveHelp(maxBufferedNote string) helpLayout {
 			"max-body", "max-message-size", "max-depth", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level", "log-format"},
 		hidden:   []string{"healthEndpoint", "ssePath", "messagePath", "named-server-config"},
-		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "state-key": "$" + pipeline.StateKeyEnv + ", else a new one at start", "replica-id": "$POD_NAME, else $HOSTNAME up to its first '.', else none", "max-buffered": maxBufferedNote},
+		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "state-key": "$" + pipeline.StateKeyEnv + ", else a new one at start", "replica-id": "$POD_NAME, else $HOSTNAME up to its first '.', else none", "max-buffered": maxBufferedNote, "max-connections": maxConnsNote},
 	}
 }
 
@@ -210,7 +210,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Var(&f.maxMessage, "max-message-size", "refuse lines larger than `BYTES` from the server process")
 	fs.IntVar(&f.maxDepth, "max-depth", frame.DefaultMaxDepth, "refuse request bodies and server lines whose JSON nests deeper than `N` levels (400, or an error for the request a response answers)")
 	fs.Var(&f.maxBuffered, "max-buffered", "hold at most `BYTES` of messages at once, all sessions together; a request body beyond gets 503, a server's message beyond is answered with an error (at least --max-body and --max-message-size)")
-	fs.IntVar(&f.maxConns, "max-connections", transport.DefaultMaxConnections, "keep at most `N` HTTP connections open; at the limit a new one takes the place of the longest idle (silent since accept, or between requests), and when none is idle it gets 503 with Retry-After and is closed")
+	fs.IntVar(&f.maxConns, "max-connections", defaultMaxConns(f), "keep at most `N` HTTP connections open; a keep-alive connection between requests is never closed to make room; at the limit a new one takes the place of one silent since its accept (a request that one then sends gets 503), else waits up to 1s for a slot (answers meanwhile say Connection: close), else gets 503 with Retry-After")
 	fs.Var(&f.readTimeout, "read-timeout", "give up a request body that stops arriving for this `DURATION` (408, connection closed; 0 = never)")
 	fs.Var(&f.connIdle, "conn-idle-timeout", "close a keep-alive connection that carries no request for this `DURATION`")
 	fs.Var(&f.stdinGrace, "stdin-grace", "when a session ends, wait this `DURATION` after closing its process's stdin before SIGTERM (at shutdown, SIGTERM comes at once)")
@@ -225,7 +225,16 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	if !known {
 		note = formatSize(defaultMaxBuffered(mem, known, 0)) + ": this machine's memory is unknown"
 	}
-	return fs, serveHelp(note)
+	conns := fmt.Sprintf("(the open-file limit, raised to its hard limit at start, − %d − %d × (--max-sessions + --max-modern-children) − 64 refusals) × 16/17, leaving a seventeenth for connections waiting for a slot; here %d",
+		transport.FDReserve, transport.FDPerChild, defaultMaxConns(f))
+	return fs, serveHelp(note, conns)
+}
+
+// defaultMaxConns is --max-connections' default: what the open-file limit
+// (raised to the hard limit) leaves once the children's pipes and the
+// listeners have theirs (see transport.ConnectionLimit).
+func defaultMaxConns(f *serveFlags) int {
+	return transport.ConnectionLimit(transport.RaiseFileLimit(), f.maxSessions+f.maxModern)
 }
 
 // Serve is the serve command: mcp-stdio serve [flags] [-- CMD ARGS...].
@@ -253,6 +262,9 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	logger := newLogger(stderr, f.logLevel.level(), f.logFormat)
 	if f.replicaID != "" {
 		logger = logger.With("replica", f.replicaID)
+	}
+	if !flagSet(fs, "max-connections") {
+		f.maxConns = defaultMaxConns(&f)
 	}
 	if !flagSet(fs, "max-buffered") {
 		mem, known := machineMemory()
@@ -341,8 +353,9 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		logger.Warn("listening beyond loopback without authentication: anyone who can reach this address can run the server; set " + pipeline.ServeTokenEnv + " (or listen on 127.0.0.1)")
 	}
 	httpSrv := &http.Server{
-		Handler:           srv.Handler(),
-		ConnState:         limited.ConnState, // which connections are idle, to make room at the limit
+		Handler:           limited.Handler(srv.Handler()), // Connection: close while connections wait for a slot
+		ConnState:         limited.ConnState,              // which connections are sending a head, to make room at the limit
+		ConnContext:       limited.ConnContext,
 		ReadHeaderTimeout: serveHeaderTimeout,
 		IdleTimeout:       f.connIdle.std(),
 		MaxHeaderBytes:    serveMaxHeaderBytes,
