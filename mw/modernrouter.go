@@ -337,7 +337,7 @@ func (r *modernRouter) deliverResponse(ctx context.Context, m frame.Message) err
 	if err != nil {
 		return err
 	}
-	if sid := out.Get(resultSubscriptionIDPath); sid.Exists() && frame.ID(sid.Raw) == c.minted {
+	if sid := uniqueMember(out.Get("result._meta"), metaSubscriptionIDKey); sid.Exists() && frame.ID(sid.Raw) == c.minted {
 		if out, err = out.Set(resultSubscriptionIDPath, []byte(c.client)); err != nil {
 			return err
 		}
