@@ -32,6 +32,7 @@ import (
 	"iter"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -369,7 +370,68 @@ func (m Message) Delete(path string) (Message, error) {
 
 // WithID returns a copy of m whose id is id.
 func (m Message) WithID(id ID) (Message, error) {
+	if out, ok := m.spliceID(id); ok {
+		return out, nil
+	}
 	return m.Set("id", id.Raw())
+}
+
+// spliceID is WithID for the common case, a request or response whose id
+// gives way to another id a request may have: the new id's bytes take the
+// old one's place, which is what Set writes, without Set's scans of the
+// whole message (the kind cannot change, nor can the rest of the bytes).
+// It reports false when the case is not that one.
+func (m Message) spliceID(id ID) (Message, bool) {
+	switch m.kind {
+	case Request, Result, Error:
+	default:
+		return Message{}, false
+	}
+	if m.id == "" || !requestIDToken(string(id)) {
+		return Message{}, false
+	}
+	r := view(m.raw).Get("id") // the first "id": the one the envelope read
+	if r.Index <= 0 || r.Raw != string(m.id) {
+		return Message{}, false
+	}
+	out := make([]byte, 0, len(m.raw)-len(r.Raw)+len(id))
+	out = append(out, m.raw[:r.Index]...)
+	out = append(out, id...)
+	out = append(out, m.raw[r.Index+len(r.Raw):]...)
+	n := m
+	n.raw = out
+	n.id = ID(strings.Clone(string(id)))
+	return n, true
+}
+
+// requestIDToken reports whether tok is, as it stands, an id a request may
+// have: a JSON string (valid UTF-8, one line) or an integer.
+func requestIDToken(tok string) bool {
+	if tok == "" {
+		return false
+	}
+	if c := tok[len(tok)-1]; c != '"' && (c < '0' || c > '9') {
+		return false // whitespace after the token, or not a token
+	}
+	switch tok[0] {
+	case '"':
+		if !utf8.ValidString(tok) {
+			return false
+		}
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+	default:
+		return false
+	}
+	if !validUnbounded(unsafe.Slice(unsafe.StringData(tok), len(tok))) {
+		return false
+	}
+	switch typeOf(tok) {
+	case gjson.String:
+		return true
+	case gjson.Number:
+		return digitsOnly(tok) || isInteger(tok)
+	}
+	return false
 }
 
 // Header returns the message's HTTP side channel: request headers a stage

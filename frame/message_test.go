@@ -383,3 +383,35 @@ func TestEditsAreJudgedAgain(t *testing.T) {
 	is.Equal(e.Kind(), frame.Error) // the gateway's own answers are valid
 	is.Equal(e.ID(), frame.ID("null"))
 }
+
+// WithID writes the same bytes, id and kind as Set("id", …) does, whether
+// it splices the id in or falls back to Set.
+func TestWithIDMatchesSet(t *testing.T) {
+	msgs := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`,
+		`{"jsonrpc":"2.0","method":"x","id":"a\"b","params":{}}`,
+		`{"id":7,"jsonrpc":"2.0","result":{"id":3}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}`,
+		`{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"x"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/x"}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"x"}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"x"}]`,
+	}
+	ids := []frame.ID{`"mcp-stdio/serve/abc/1"`, `42`, `-3`, `1e3`, `1.5`, `null`, `"é"`, `{"a":1}`, `true`, `"a"  `}
+	for _, raw := range msgs {
+		m := frame.MustParse(raw)
+		for _, id := range ids {
+			got, gerr := m.WithID(id)
+			want, werr := m.Set("id", id.Raw())
+			if (gerr == nil) != (werr == nil) {
+				t.Fatalf("%s with id %s: error %v, Set's %v", raw, id, gerr, werr)
+			}
+			if gerr != nil {
+				continue
+			}
+			if string(got.Bytes()) != string(want.Bytes()) || got.ID() != want.ID() || got.Kind() != want.Kind() || got.Method() != want.Method() {
+				t.Errorf("%s with id %s: %s (%q, %v), Set gives %s (%q, %v)", raw, id, got.Bytes(), got.ID(), got.Kind(), want.Bytes(), want.ID(), want.Kind())
+			}
+		}
+	}
+}

@@ -154,3 +154,73 @@ func benchToolsList(n int) []byte {
 	}
 	return append(b, `],"ttlMs":3600000,"cacheScope":"public","resultType":"complete"}`...)
 }
+
+// modernEchoChild answers as a dual-era child's 2026-07-28 face would:
+// tools/list with one tool, every other request at once, client-bound.
+type modernEchoChild struct{ toClient Handler }
+
+func (c *modernEchoChild) Handle(ctx context.Context, m frame.Message) error {
+	switch {
+	case m.Method() == "tools/list":
+		return c.toClient.Handle(ctx, frame.ResultResponse(m.ID(), []byte(`{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}}}],"resultType":"complete"}`)))
+	case m.IsRequest():
+		return c.toClient.Handle(ctx, frame.ResultResponse(m.ID(), []byte(`{"content":[{"type":"text","text":"hello"}],"resultType":"complete"}`)))
+	}
+	return nil
+}
+
+// BenchmarkServeModernChain is the cost of serve's 2026-07-28 path per
+// request, without HTTP and without a process, as
+// BenchmarkServeSessionChain is the session era's: the ladder, the pool,
+// and a dual-era child's stages (router, shared listens, parameter
+// headers, awaited answers), from the request with its headers to its
+// answer on the exchange.
+func BenchmarkServeModernChain(b *testing.B) {
+	pool := NewPool(PoolOptions{Start: func(context.Context, string) (Backend, error) {
+		conn := NewConn(EraStateless)
+		child := &modernEchoChild{}
+		share, _ := ShareListens(ShareListensOptions{})
+		d := Chain(
+			ModernRouter(ModernRouterOptions{Conn: conn}),
+			share,
+			CheckParamHeaders(ParamCheckOptions{}),
+			AwaitAnswers(conn),
+		)(Duplex{ToServer: child, ToClient: Discard()})
+		child.toClient = d.ToClient
+		return &connBackend{entry: d.ToServer, conn: conn, done: make(chan struct{})}, nil
+	}})
+	defer pool.Close(context.Background())
+	entry := Chain(ValidateModern(ModernLadderOptions{}), TraceContext(TraceOptions{}))(Duplex{ToServer: pool, ToClient: Discard()}).ToServer
+	h := http.Header{}
+	h.Set(frame.HeaderProtocolVersion, ModernVersion)
+	h.Set("Mcp-Method", "tools/call")
+	h.Set("Mcp-Name", "echo")
+	call := frame.MustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}`).WithHeaders(h)
+	b.ReportAllocs()
+	for b.Loop() {
+		x := &benchExchange{method: http.MethodPost}
+		if err := entry.Handle(WithExchange(context.Background(), x), call); err != nil {
+			b.Fatal(err)
+		}
+		if x.sent != 1 || !x.ended {
+			b.Fatal("not answered")
+		}
+		for _, f := range x.done {
+			f(nil)
+		}
+	}
+}
+
+// connBackend is a pooled child's stages as its Backend, its connection
+// in every message's context.
+type connBackend struct {
+	entry Handler
+	conn  *Conn
+	done  chan struct{}
+}
+
+func (c *connBackend) Handle(ctx context.Context, m frame.Message) error {
+	return c.entry.Handle(WithConn(ctx, c.conn), m)
+}
+func (c *connBackend) Done() <-chan struct{}       { return c.done }
+func (c *connBackend) Close(context.Context) error { close(c.done); return nil }

@@ -134,14 +134,14 @@ func (l *ladder) check(ctx context.Context, m frame.Message) error {
 	if err := repeatedRoutingHeader(m); err != nil {
 		return err
 	}
-	meta := lastMember(lastMember(messageRoot(m), "params"), "_meta")
-	version := lastMember(meta, MetaProtocolVersion)
+	meta := uniqueMember(messageParams(m), "_meta")
+	version, caps := metaClaims(meta)
 	switch {
 	case !meta.IsObject():
 		return Refuse(http.StatusBadRequest, id, frame.CodeInvalidParams, "Invalid params: params._meta is required on a 2026-07-28 request")
 	case !version.Exists():
 		return Refuse(http.StatusBadRequest, id, frame.CodeInvalidParams, "Invalid params: params._meta lacks "+MetaProtocolVersion)
-	case !lastMember(meta, MetaClientCapabilities).IsObject():
+	case !caps.IsObject():
 		return Refuse(http.StatusBadRequest, id, frame.CodeInvalidParams, "Invalid params: params._meta lacks "+MetaClientCapabilities+" (an object)")
 	}
 	h := m.Header()
@@ -221,7 +221,7 @@ func routingMismatch(m frame.Message, onlySent bool) error {
 	if key == "" {
 		return nil
 	}
-	body := lastMember(lastMember(messageRoot(m), "params"), key)
+	body := uniqueMember(messageParams(m), key)
 	vs := h.Values(frame.HeaderName)
 	switch {
 	case len(vs) == 0 && body.Type == gjson.String && !onlySent:
@@ -260,5 +260,24 @@ func versionData(supported []string, requested string) []byte {
 	return append(b, '}')
 }
 
-// messageRoot returns m's bytes as a gjson document.
-func messageRoot(m frame.Message) gjson.Result { return m.Get("@this") }
+// messageParams returns m's params member (names are unique at the top
+// level: see uniqueMember).
+func messageParams(m frame.Message) gjson.Result { return m.Get("params") }
+
+// metaClaims returns the protocol version and the client capabilities a
+// request's params._meta claims, read in one pass over it.
+func metaClaims(meta gjson.Result) (version, caps gjson.Result) {
+	if !meta.IsObject() {
+		return
+	}
+	meta.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case MetaProtocolVersion:
+			version = v
+		case MetaClientCapabilities:
+			caps = v
+		}
+		return !version.Exists() || !caps.Exists()
+	})
+	return
+}

@@ -334,7 +334,7 @@ func (r *modernRouter) deliverResponse(ctx context.Context, m frame.Message) err
 	if err != nil {
 		return err
 	}
-	if sid := out.Get(mcp.ResultSubscriptionID); sid.Exists() && frame.ID(sid.Raw) == c.minted {
+	if sid := uniqueMember(out.Get("result._meta"), mcp.MetaSubscriptionID); sid.Exists() && frame.ID(sid.Raw) == c.minted {
 		if out, err = out.Set(mcp.ResultSubscriptionID, []byte(c.client)); err != nil {
 			return err
 		}

@@ -186,8 +186,8 @@ func (p *paramCheck) watchConn(ctx context.Context) {
 // check refuses call when its Mcp-Param-* headers disagree with its
 // arguments; nil when they agree or cannot be checked.
 func (p *paramCheck) check(ctx context.Context, call frame.Message) error {
-	params := lastMember(messageRoot(call), "params")
-	name := lastMember(params, "name")
+	params := messageParams(call)
+	name := uniqueMember(params, "name")
 	if name.Type != gjson.String {
 		return nil // the child answers a call without a name
 	}
@@ -207,7 +207,7 @@ func (p *paramCheck) check(ctx context.Context, call frame.Message) error {
 	if len(hs) == 0 {
 		return nil
 	}
-	if why := paramDisagreement(hs, lastMember(params, "arguments"), call.Header()); why != "" {
+	if why := paramDisagreement(hs, uniqueMember(params, "arguments"), call.Header()); why != "" {
 		p.log.Debug("a tools/call is refused: its Mcp-Param headers disagree with its arguments", "tool", name.Str, "id", call.ID().String(), "why", why)
 		return mismatch(call.ID(), why)
 	}
@@ -216,7 +216,7 @@ func (p *paramCheck) check(ctx context.Context, call frame.Message) error {
 
 // callVersion returns the protocol version a call claims in its _meta.
 func callVersion(params gjson.Result) string {
-	if v := lastMember(lastMember(params, "_meta"), MetaProtocolVersion); v.Type == gjson.String {
+	if v := uniqueMember(uniqueMember(params, "_meta"), MetaProtocolVersion); v.Type == gjson.String {
 		return v.Str
 	}
 	return ModernVersion

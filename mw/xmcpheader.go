@@ -247,6 +247,26 @@ func lastMember(obj gjson.Result, key string) gjson.Result {
 	return out
 }
 
+// uniqueMember returns the value of obj's member named key, read where names
+// are unique: in a message's first three levels (the envelope, params or
+// result, and the objects in those, such as params._meta and
+// params.arguments), where frame refuses a name given twice. It stops at
+// the member, and reads no value it passes over beyond its end.
+func uniqueMember(obj gjson.Result, key string) gjson.Result {
+	var out gjson.Result
+	if !obj.IsObject() {
+		return out
+	}
+	obj.ForEach(func(k, v gjson.Result) bool {
+		if k.Str == key {
+			out = v
+			return false
+		}
+		return true
+	})
+	return out
+}
+
 // argumentAt returns the value at path in a call's arguments object;
 // missing when a key is absent or a step is not an object.
 func argumentAt(args gjson.Result, path []string) gjson.Result {
