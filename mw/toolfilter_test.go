@@ -46,7 +46,7 @@ func TestToolFilterWhy(t *testing.T) {
 	is.Equal(f.Why("list_dir"), "")
 	is.Equal(f.Why("write_file"), "no --allow-tool glob names it")
 	is.Equal(f.Why("read_secrets"), `--deny-tool "read_secret*" filters it out`) // deny wins
-	is.Equal(NewToolFilter(nil, []string{"x"}).Why("y"), "")                     // no allow: all but the denied
+	is.Equal(NewToolFilter(nil, []string{"x"}).Why("y"), "")                      // no allow: all but the denied
 }
 
 const filterList = `{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}},` +
