@@ -100,11 +100,6 @@ type RelayConfig struct {
 	// DrainTimeout bounds how long in-flight requests may finish after stdin
 	// ends or ctx is cancelled; 0 means DefaultDrainTimeout.
 	DrainTimeout time.Duration
-	// AllowTools and DenyTools filter the server's tools (mw.FilterTools):
-	// with AllowTools, only tools a glob of it names are offered; a tool a
-	// glob of DenyTools names never is. A filtered tool is absent from
-	// every tools/list answer and its calls are refused in the relay.
-	AllowTools, DenyTools []string
 	// NoCancelFilter removes the cancel filter: late responses to cancelled
 	// requests then reach the client, and a cancel no longer aborts the
 	// in-flight HTTP request.
@@ -378,7 +373,6 @@ func (r *relay) outerStages() []mw.Middleware {
 			mw.AnswerOnce(mw.AnswerOnceOptions{Wait: answerWait, Logger: cfg.Logger}),
 			mw.ReservedIDs(cfg.Logger),
 			cancel,
-			toolFilter(cfg.AllowTools, cfg.DenyTools, cfg.Logger), // outside every cache and merge
 		},
 		cfg.Middlewares,
 	)
@@ -750,13 +744,4 @@ func buildTransport(cfg RelayConfig, sink, modernSink transport.Sink, oneShot bo
 		return wiring{wire: sse, modern: &modern, runner: sse.Run, built: built}, nil
 	}
 	return wiring{}, fmt.Errorf("relay: unknown transport %q (want %s, %s or %s)", cfg.Transport, TransportAuto, TransportStreamable, TransportSSE)
-}
-
-// toolFilter returns the tool filter stage of allow and deny, or nil when
-// both are empty.
-func toolFilter(allow, deny []string, log *slog.Logger) mw.Middleware {
-	if len(allow) == 0 && len(deny) == 0 {
-		return nil
-	}
-	return mw.FilterTools(mw.ToolFilterOptions{Allow: allow, Deny: deny, Logger: log})
 }

@@ -131,10 +131,6 @@ type ServeConfig struct {
 	// "sampling", "elicitation") removed from every initialize before the
 	// child sees it.
 	DropClientCapabilities []string
-	// AllowTools and DenyTools filter the child's tools for every client
-	// of either era (mw.FilterTools): with AllowTools, only tools a glob
-	// of it names are offered; a tool a glob of DenyTools names never is.
-	AllowTools, DenyTools []string
 	// Middlewares are extra stages between the HTTP side and the child,
 	// nearest the client first; they are built once per session.
 	Middlewares []mw.Middleware
@@ -603,7 +599,6 @@ func (s *Server) sessionStages(conn *mw.Conn, log *slog.Logger) []mw.Middleware 
 			mw.RefuseDuplicateIDs(mw.DuplicateIDsOptions{Logger: log}),
 			mw.Unbatch(),
 			mw.CancelFilter(mw.CancelOptions{Logger: log}),
-			toolFilter(s.cfg.AllowTools, s.cfg.DenyTools, log),
 		},
 		s.cfg.Middlewares,
 		[]mw.Middleware{s.dropCaps},
@@ -815,7 +810,6 @@ func (s *Server) pooledStages(conn *mw.Conn, log *slog.Logger, own *mw.ChildAnsw
 	if conn.Era() == mw.EraStateless { // dual-era: its own 2026-07-28 face
 		return []mw.Middleware{
 			router,
-			toolFilter(s.cfg.AllowTools, s.cfg.DenyTools, log),
 			s.shareListen, // one listen on the child per filter, fanned out
 			paramHeaders,
 			mw.AwaitAnswers(conn),
@@ -823,7 +817,6 @@ func (s *Server) pooledStages(conn *mw.Conn, log *slog.Logger, own *mw.ChildAnsw
 	}
 	return []mw.Middleware{ // session era only: translated
 		router,
-		toolFilter(s.cfg.AllowTools, s.cfg.DenyTools, log),
 		mw.StampResults(mw.StampOptions{CacheTTL: s.cfg.CacheTTL, Logger: log}),
 		s.listen,
 		paramHeaders, // below the listens, which take the child's list_changed

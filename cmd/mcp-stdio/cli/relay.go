@@ -53,18 +53,17 @@ Also accepted, for users of other gateways (see the README):
   URL PORT: the callback port after the URL (--oauth-callback-port PORT)
   ${NAME} in a header value is taken from the environment
   --disable-resource-parameter (--no-oauth-resource)
-  --ignore-tool GLOB (--deny-tool GLOB)
   --test (deprecated: --check)
 `
 
 // relayHelp is how the relay's help lists its flags.
 var relayHelp = helpLayout{
 	order: []string{"bearer-token", "bearer-token-command", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
-		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "allow-tool", "deny-tool", "mcp-param-headers", "max-message-size", "max-depth", "max-buffered", "allow-http", "follow-redirects", "ca-file", "log-level", "log-format",
+		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "max-depth", "max-buffered", "allow-http", "follow-redirects", "ca-file", "log-level", "log-format",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
 		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "oauth-param", "no-oauth-resource", "version"},
 	short:  map[string]string{"header": "H", "version": "V"},
-	hidden: []string{"test", "debug", "silent", "auth-timeout", "oauth2Bearer", "enable-proxy", "disable-resource-parameter", "ignore-tool"},
+	hidden: []string{"test", "debug", "silent", "auth-timeout", "oauth2Bearer", "enable-proxy", "disable-resource-parameter"},
 	defaults: map[string]string{
 		"max-buffered":  "256MiB, or twice --max-message-size when that is more",
 		"bearer-token":  "$MCP_BEARER_TOKEN",
@@ -101,8 +100,6 @@ type relayFlags struct {
 	allowHTTP      bool
 	followRedirect bool
 	caFiles        stringList
-	allowTools     stringList
-	denyTools      stringList
 	bearerArgv     []string // --bearer-token-command, split
 
 	// Other gateways' names (see relayHelpFooter).
@@ -157,9 +154,6 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.Var(&f.maxMessage, "max-message-size", "refuse messages larger than `BYTES`, in either direction")
 	fs.IntVar(&f.maxDepth, "max-depth", frame.DefaultMaxDepth, "refuse messages whose JSON nests deeper than `N` levels, in either direction")
 	fs.Var(&f.maxBuffered, "max-buffered", "hold at most `BYTES` of the server's messages at once, all requests together; a message beyond fails its request with an error (a message counts up to twice its size: at least twice --max-message-size)")
-	fs.Var(&f.allowTools, "allow-tool", "offer only the server's tools whose name matches `GLOB` ('*' any run of characters, '?' one); repeatable")
-	fs.Var(&f.denyTools, "deny-tool", "hide the server's tools whose name matches `GLOB` (wins over --allow-tool): absent from tools/list, and a call to one is refused; repeatable")
-	fs.Var(&f.denyTools, "ignore-tool", "mcp-remote's name for --deny-tool")
 	fs.Var(&f.caFiles, "ca-file", "trust the CA certificates in the PEM file `PEM` too, besides the system's, for the server and its OAuth requests (a corporate TLS-inspecting proxy, a private CA); repeatable")
 	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
 	fs.Var(&f.logFormat, "log-format", "write logs on stderr as `FORMAT`: text (key=value lines) or json (one object per line, a record per request at info)")
@@ -488,8 +482,6 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 		MaxDepth:        f.maxDepth,
 		MaxBuffered:     int64(f.maxBuffered),
 		NoCancelFilter:  f.noCancelFilter,
-		AllowTools:      f.allowTools,
-		DenyTools:       f.denyTools,
 		NoCache:         f.noCache,
 		ParamHeaders:    paramHeaders,
 		FollowRedirects: f.followRedirect,
