@@ -124,6 +124,10 @@ func (r toolRules) refusal(name string) string {
 //     (the code MCP gives an unknown tool; HTTP 400 on a 2026-07-28 face)
 //     whose message names the tool and the rule, and data
 //     {"tool":NAME,"filter":RULE}; it is never forwarded.
+//   - A batch (the relay passes them whole) that holds a tools/list or
+//     such a tools/call is answered with a batch of -32600 errors, one per
+//     request it holds, asking for them on their own; it is never
+//     forwarded.
 //   - Everything else passes untouched: notifications/tools/list_changed
 //     and a listen's events included.
 //
@@ -163,6 +167,11 @@ type toolFilter struct {
 }
 
 func (f *toolFilter) toServer(ctx context.Context, m frame.Message) error {
+	if m.Kind() == frame.Batch {
+		if refusal, ok := f.refuseBatch(m); ok {
+			return f.next.ToClient.Handle(ctx, refusal)
+		}
+	}
 	if m.Kind() != frame.Request {
 		return f.next.ToServer.Handle(ctx, m)
 	}
@@ -197,6 +206,47 @@ func (f *toolFilter) toServer(ctx context.Context, m frame.Message) error {
 		return err
 	}
 	return f.next.ToServer.Handle(ctx, m)
+}
+
+// refuseBatch returns the answer to a client's batch (the relay passes
+// them whole) that holds a tools/list, or a tools/call of a filtered-out
+// tool, and true: a batch of -32600 errors, one per request it holds,
+// asking for those to be sent on their own. Other batches pass.
+func (f *toolFilter) refuseBatch(m frame.Message) (frame.Message, bool) {
+	refuse := false
+	var ids []frame.ID
+	for e := range m.Elements() {
+		if e.Kind() != frame.Request {
+			continue
+		}
+		ids = append(ids, e.ID())
+		switch e.Method() {
+		case "tools/list":
+			refuse = true
+		case "tools/call":
+			if name := e.Get("params.name"); name.Type == gjson.String && f.rules.refusal(name.String()) != "" {
+				refuse = true
+			}
+		}
+	}
+	if !refuse || len(ids) == 0 {
+		return frame.Message{}, false
+	}
+	f.log.Debug("batch refused by the tool filter: it holds a tools/list or a call of a filtered-out tool", "requests", len(ids))
+	b := []byte{'['}
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, frame.ErrorResponse(id, frame.CodeInvalidRequest,
+			"the gateway filters tools: send tools/list and tools/call on their own, not in a batch").Bytes()...)
+	}
+	b = append(b, ']')
+	out, err := frame.ParseOwned(b)
+	if err != nil { // cannot happen: an array of error responses
+		return frame.ErrorResponse("null", frame.CodeInvalidRequest, "the gateway filters tools: send tools/list and tools/call on their own, not in a batch"), true
+	}
+	return out, true
 }
 
 // forget ends the wait for one answer to id; it reports whether there

@@ -266,3 +266,31 @@ func FuzzToolFilterList(f *testing.F) {
 		}
 	})
 }
+
+// A client's batch holding a tools/list, or a call of a filtered-out tool,
+// is answered with one -32600 per request and never forwarded; another
+// batch passes.
+func TestToolFilterBatch(t *testing.T) {
+	for _, tt := range []struct {
+		name, in, want string
+	}{
+		{"a list", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/x"}]`,
+			`[{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"the gateway filters tools: send tools/list and tools/call on their own, not in a batch"}},{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"the gateway filters tools: send tools/list and tools/call on their own, not in a batch"}}]`},
+		{"a denied call", `[{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"rm"}}]`,
+			`[{"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"the gateway filters tools: send tools/list and tools/call on their own, not in a batch"}}]`},
+		{"an allowed call", `[{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo"}}]`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			r := newFilterRig(t, ToolFilterOptions{Deny: []string{"rm"}})
+			is.NoErr(r.d.ToServer.Handle(context.Background(), frame.MustParse(tt.in)))
+			if tt.want == "" {
+				is.Equal(r.toServer, []string{tt.in})
+				is.Equal(len(r.toClient), 0)
+				return
+			}
+			is.Equal(len(r.toServer), 0) // never forwarded
+			is.Equal(r.toClient, []string{tt.want})
+		})
+	}
+}
