@@ -294,3 +294,41 @@ func TestToolFilterBatch(t *testing.T) {
 		})
 	}
 }
+
+// FuzzToolFilterRequest: any message a client sends is either forwarded
+// byte for byte or answered (never both, never a panic), and a tools/call
+// of a denied tool, alone or in a batch, is never forwarded.
+func FuzzToolFilterRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rm"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"r\u006d"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":["rm"]}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rm"}},{"jsonrpc":"2.0","method":"x"}]`,
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/list"},[1],5]`,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"rm"}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"tools/list"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := frame.Parse(b)
+		if err != nil {
+			return
+		}
+		r := newFilterRig(t, ToolFilterOptions{Deny: []string{"rm"}})
+		_ = r.d.ToServer.Handle(context.Background(), m)
+		if len(r.toServer)+len(r.toClient) != 1 {
+			t.Fatalf("forwarded %d, answered %d", len(r.toServer), len(r.toClient))
+		}
+		if len(r.toServer) == 1 {
+			if r.toServer[0] != m.String() {
+				t.Fatalf("forwarded %s, not %s", r.toServer[0], m)
+			}
+			for e := range m.Elements() {
+				if e.Kind() == frame.Request && e.Method() == "tools/call" && e.Get("params.name").String() == "rm" && e.Get("params.name").Type == 3 {
+					t.Fatalf("a denied call was forwarded: %s", m)
+				}
+			}
+		}
+	})
+}
