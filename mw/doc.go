@@ -24,6 +24,8 @@
 //	  AnswerOnce             one answer per request, never a stray one
 //	  ReservedIDs            client ids never look like ids stages mint
 //	  CancelFilter           a cancelled request gets no answer
+//	  ToolFilter             --allow-tool/--deny-tool, above the fork: both
+//	                         eras, merged lists, the cache's answers
 //	  your Middlewares
 //	EraProbe                 the fork: the host's era when the server speaks it, once
 //	session era (HTTP+SSE takes the same chain):
@@ -123,6 +125,7 @@
 //	    RefuseDuplicateIDs   one request per raw id in flight
 //	    Unbatch              a batch's messages one at a time
 //	    CancelFilter         the relay's, here too
+//	    ToolFilter           --allow-tool/--deny-tool
 //	    your Middlewares
 //	    DropClientCapabilities
 //	  stdio transport (transport.Child: the session's child process)
@@ -136,6 +139,7 @@
 //	                         on first use, handshaken by ChildHandshake
 //	  per pooled child, dual-era (it answered server/discover):
 //	    ModernRouter         minted ids; each answer to its request's exchange
+//	    ToolFilter           under minted ids, unique on the child
 //	    ShareListens         one listen on the child for all the clients,
 //	                         the union of their filters, fanned out; ended
 //	                         at the drain
@@ -143,6 +147,7 @@
 //	    AwaitAnswers         the stages' own requests wait for their answers
 //	  per pooled child of the session era only, translated:
 //	    ModernRouter
+//	    ToolFilter
 //	    StampResults         resultType, serverInfo, ttlMs (--cache-ttl-ms)
 //	    ServeListen          subscriptions/listen served by the gateway
 //	    CheckParamHeaders    below the listens, which take list_changed

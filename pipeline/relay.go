@@ -107,6 +107,11 @@ type RelayConfig struct {
 	// NoCache removes the response cache (mw.ResponseCache): every list
 	// and read goes to the server, whatever ttlMs its results carry.
 	NoCache bool
+	// AllowTools and DenyTools are the tool filter's glob patterns (see
+	// mw.ToolFilter): a tool a DenyTools pattern matches, or that no
+	// AllowTools pattern matches when there are some, is absent from
+	// tools/list and its calls are refused. Both empty: no filter.
+	AllowTools, DenyTools []string
 	// Middlewares are extra stages, placed just inside the cancel filter:
 	// they see every message the client sends and every message it gets
 	// except responses to requests it cancelled. Use them to deny a tool,
@@ -295,6 +300,8 @@ type relay struct {
 	// serves for a session-era server (mw.ServeListen).
 	listens *mw.ListenStreams
 	chain   mw.Duplex
+	// toolFilter is the tool filter (mw.ToolFilter); nil for none.
+	toolFilter mw.Middleware
 	// reached tells the retry stages of both chains whether the server
 	// has answered yet: a server never reached is not tried again, so the
 	// host hears at once that nothing is there.
@@ -325,6 +332,11 @@ func newRelay(cfg RelayConfig, client mw.Handler, oneShot bool) (*relay, error) 
 		return nil, fmt.Errorf("relay: %w", err)
 	}
 	r := &relay{cfg: cfg, log: cfg.Logger, conn: mw.NewConn(mw.EraSession)}
+	filter, err := mw.ToolFilter(mw.ToolFilterOptions{Allow: cfg.AllowTools, Deny: cfg.DenyTools, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	r.toolFilter = filter
 
 	// The server's transports are built before the chains, so their
 	// client-bound exits are bound once the chains exist: one for the
@@ -373,6 +385,7 @@ func (r *relay) outerStages() []mw.Middleware {
 			mw.AnswerOnce(mw.AnswerOnceOptions{Wait: answerWait, Logger: cfg.Logger}),
 			mw.ReservedIDs(cfg.Logger),
 			cancel,
+			r.toolFilter, // above the era fork: both eras, the merged lists, the cache
 		},
 		cfg.Middlewares,
 	)

@@ -131,6 +131,12 @@ type ServeConfig struct {
 	// "sampling", "elicitation") removed from every initialize before the
 	// child sees it.
 	DropClientCapabilities []string
+	// AllowTools and DenyTools are the tool filter's glob patterns (see
+	// mw.ToolFilter), on every era's face: a tool a DenyTools pattern
+	// matches, or that no AllowTools pattern matches when there are some,
+	// is absent from tools/list and its calls are refused. Both empty: no
+	// filter.
+	AllowTools, DenyTools []string
 	// Middlewares are extra stages between the HTTP side and the child,
 	// nearest the client first; they are built once per session.
 	Middlewares []mw.Middleware
@@ -291,8 +297,10 @@ type Server struct {
 	env      []string
 	stderr   io.Writer
 	dropCaps mw.Middleware
-	sessions *mw.Sessions
-	pool     *mw.Pool // the children of 2026-07-28 clients, one per principal
+	// toolFilter is the tool filter (mw.ToolFilter); nil for none.
+	toolFilter mw.Middleware
+	sessions   *mw.Sessions
+	pool       *mw.Pool // the children of 2026-07-28 clients, one per principal
 	// Stages of the session-era children of the pool, built once for all
 	// of them, and the handle that ends their listens.
 	listen  mw.Middleware
@@ -379,11 +387,15 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 		}
 		cfg.Logger = cfg.Logger.With("server", cfg.Name)
 	}
+	toolFilter, err := mw.ToolFilter(mw.ToolFilterOptions{Allow: cfg.AllowTools, Deny: cfg.DenyTools, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
 	dropCaps, err := mw.DropClientCapabilities(cfg.DropClientCapabilities...)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, env: childEnv(cfg.Env), dropCaps: dropCaps}
+	s := &Server{cfg: cfg, log: cfg.Logger, env: childEnv(cfg.Env), dropCaps: dropCaps, toolFilter: toolFilter}
 	s.ready.now = time.Now
 	s.metrics = newServeMetrics(s)
 	if cfg.ChildStderr != nil && !cfg.ChildStderrRecords {
@@ -599,6 +611,7 @@ func (s *Server) sessionStages(conn *mw.Conn, log *slog.Logger) []mw.Middleware 
 			mw.RefuseDuplicateIDs(mw.DuplicateIDsOptions{Logger: log}),
 			mw.Unbatch(),
 			mw.CancelFilter(mw.CancelOptions{Logger: log}),
+			s.toolFilter,
 		},
 		s.cfg.Middlewares,
 		[]mw.Middleware{s.dropCaps},
@@ -810,6 +823,7 @@ func (s *Server) pooledStages(conn *mw.Conn, log *slog.Logger, own *mw.ChildAnsw
 	if conn.Era() == mw.EraStateless { // dual-era: its own 2026-07-28 face
 		return []mw.Middleware{
 			router,
+			s.toolFilter,  // below the router: ids minted, unique on the child
 			s.shareListen, // one listen on the child per filter, fanned out
 			paramHeaders,
 			mw.AwaitAnswers(conn),
@@ -817,6 +831,7 @@ func (s *Server) pooledStages(conn *mw.Conn, log *slog.Logger, own *mw.ChildAnsw
 	}
 	return []mw.Middleware{ // session era only: translated
 		router,
+		s.toolFilter, // below the router: ids minted, unique on the child
 		mw.StampResults(mw.StampOptions{CacheTTL: s.cfg.CacheTTL, Logger: log}),
 		s.listen,
 		paramHeaders, // below the listens, which take the child's list_changed

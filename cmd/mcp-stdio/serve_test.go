@@ -50,6 +50,7 @@ func TestServeUsage(t *testing.T) {
 		{"help on nothing", []string{"help", "frobnicate"}, cli.ExitUsage, "", `mcp-stdio: help: no help on "frobnicate"`},
 		{"unknown flag", []string{"serve", "--nope"}, cli.ExitUsage, "", "mcp-stdio serve: unknown flag --nope (run 'mcp-stdio serve --help' for the flags)\n"},
 		{"bad capability", []string{"serve", "--drop-client-capability", "tools"}, cli.ExitUsage, "", "mcp-stdio serve: invalid --drop-client-capability"},
+		{"empty tool pattern", []string{"serve", "--deny-tool", ""}, cli.ExitUsage, "", "mcp-stdio serve: --deny-tool needs a tool name or a glob such as 'github_*', not an empty value (run 'mcp-stdio serve --help' for the flags)\n"},
 		{"bad size", []string{"serve", "--max-body", "lots"}, cli.ExitUsage, "", `mcp-stdio serve: invalid value "lots" for --max-body: want bytes`},
 		{"bad duration", []string{"serve", "--drain-timeout", "-5s"}, cli.ExitUsage, "", `mcp-stdio serve: invalid value "-5s" for --drain-timeout: want seconds`},
 		{"bad path", []string{"serve", "--path", "mcp"}, cli.ExitUsage, "", `mcp-stdio serve: --path "mcp" must start with /`},

@@ -77,6 +77,7 @@ func TestRelayAcceptsOtherGatewaysFlags(t *testing.T) {
 		{"--silent", []string{"--silent", "--debug=false"}, nil, nil},
 		{"--enable-proxy", []string{"--enable-proxy"}, nil, nil},
 		{"--auth-timeout", []string{"--auth-timeout", "60"}, nil, nil},
+		{"mcp-remote --ignore-tool", []string{"--ignore-tool", "delete_*", "--ignore-tool", "rm"}, nil, nil}, // what it does: golden relay/tool_filter_modern
 		{"header without a space", []string{"--header", "Authorization:Bearer tok-2"}, nil, func(is *is.I, _ string, h http.Header) {
 			is.Equal(h.Get("Authorization"), "Bearer tok-2")
 		}},

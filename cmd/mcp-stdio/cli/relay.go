@@ -51,6 +51,7 @@ Also accepted, for users of other gateways (see the README):
   --auth-timeout SECONDS (--oauth-timeout), --oauth2Bearer TOKEN
   (--bearer-token), --enable-proxy (proxies are always honoured)
   URL PORT: the callback port after the URL (--oauth-callback-port PORT)
+  --ignore-tool GLOB (--deny-tool GLOB)
   ${NAME} in a header value is taken from the environment
   --disable-resource-parameter (--no-oauth-resource)
   --test (deprecated: --check)
@@ -59,11 +60,11 @@ Also accepted, for users of other gateways (see the README):
 // relayHelp is how the relay's help lists its flags.
 var relayHelp = helpLayout{
 	order: []string{"bearer-token", "bearer-token-command", "header", "transport", "era", "check", "timeout-connect", "timeout-read",
-		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "mcp-param-headers", "max-message-size", "max-depth", "max-buffered", "allow-http", "follow-redirects", "ca-file", "log-level", "log-format",
+		"sse-read-timeout", "no-tcp-keepalive", "no-cancel-filter", "no-cache", "allow-tool", "deny-tool", "mcp-param-headers", "max-message-size", "max-depth", "max-buffered", "allow-http", "follow-redirects", "ca-file", "log-level", "log-format",
 		"oauth", "client-id", "client-secret", "client-metadata-url", "oauth-scope", "oauth-device",
 		"oauth-callback-port", "oauth-timeout", "oauth-eager", "no-oauth-reauth", "oauth-param", "no-oauth-resource", "version"},
 	short:  map[string]string{"header": "H", "version": "V"},
-	hidden: []string{"test", "debug", "silent", "auth-timeout", "oauth2Bearer", "enable-proxy", "disable-resource-parameter"},
+	hidden: []string{"test", "debug", "silent", "auth-timeout", "oauth2Bearer", "enable-proxy", "disable-resource-parameter", "ignore-tool"},
 	defaults: map[string]string{
 		"max-buffered":  "256MiB, or twice --max-message-size when that is more",
 		"bearer-token":  "$MCP_BEARER_TOKEN",
@@ -76,6 +77,7 @@ var relayHelp = helpLayout{
 // Python mcp-stdio so this is a drop-in replacement.
 type relayFlags struct {
 	url            string
+	tools          toolFilterFlags
 	bearer         string
 	bearerCommand  string
 	headers        headerList
@@ -145,6 +147,7 @@ func newRelayFlagSet(f *relayFlags) *flag.FlagSet {
 	fs.Var(&f.sseReadTimeout, "sse-read-timeout", "reconnect a standing SSE stream that stays silent for `DURATION` (0 = never)")
 	fs.BoolVar(&f.noKeepalive, "no-tcp-keepalive", false, "turn off TCP keepalive probes (on: 60s idle, 15s x 4)")
 	fs.BoolVar(&f.noCancelFilter, "no-cancel-filter", false, "pass responses to cancelled requests through, and don't abort their HTTP requests")
+	f.tools.register(fs)
 	fs.BoolVar(&f.noCache, "no-cache", false, "send every list and read to the server, even while the ttlMs of its last answer lasts")
 	fs.StringVar(&f.paramHeaders, "mcp-param-headers", mw.ParamHeadersModern.String(), "mirror tool arguments annotated x-mcp-header into Mcp-Param-* headers, per `MODE`: modern (on 2026-07-28 servers), always (on session-era servers too) or off")
 	fs.BoolVar(&f.check, "check", false, "check connectivity: send initialize, print what the server says (or why it cannot be used) on stderr, exit 0 or 1")
@@ -461,15 +464,20 @@ func (f *relayFlags) config(positional []string, getenv func(string) string, log
 		}
 		h.Set(kv[0], v)
 	}
+	if err := f.tools.check(); err != nil {
+		return cfg, err
+	}
 	tlsConfig, err := caTLSConfig(f.caFiles)
 	if err != nil {
 		return cfg, err
 	}
 	cfg = pipeline.RelayConfig{
-		URL:       u.String(),
-		Transport: f.transport,
-		Era:       era,
-		Header:    h,
+		AllowTools: f.tools.allow,
+		DenyTools:  f.tools.deny,
+		URL:        u.String(),
+		Transport:  f.transport,
+		Era:        era,
+		Header:     h,
 		HTTP: transport.HTTPOptions{
 			ConnectTimeout:  f.connectTimeout.std(),
 			ReadTimeout:     f.readTimeout.std(),

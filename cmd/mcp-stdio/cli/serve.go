@@ -70,6 +70,7 @@ Also accepted:
   --ssePath PATH          (supergateway's name for --sse-path)
   --messagePath PATH      (supergateway's name for --message-path)
   --named-server-config FILE (mcp-proxy's name for --config)
+  --ignore-tool GLOB      (mcp-remote's name for --deny-tool)
 `
 
 // serveHelp is how serve's help lists its flags.
@@ -77,11 +78,11 @@ func serveHelp(maxBufferedNote, maxConnsNote string) helpLayout {
 	return helpLayout{
 		order: []string{"listen", "config", "path", "sse-path", "message-path", "no-sse", "auth-token", "require-scope", "public-url", "allow-origin", "allow-host",
 			"enable-oauth", "oauth-password-file", "allow-redirect-uri", "token-store", "trusted-proxy", "allow-client-id-url", "oauth-issuer", "oauth-introspection-client-id", "oauth-introspection-rate",
-			"health-path", "admin-addr", "drop-client-capability", "session-idle-timeout", "max-sessions",
+			"health-path", "admin-addr", "allow-tool", "deny-tool", "drop-client-capability", "session-idle-timeout", "max-sessions",
 			"modern-only", "accept-claimless-resource-read", "modern-idle-ttl", "max-modern-children", "max-listens", "cache-ttl-ms", "state-key", "state-key-file", "replica-id", "input-timeout", "root",
 			"max-body", "max-message-size", "max-depth", "max-buffered", "max-connections", "read-timeout",
 			"conn-idle-timeout", "stdin-grace", "term-grace", "drain-timeout", "log-level", "log-format"},
-		hidden:   []string{"healthEndpoint", "ssePath", "messagePath", "named-server-config"},
+		hidden:   []string{"healthEndpoint", "ssePath", "messagePath", "named-server-config", "ignore-tool"},
 		defaults: map[string]string{"auth-token": "$" + pipeline.ServeTokenEnv, "state-key": "$" + pipeline.StateKeyEnv + ", else a new one at start", "replica-id": "$POD_NAME, else $HOSTNAME up to its first '.', else none", "max-buffered": maxBufferedNote, "max-connections": maxConnsNote},
 	}
 }
@@ -126,6 +127,7 @@ type serveFlags struct {
 	healthPath    string
 	adminAddr     string
 	dropCaps      stringList
+	tools         toolFilterFlags
 	idleTimeout   duration
 	maxSessions   int
 	modernIdle    duration
@@ -188,6 +190,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.StringVar(&f.healthPath, "healthEndpoint", "", "supergateway's name for --health-path")
 	fs.StringVar(&f.adminAddr, "admin-addr", "", "serve /healthz, /readyz and /metrics (Prometheus) on a listener of their own at `HOST:PORT`, without authentication or Origin/Host checks (off by default)")
 	fs.StringVar(&f.publicURL, "public-url", "", "the server's external `URL` (behind a proxy or tunnel); its origin and host are allowed, and its path prefixes the HTTP+SSE endpoint event's")
+	f.tools.register(fs)
 	fs.Var(&f.dropCaps, "drop-client-capability", "remove `CAPABILITY` (roots, sampling or elicitation) from the client's initialize before the server sees it (repeatable)")
 	fs.Var(&f.idleTimeout, "session-idle-timeout", "end a session (and its process) idle for `DURATION`: no request in flight, no stream open (0 = never; clients that never send DELETE leave theirs until then, or until --max-sessions needs the room)")
 	fs.IntVar(&f.maxSessions, "max-sessions", mw.DefaultMaxSessions, "keep at most `N` sessions (processes) at once; at the limit a new session takes the place of the one idle the longest, whose client's next request gets 404 (it initializes again); when every session is busy, 503 with Retry-After")
@@ -608,6 +611,9 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 	if err != nil {
 		return cfg, "", err
 	}
+	if err := f.tools.check(); err != nil {
+		return cfg, "", err
+	}
 	idle := f.idleTimeout.orOff()
 	readTimeout := f.readTimeout.orOff()
 	cfg = pipeline.ServeConfig{
@@ -624,6 +630,8 @@ func (f *serveFlags) config(command []string, stderr io.Writer, logger *slog.Log
 		PublicURL:                   f.publicURL,
 		HealthPath:                  f.healthPath,
 		DropClientCapabilities:      f.dropCaps,
+		AllowTools:                  f.tools.allow,
+		DenyTools:                   f.tools.deny,
 		MaxSessions:                 f.maxSessions,
 		SessionIdleTimeout:          idle,
 		MaxModernChildren:           f.maxModern,
