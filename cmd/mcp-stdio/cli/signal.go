@@ -6,7 +6,7 @@ import (
 	"syscall"
 )
 
-// onSignal has f run, once, at the next SIGTERM or SIGINT the process
+// onSignal has f run, once, at the next SIGTERM, SIGINT or SIGHUP the process
 // gets, until the returned stop is called. main turns the first such
 // signal into the end of the command's context; a command that takes its
 // time to stop after it (serve's drain) watches for the next one with
@@ -14,7 +14,7 @@ import (
 // changes how the whole process handles signals.
 func onSignal(f func()) (stop func()) {
 	c := make(chan os.Signal, 1)
-	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(c, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
 	ended := make(chan struct{})
 	go func() {

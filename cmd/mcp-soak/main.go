@@ -1,0 +1,292 @@
+// Command mcp-soak runs mcp-stdio under a long mixed load and checks that
+// nothing leaks. It is Linux-only (it reads /proc).
+//
+//	mcp-soak -bin PATH -mode serve -duration 1h
+//	mcp-soak -bin PATH -mode relay -duration 1h
+//
+// In serve mode it starts `mcp-stdio serve` (the bundled example server as
+// the child) and runs, together: 2026-07-28 clients, session-era clients
+// (each session with a GET stream, calls, a DELETE), HTTP+SSE clients, and
+// cancels of in-flight calls (an aborted request at 2026-07-28,
+// notifications/cancelled in a session), while it kills a random child
+// server process with SIGKILL every -crash-every. Then it stops the load,
+// waits -idle, measures, and ends serve with SIGHUP then SIGTERM.
+//
+// In relay mode it starts a serve as the remote server and `mcp-stdio URL`
+// as a relay with its stdin and stdout as pipes, and sends the relay a
+// steady stream of calls (echo, slow calls with progress and log
+// notifications, cancels) from a few concurrent workers.
+//
+// The gates (each printed with its figures; a failed gate makes the exit
+// status 1):
+//
+//   - answers: every request answered exactly once. An answer is a
+//     JSON-RPC response with the request's id, on whatever stream it came,
+//     or an HTTP error status to the POST that carried it. A request the
+//     driver cancelled may have one answer or none; a request with none
+//     that was not cancelled is lost, and one with two or more is a
+//     duplicate, as is an answer to an id not in flight (a stray).
+//   - rss: the resident memory after the load and -idle is at most
+//     -rss-factor times its value at the end of the warm-up (the first
+//     sixth of the load, between 10 s and 5 min).
+//   - fds: open file descriptors after the idle are at most the baseline
+//     (taken after one call, before the load) plus -fd-slack.
+//   - threads: the process's threads after the idle are at most their
+//     number after the warm-up plus -thread-slack. (The Go runtime keeps
+//     the threads it has made, so they do not go back to the baseline; a
+//     goroutine that leaks with a thread blocked in a system call shows
+//     here. Serve and the relay publish no goroutine count.)
+//   - children (serve): no server process beyond the pooled ones
+//     (-pooled) after the idle; serve exits 0 after SIGHUP and SIGTERM,
+//     and no process it started is left.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// options are the command's flags.
+type options struct {
+	bin             string
+	mode            string
+	duration        time.Duration
+	idle            time.Duration
+	modern          int
+	sessions        int
+	sse             int
+	workers         int
+	think           time.Duration
+	crashEvery      time.Duration
+	rssFactor       float64
+	fdSlack         int64
+	threadSlack     int64
+	pooled          int
+	log             string
+	sessionCalls    int
+	sseCalls        int
+	extraServeFlags string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.bin, "bin", "", "the mcp-stdio binary (required)")
+	flag.StringVar(&o.mode, "mode", "serve", "serve or relay")
+	flag.DurationVar(&o.duration, "duration", time.Minute, "how long the load runs")
+	flag.DurationVar(&o.idle, "idle", time.Minute, "how long the process stays idle after the load before it is measured")
+	flag.IntVar(&o.modern, "modern", 200, "serve: concurrent 2026-07-28 clients")
+	flag.IntVar(&o.sessions, "sessions", 20, "serve: concurrent session-era clients")
+	flag.IntVar(&o.sse, "sse", 10, "serve: concurrent HTTP+SSE clients")
+	flag.IntVar(&o.sessionCalls, "session-calls", 40, "serve: calls per session before its DELETE")
+	flag.IntVar(&o.sseCalls, "sse-calls", 40, "serve: calls per HTTP+SSE stream before it is closed")
+	flag.IntVar(&o.workers, "workers", 8, "relay: concurrent callers on the relay's stdin")
+	flag.DurationVar(&o.think, "think", 500*time.Millisecond, "each client's pause between calls (0.5–1.5× at random)")
+	flag.DurationVar(&o.crashEvery, "crash-every", 20*time.Second, "serve: kill a random child server process this often (0 = never)")
+	flag.Float64Var(&o.rssFactor, "rss-factor", 1.5, "gate: RSS after the load and the idle at most this times RSS after the warm-up")
+	flag.Int64Var(&o.fdSlack, "fd-slack", 4, "gate: open fds after the idle at most the baseline plus this")
+	flag.Int64Var(&o.threadSlack, "thread-slack", 4, "gate: threads after the idle at most the baseline plus this")
+	flag.IntVar(&o.pooled, "pooled", 1, "serve: child server processes allowed after the idle (the pooled 2026-07-28 child)")
+	flag.StringVar(&o.log, "log", "", "write the gateway's stderr to this file (default: a file in the temporary directory)")
+	flag.StringVar(&o.extraServeFlags, "serve-flags", "", "serve: more flags for serve, space-separated")
+	flag.Parse()
+	if o.bin == "" || (o.mode != "serve" && o.mode != "relay") {
+		fmt.Fprintln(os.Stderr, "mcp-soak: give -bin PATH (a built mcp-stdio) and -mode serve or relay")
+		os.Exit(2)
+	}
+	var ok bool
+	var err error
+	if o.mode == "serve" {
+		ok, err = soakServe(o)
+	} else {
+		ok, err = soakRelay(o)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mcp-soak: %v\n", err)
+		os.Exit(2)
+	}
+	if !ok {
+		fmt.Println("FAIL")
+		os.Exit(1)
+	}
+	fmt.Println("PASS")
+}
+
+// warmup is how long the load runs before RSS is taken as the reference.
+func warmup(d time.Duration) time.Duration {
+	return min(max(d/6, 10*time.Second), 5*time.Minute)
+}
+
+// gateway is a started mcp-stdio process.
+type gateway struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error // Wait's, once exited is closed
+	logf   *os.File
+}
+
+var serveURLLine = regexp.MustCompile(`serving .* at (http://\S+)$`)
+
+// startServe runs `mcp-stdio serve` on a free loopback port and returns it
+// with its URL once it listens.
+func startServe(o options, logPath string) (*gateway, string, error) {
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--log-level", "warn"}
+	args = append(args, strings.Fields(o.extraServeFlags)...)
+	cmd := exec.Command(o.bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	g, err := start(cmd, logPath)
+	if err != nil {
+		return nil, "", err
+	}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(g.logf, line)
+			if m := serveURLLine.FindStringSubmatch(line); m != nil {
+				select {
+				case urls <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case u := <-urls:
+		return g, u, nil
+	case <-g.exited:
+		return nil, "", fmt.Errorf("serve exited before listening (%v); see %s", g.err, g.logf.Name())
+	case <-time.After(30 * time.Second):
+		g.kill()
+		return nil, "", fmt.Errorf("serve printed no URL in 30s; see %s", g.logf.Name())
+	}
+}
+
+func start(cmd *exec.Cmd, logPath string) (*gateway, error) {
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	g := &gateway{cmd: cmd, exited: make(chan struct{}), logf: f}
+	go func() {
+		g.err = cmd.Wait()
+		close(g.exited)
+	}()
+	return g, nil
+}
+
+func (g *gateway) pid() int { return g.cmd.Process.Pid }
+
+func (g *gateway) kill() {
+	_ = g.cmd.Process.Kill()
+	<-g.exited
+}
+
+// figures are one measurement of a process.
+type figures struct {
+	rss, fds, threads int64
+}
+
+func measure(pid int) figures {
+	return figures{rss: rssKiB(pid), fds: fds(pid), threads: threads(pid)}
+}
+
+// settle measures pid until two measurements a second apart agree on fds
+// and threads (connections being closed, goroutines ending), at most for
+// 10 s, and returns the last.
+func settle(pid int) figures {
+	prev := measure(pid)
+	for range 10 {
+		time.Sleep(time.Second)
+		now := measure(pid)
+		if now.fds == prev.fds && now.threads == prev.threads {
+			return now
+		}
+		prev = now
+	}
+	return prev
+}
+
+// sampler records the peak RSS of pid until stopped.
+type sampler struct {
+	mu   sync.Mutex
+	peak int64
+	stop chan struct{}
+	done chan struct{}
+}
+
+func sample(pid int) *sampler {
+	s := &sampler{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			if r := rssKiB(pid); r > 0 {
+				s.mu.Lock()
+				s.peak = max(s.peak, r)
+				s.mu.Unlock()
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *sampler) end() int64 {
+	close(s.stop)
+	<-s.done
+	return s.peak
+}
+
+// report prints the gates, each with its figures, and returns whether all
+// passed.
+type report struct {
+	w  io.Writer
+	ok bool
+}
+
+func (r *report) gate(name string, pass bool, format string, args ...any) {
+	verdict := "pass"
+	if !pass {
+		verdict = "FAIL"
+		r.ok = false
+	}
+	fmt.Fprintf(r.w, "| %-10s | %-4s | %s |\n", name, verdict, fmt.Sprintf(format, args...))
+}
+
+func logPath(o options, name string) string {
+	if o.log != "" {
+		return o.log
+	}
+	return fmt.Sprintf("%s/mcp-soak-%s-%d.log", os.TempDir(), name, os.Getpid())
+}
+
+// runFor runs f in n goroutines until ctx ends and waits for them.
+func runFor(ctx context.Context, n int, f func(context.Context)) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { f(ctx) })
+	}
+	return &wg
+}
