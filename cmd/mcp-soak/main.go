@@ -29,8 +29,10 @@
 //   - rss: the resident memory after the load and -idle is at most
 //     -rss-factor times its value at the end of the warm-up (the first
 //     sixth of the load, between 10 s and 5 min).
-//   - fds: open file descriptors after the idle are at most the baseline
-//     (taken after one call, before the load) plus -fd-slack.
+//   - fds: serve's open file descriptors after the idle are at most the
+//     baseline (taken after one call, before the load) plus -fd-slack; the
+//     relay's at most their number after the warm-up plus -fd-slack (flat:
+//     the relay keeps idle connections to its server for reuse).
 //   - threads: the process's threads after the idle are at most their
 //     number after the warm-up plus -thread-slack. (The Go runtime keeps
 //     the threads it has made, so they do not go back to the baseline; a
@@ -88,8 +90,8 @@ func main() {
 	flag.IntVar(&o.sse, "sse", 10, "serve: concurrent HTTP+SSE clients")
 	flag.IntVar(&o.sessionCalls, "session-calls", 40, "serve: calls per session before its DELETE")
 	flag.IntVar(&o.sseCalls, "sse-calls", 40, "serve: calls per HTTP+SSE stream before it is closed")
-	flag.IntVar(&o.workers, "workers", 8, "relay: concurrent callers on the relay's stdin")
-	flag.DurationVar(&o.think, "think", 500*time.Millisecond, "each client's pause between calls (0.5–1.5× at random)")
+	flag.IntVar(&o.workers, "workers", 16, "relay: concurrent callers on the relay's stdin")
+	flag.DurationVar(&o.think, "think", 500*time.Millisecond, "each client's pause between calls (0.5–1.5× at random; relay: default 100ms)")
 	flag.DurationVar(&o.crashEvery, "crash-every", 20*time.Second, "serve: kill a random child server process this often (0 = never)")
 	flag.Float64Var(&o.rssFactor, "rss-factor", 1.5, "gate: RSS after the load and the idle at most this times RSS after the warm-up")
 	flag.Int64Var(&o.fdSlack, "fd-slack", 4, "gate: open fds after the idle at most the baseline plus this")
@@ -104,6 +106,11 @@ func main() {
 	}
 	var ok bool
 	var err error
+	thinkSet := false
+	flag.Visit(func(f *flag.Flag) { thinkSet = thinkSet || f.Name == "think" })
+	if o.mode == "relay" && !thinkSet {
+		o.think = 100 * time.Millisecond
+	}
 	if o.mode == "serve" {
 		ok, err = soakServe(o)
 	} else {
