@@ -36,6 +36,7 @@ type options struct {
 	sessionCalls    int
 	sseCalls        int
 	extraServeFlags string
+	progress        time.Duration
 }
 
 func main() {
@@ -57,6 +58,7 @@ func main() {
 	flag.Int64Var(&o.threadSlack, "thread-slack", 4, "gate: threads after the idle at most the baseline plus this")
 	flag.IntVar(&o.pooled, "pooled", 1, "serve: child server processes allowed after the idle (the pooled 2026-07-28 child)")
 	flag.StringVar(&o.log, "log", "", "write the gateway's stderr to this file (default: a file in the temporary directory)")
+	flag.DurationVar(&o.progress, "progress", 5*time.Minute, "print the figures so far on stderr this often (0 = never)")
 	flag.StringVar(&o.extraServeFlags, "serve-flags", "", "serve: more flags for serve, space-separated")
 	flag.Parse()
 	if o.bin == "" || (o.mode != "serve" && o.mode != "relay") {
@@ -197,8 +199,12 @@ type sampler struct {
 	done chan struct{}
 }
 
-func sample(pid int) *sampler {
+// Every progress (if not 0) it prints a line on stderr: the figures of
+// pid and what status returns.
+func sample(pid int, progress time.Duration, name string, status func() string) *sampler {
 	s := &sampler{stop: make(chan struct{}), done: make(chan struct{})}
+	began := time.Now()
+	next := began.Add(progress)
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(2 * time.Second)
@@ -208,6 +214,12 @@ func sample(pid int) *sampler {
 				s.mu.Lock()
 				s.peak = max(s.peak, r)
 				s.mu.Unlock()
+			}
+			if progress > 0 && time.Now().After(next) {
+				next = next.Add(progress)
+				f := measure(pid)
+				fmt.Fprintf(os.Stderr, "mcp-soak %s: %v: RSS %d KiB, %d fds, %d threads; %s\n",
+					name, time.Since(began).Round(time.Second), f.rss, f.fds, f.threads, status())
 			}
 			select {
 			case <-s.stop:

@@ -143,7 +143,7 @@ func soakRelay(o options) (bool, error) {
 	began := time.Now()
 	ctx, stop := context.WithTimeout(context.Background(), o.duration)
 	defer stop()
-	peak := sample(pid)
+	peak := sample(pid, o.progress, "relay", h.t.progress)
 	wg := runFor(ctx, o.workers, func(ctx context.Context) {
 		for ctx.Err() == nil {
 			switch r := rand.Float64(); {

@@ -48,7 +48,7 @@ func soakServe(o options) (bool, error) {
 	began := time.Now()
 	ctx, stop := context.WithTimeout(context.Background(), o.duration)
 	defer stop()
-	peak := sample(pid)
+	peak := sample(pid, o.progress, "serve", l.t.progress)
 	var wgs []*sync.WaitGroup
 	wgs = append(wgs, runFor(ctx, o.modern, l.modernClient))
 	wgs = append(wgs, runFor(ctx, o.sessions, func(ctx context.Context) { l.sessionClient(ctx, o.sessionCalls) }))

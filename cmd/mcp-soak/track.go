@@ -139,6 +139,13 @@ func (t *tracker) totals() (sum tally, strays int64) {
 	return sum, t.strays
 }
 
+// progress is a one-line summary of the requests so far.
+func (t *tracker) progress() string {
+	sum, strays := t.totals()
+	return fmt.Sprintf("%d requests, %d answered, %d cancelled, %d lost or in flight, %d duplicated, %d strays",
+		sum.sent, sum.answered, sum.cancelled, sum.lost, sum.dup, strays)
+}
+
 // table renders the per-kind tallies.
 func (t *tracker) table() string {
 	t.mu.Lock()
