@@ -113,7 +113,11 @@ func startServe(o options, logPath string) (*gateway, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	g, err := start(cmd, logPath)
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, "", err
+	}
+	g, err := start(cmd, f)
 	if err != nil {
 		return nil, "", err
 	}
@@ -143,11 +147,8 @@ func startServe(o options, logPath string) (*gateway, string, error) {
 	}
 }
 
-func start(cmd *exec.Cmd, logPath string) (*gateway, error) {
-	f, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
+// start starts cmd, whose stderr goes (or is copied) to f.
+func start(cmd *exec.Cmd, f *os.File) (*gateway, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

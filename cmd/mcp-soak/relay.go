@@ -119,11 +119,10 @@ func soakRelay(o options) (bool, error) {
 		return false, err
 	}
 	cmd.Stderr = lf
-	g, err := start(cmd, lf.Name()+".unused")
+	g, err := start(cmd, lf)
 	if err != nil {
 		return false, err
 	}
-	_ = os.Remove(lf.Name() + ".unused")
 	pid := g.pid()
 	h := &host{t: newTracker(), in: in}
 	go h.read(out)
