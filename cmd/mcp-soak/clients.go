@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -287,29 +288,48 @@ func (l *load) oneSession(ctx context.Context, calls int) {
 		gone = status == http.StatusNotFound // its process was killed: the session is over
 		l.pause(ctx)
 	}
+	gcancel()
+	<-gdone
 	if !gone {
-		req, _ := http.NewRequestWithContext(bg, http.MethodDelete, l.url, nil)
+		l.deleteSession(bg, hdr)
+	}
+}
+
+// deleteSession ends a session with DELETE, as a client does that honours
+// 503 and Retry-After: it tries again after the wait asked for (a second
+// when none), up to 5 times.
+func (l *load) deleteSession(ctx context.Context, hdr map[string]string) {
+	for try := 0; ; try++ {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, l.url, nil)
 		for k, v := range hdr {
 			req.Header.Set(k, v)
 		}
 		resp, err := l.hc.Do(req)
-		switch {
-		case err != nil:
+		if err != nil {
 			l.deleteFailed.Add(1)
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		switch {
 		case resp.StatusCode/100 == 2:
 			l.deletes.Add(1)
+			return
 		case resp.StatusCode == http.StatusNotFound: // ended already, by a crash
+			return
+		case resp.StatusCode == http.StatusServiceUnavailable && try < 5:
+			l.status(resp.StatusCode)
+			wait := time.Second
+			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 && s <= 60 {
+				wait = time.Duration(s) * time.Second
+			}
+			_ = frame.Sleep(ctx, wait)
 		default:
 			l.deleteFailed.Add(1)
 			l.status(resp.StatusCode)
-		}
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			return
 		}
 	}
-	gcancel()
-	<-gdone
 }
 
 // sseClient is a client of HTTP+SSE (2024-11-05): it opens the stream,
