@@ -9,8 +9,10 @@
 // (each session with a GET stream, calls, a DELETE), HTTP+SSE clients, and
 // cancels of in-flight calls (an aborted request at 2026-07-28,
 // notifications/cancelled in a session), while it kills a random child
-// server process with SIGKILL every -crash-every. Then it stops the load,
-// waits -idle, measures, and ends serve with SIGHUP then SIGTERM.
+// server process with SIGKILL every -crash-every. A client whose session
+// ended with its process opens another; a DELETE refused with 503 is tried
+// again after its Retry-After. Then it stops the load, waits -idle,
+// measures, and ends serve with SIGHUP then SIGTERM.
 //
 // In relay mode it starts a serve as the remote server and `mcp-stdio URL`
 // as a relay with its stdin and stdout as pipes, and sends the relay a
