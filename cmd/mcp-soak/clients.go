@@ -83,7 +83,7 @@ func (l *load) route(msg []byte) {
 		return
 	}
 	if r[0].Type == gjson.Number {
-		l.t.answer(r[0].Int(), r[2].Exists())
+		l.t.answer(r[0].Int(), r[2].Exists(), "message "+string(msg))
 	}
 }
 
@@ -135,7 +135,7 @@ func (l *load) post(ctx context.Context, target string, hdr map[string]string, i
 	if resp.StatusCode >= 300 {
 		l.status(resp.StatusCode)
 		if id != 0 {
-			l.t.answer(id, true)
+			l.t.answer(id, true, "HTTP "+resp.Status+" to its POST")
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode, resp.Header

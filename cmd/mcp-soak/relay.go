@@ -58,7 +58,7 @@ func (h *host) read(out io.Reader) {
 			continue
 		}
 		if r[0].Type == gjson.Number {
-			h.t.answer(r[0].Int(), r[2].Exists())
+			h.t.answer(r[0].Int(), r[2].Exists(), "line "+sc.Text())
 			if c, ok := h.waiting.LoadAndDelete(r[0].Int()); ok {
 				close(c.(chan struct{}))
 			}

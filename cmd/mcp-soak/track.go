@@ -4,6 +4,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +24,7 @@ type tracker struct {
 	inflight map[int64]*call
 	kinds    map[string]*tally
 	strays   int64
+	log      io.Writer // where duplicates and strays are told, if not nil
 }
 
 // call is one request in flight.
@@ -30,6 +33,7 @@ type call struct {
 	answers   int
 	errored   bool // the answer was a JSON-RPC error or an HTTP error status
 	cancelled bool // the driver cancelled it (notifications/cancelled or an aborted request)
+	sources   []string
 }
 
 // tally is what became of the requests of one kind.
@@ -44,7 +48,7 @@ type tally struct {
 }
 
 func newTracker() *tracker {
-	return &tracker{inflight: map[int64]*call{}, kinds: map[string]*tally{}}
+	return &tracker{inflight: map[int64]*call{}, kinds: map[string]*tally{}, log: os.Stderr}
 }
 
 // start records a request of kind about to be sent and returns its id.
@@ -62,17 +66,31 @@ func (t *tracker) start(kind string) int64 {
 	return id
 }
 
-// answer records an answer to id, from whatever stream it came on.
-func (t *tracker) answer(id int64, isErr bool) {
+// answer records an answer to id, from whatever stream it came on; source
+// says what it was (an HTTP status, a message), for the report of a
+// duplicate or a stray.
+func (t *tracker) answer(id int64, isErr bool, source string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.inflight[id]
 	if c == nil {
 		t.strays++
+		if t.log != nil {
+			fmt.Fprintf(t.log, "mcp-soak: an answer to id %d, not in flight: %s\n", id, excerpt(source))
+		}
 		return
 	}
 	c.answers++
 	c.errored = c.errored || isErr
+	c.sources = append(c.sources, excerpt(source))
+}
+
+// excerpt keeps the start of s.
+func excerpt(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
 }
 
 // cancel marks id as cancelled by the driver.
@@ -107,6 +125,9 @@ func (t *tracker) finish(id int64) {
 	switch {
 	case c.answers > 1:
 		k.dup++
+		if t.log != nil {
+			fmt.Fprintf(t.log, "mcp-soak: %s request %d answered %d times: %s\n", c.kind, id, c.answers, strings.Join(c.sources, " | "))
+		}
 	case c.cancelled:
 		k.cancelled++
 		if c.answers == 0 {

@@ -18,6 +18,8 @@ import (
 func TestTrackerClassifies(t *testing.T) {
 	is := is.New(t)
 	tr := newTracker()
+	var told strings.Builder
+	tr.log = &told
 	ok := tr.start("echo")
 	failed := tr.start("echo")
 	lost := tr.start("echo")
@@ -25,18 +27,18 @@ func TestTrackerClassifies(t *testing.T) {
 	cancelledQuiet := tr.start("cancel")
 	cancelledAnswered := tr.start("cancel")
 	open := tr.start("echo")
-	tr.answer(ok, false)
-	tr.answer(failed, true)
-	tr.answer(twice, false)
-	tr.answer(twice, false)
+	tr.answer(ok, false, "m")
+	tr.answer(failed, true, "m")
+	tr.answer(twice, false, "m")
+	tr.answer(twice, false, "m")
 	tr.cancel(cancelledQuiet)
 	tr.cancel(cancelledAnswered)
-	tr.answer(cancelledAnswered, true)
+	tr.answer(cancelledAnswered, true, "m")
 	for _, id := range []int64{ok, failed, lost, twice, cancelledQuiet, cancelledAnswered} {
 		tr.finish(id)
 	}
-	tr.answer(ok, false)     // after it finished: a stray
-	tr.answer(1000000, true) // never sent: a stray
+	tr.answer(ok, false, "m")     // after it finished: a stray
+	tr.answer(1000000, true, "m") // never sent: a stray
 	is.Equal(tr.answers(open), 0)
 
 	sum, strays := tr.totals()
@@ -49,6 +51,8 @@ func TestTrackerClassifies(t *testing.T) {
 	is.Equal(sum.dup, int64(1))
 	is.Equal(strays, int64(2))
 	is.True(strings.Contains(tr.table(), "| cancel "))
+	is.Equal(strings.Count(told.String(), "\n"), 3) // the duplicate and the strays, told
+	is.True(strings.Contains(told.String(), "answered 2 times: m | m"))
 }
 
 // descendants finds a child of this process with its command line, and
