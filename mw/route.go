@@ -397,6 +397,15 @@ func (r *router) toServer(ctx context.Context, m frame.Message) error {
 		}
 		return nil
 	}
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		// The connection ended while m was on its way (its server died):
+		// closeAll has answered m's requests ("session ended") on x
+		// already, so the transport must not answer them a second time.
+		return nil
+	}
 	r.unregister(p)
 	return err
 }

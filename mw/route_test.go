@@ -277,6 +277,24 @@ func TestRouteInnerFailure(t *testing.T) {
 	is.Equal(len(y.lines()), 1)
 }
 
+// The connection ends while a POST's request is on its way to the server
+// (the server died, so the write fails): the request is answered once,
+// with "session ended" on its exchange, and the failure is not handed to
+// the transport to answer again (an HTTP+SSE client would get both: the
+// error on its stream and an error status to its POST).
+func TestRouteInnerFailureAsTheConnectionEnds(t *testing.T) {
+	is := is.New(t)
+	h := newRouteHarness(0)
+	h.inner = func(frame.Message) error {
+		h.conn.Close(errors.New("the server process exited"))
+		return errors.New("write |1: broken pipe")
+	}
+	x := newPOST(true)
+	is.NoErr(h.post(t, x, `{"jsonrpc":"2.0","id":1,"method":"a"}`)) // answered already: nothing for the transport
+	is.Equal(x.lines(), []string{`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"session ended: the server process exited"}}`})
+	is.True(x.isEnded())
+}
+
 func TestRouteAbandonedPOST(t *testing.T) {
 	is := is.New(t)
 	h := newRouteHarness(0)

@@ -196,6 +196,17 @@ func TestServeDrainOnSIGTERM(t *testing.T) {
 // answered with an error, the children are stopped, and serve exits 0 —
 // long before a drain timeout of an hour.
 func TestServeSecondSIGTERMEndsTheDrain(t *testing.T) {
+	secondSignalEndsTheDrain(t, syscall.SIGTERM, syscall.SIGTERM)
+}
+
+// SIGHUP (the terminal serve runs in closed) starts the drain as SIGTERM
+// does, and a SIGTERM after it ends the drain at once: serve exits 0 with
+// no process of its server left.
+func TestServeSIGHUPThenSIGTERM(t *testing.T) {
+	secondSignalEndsTheDrain(t, syscall.SIGHUP, syscall.SIGTERM)
+}
+
+func secondSignalEndsTheDrain(t *testing.T, first, second syscall.Signal) {
 	bin := relayBinary(t)
 	g := startServe(t, append([]string{"--drain-timeout", "1h"}, drainChild(bin)...)...)
 	started := g.stderr.Watch(serverLine)
@@ -206,15 +217,15 @@ func TestServeSecondSIGTERMEndsTheDrain(t *testing.T) {
 	procs["grandchild"], _ = strconv.Atoi(grandchildren.Next(t, serveProcWait)[1])
 	pgrp := processGroup(t, procs["server"])
 
-	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := g.cmd.Process.Signal(first); err != nil {
 		t.Fatal(err)
 	}
 	draining.Next(t, serveProcWait)
-	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := g.cmd.Process.Signal(second); err != nil {
 		t.Fatal(err)
 	}
 	if err := awaitExit(t, g, serveProcWait); err != nil {
-		t.Errorf("serve after a second SIGTERM: %v, want exit 0", err)
+		t.Errorf("serve after %v then %v: %v, want exit 0", first, second, err)
 	}
 	if ev, err := events.Next(); err == nil && !strings.Contains(string(ev.Data), `"id":2,"error"`) {
 		t.Errorf("the call in flight got %s, want an error or the end of its stream", ev.Data)

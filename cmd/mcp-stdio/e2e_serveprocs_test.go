@@ -142,10 +142,10 @@ func checkGone(t *testing.T, procs map[string]int, after string) {
 // However the gateway ends with a session open, the session's whole
 // process tree ends too: the supervisor, the server (a shell that execs
 // the bundled example server), and the `sleep` the shell started in the
-// background. SIGKILL and SIGHUP end serve without any cleanup of its own;
-// SIGTERM lets it shut down (its sessions are closed, each server's group
-// killed once the server exits), which already took the `sleep` down before
-// the supervisor existed.
+// background. SIGKILL and SIGQUIT end serve without any cleanup of its
+// own; SIGTERM and SIGHUP let it shut down (its sessions are closed, each
+// server's group killed once the server exits), which already took the
+// `sleep` down before the supervisor existed.
 func TestServeEndLeavesNoProcessOfTheServer(t *testing.T) {
 	if signal.Ignored(syscall.SIGHUP) {
 		// Started under nohup, this process would pass SIGHUP on to serve
@@ -154,7 +154,7 @@ func TestServeEndLeavesNoProcessOfTheServer(t *testing.T) {
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 		defer signal.Reset(syscall.SIGHUP)
 	}
-	for _, sig := range []syscall.Signal{unix.SIGKILL, unix.SIGHUP, unix.SIGTERM} {
+	for _, sig := range []syscall.Signal{unix.SIGKILL, unix.SIGQUIT, unix.SIGHUP, unix.SIGTERM} {
 		t.Run(unix.SignalName(sig), func(t *testing.T) {
 			bin := relayBinary(t)
 			g := startServe(t, "--", "sh", "-c", `sleep 300 & echo "grandchild=$!" >&2; exec "$0" example-server`, bin)

@@ -19,6 +19,8 @@ import (
 )
 
 func main() {
+	// SIGHUP is each command's to handle (cli: the relay and serve end on
+	// it as on SIGTERM, serve --config reloads on it).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()

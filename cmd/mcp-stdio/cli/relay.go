@@ -276,6 +276,11 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 	}
 	logger.Info("relaying stdio", "url", frame.DisplayURLString(cfg.URL), "transport", cfg.Transport, "era", string(cfg.Era), "oauth", f.oauth)
 	if opt.OwnProcess {
+		// SIGHUP (the terminal closed) ends the relay as SIGTERM does: it
+		// finishes what is in flight.
+		var stopHangup func()
+		ctx, stopHangup = endOnHangup(ctx)
+		defer stopHangup()
 		var restore func()
 		stdin, restore = tuneStdioProcess(stdin, getenv, logger)
 		defer restore()

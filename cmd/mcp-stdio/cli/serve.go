@@ -214,7 +214,7 @@ func newServeFlagSet(f *serveFlags) (*flag.FlagSet, helpLayout) {
 	fs.Var(&f.connIdle, "conn-idle-timeout", "close a keep-alive connection that carries no request for this `DURATION`")
 	fs.Var(&f.stdinGrace, "stdin-grace", "when a session ends, wait this `DURATION` after closing its process's stdin before SIGTERM (at shutdown, SIGTERM comes at once)")
 	fs.Var(&f.termGrace, "term-grace", "after SIGTERM, wait this `DURATION` before SIGKILL")
-	fs.Var(&f.drainTimeout, "drain-timeout", "on SIGTERM or SIGINT, drain for at most this `DURATION` before the children get SIGTERM: new sessions get 503, requests in flight finish; the default and --term-grace fit in Kubernetes' 30s grace period")
+	fs.Var(&f.drainTimeout, "drain-timeout", "on SIGTERM, SIGINT or SIGHUP, drain for at most this `DURATION` before the children get SIGTERM: new sessions get 503, requests in flight finish; the default and --term-grace fit in Kubernetes' 30s grace period")
 	fs.Var(&f.logLevel, "log-level", "log at `LEVEL` on stderr: debug, info, warn or error")
 	fs.Var(&f.logFormat, "log-format", "write logs on stderr as `FORMAT`: text (key=value lines) or json (one object per line, a record per request at info, the servers' stderr lines as records of their own)")
 	f.oauth.define(fs)
@@ -309,6 +309,13 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 		var stopWatch func()
 		ctx, stopWatch = endWithParent(ctx, getenv, logger)
 		defer stopWatch()
+		if f.configFile == "" {
+			// SIGHUP (the terminal closed) drains as SIGTERM does; with
+			// --config it reads the file again instead (watchReload).
+			var stopHangup func()
+			ctx, stopHangup = endOnHangup(ctx)
+			defer stopHangup()
+		}
 	}
 	// Listen first: without --public-url, the embedded authorization
 	// server's issuer is the address bound.
