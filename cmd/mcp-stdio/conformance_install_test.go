@@ -60,17 +60,6 @@ func (s *confSuite) paths(dir, nodePkg string) {
 	s.script = filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
 }
 
-// complete reports whether the install is finished: the marker is written
-// last, and the files it promises are there.
-func (s *confSuite) complete() bool {
-	for _, f := range []string{filepath.Join(s.dir, confCompleteMarker), s.node, s.script} {
-		if _, err := os.Stat(f); err != nil {
-			return false
-		}
-	}
-	return true
-}
-
 // env returns the environment the suite runs in: Node.js 22 first on PATH.
 func (s *confSuite) env(extra ...string) []string {
 	env := make([]string, 0, len(os.Environ())+1+len(extra))
@@ -95,60 +84,18 @@ func confInstall(t *testing.T) *confSuite {
 	if err != nil {
 		t.Skipf("the conformance suite cannot run here: %v", err)
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	parent := filepath.Join(cache, "mcp-stdio")
+	var rel confSuite
+	rel.paths("", nodePkg)
 	s := &confSuite{install: []string{
 		fmt.Sprintf("npm install %s@%s %s", nodePkg, confNodeMajor, confSuitePackage),
 	}}
-	s.paths(filepath.Join(parent, "conformance-"+confSuiteVersion), nodePkg)
-	if s.complete() {
-		return s
-	}
-
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Fatalf("npm is not on PATH: the conformance test installs %s and Node.js %s with npm "+
-			"(install Node.js with npm, or set %s=1 to skip this test explicitly)", confSuitePackage, confNodeMajor, confSkipEnv)
-	}
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp, err := os.MkdirTemp(parent, ".conformance-install-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp) // nothing left after the rename
-	if err := os.WriteFile(filepath.Join(tmp, "package.json"), []byte(`{"private": true}`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), confInstallTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error",
-		nodePkg+"@"+confNodeMajor, confSuitePackage)
-	cmd.Dir = tmp
-	t.Logf("installing the conformance suite: %s (in %s)", s.install[0], tmp)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install: %v\n%s", err, out)
-	}
-	var fresh confSuite
-	fresh.paths(tmp, nodePkg)
-	for _, f := range []string{fresh.node, fresh.script} {
-		if _, err := os.Stat(f); err != nil {
-			t.Fatalf("npm install left no %s: %v", f, err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(tmp, confCompleteMarker), []byte(s.install[0]+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, s.dir); err != nil {
-		// Another process may have finished first; its install is as good.
-		if !s.complete() {
-			t.Fatalf("moving the install into place: %v", err)
-		}
-	}
+	s.paths(npmInstall{
+		what:     "the conformance suite",
+		dir:      "conformance-" + confSuiteVersion,
+		packages: []string{nodePkg + "@" + confNodeMajor, confSuitePackage},
+		files:    []string{rel.node, rel.script},
+		skipEnv:  confSkipEnv,
+	}.ensure(t), nodePkg)
 	return s
 }
 

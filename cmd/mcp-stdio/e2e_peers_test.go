@@ -67,65 +67,20 @@ func peersInstall(t *testing.T) *peers {
 	if err != nil {
 		t.Skipf("the npm peers cannot run here: %v", err)
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	parent := filepath.Join(cache, "mcp-stdio")
 	pkgs := []string{nodePkg + "@" + confNodeMajor, peersSupergateway, peersEverything, peersSDKv1, peersSDKv2}
-	name := "peers-" + strings.NewReplacer("@modelcontextprotocol/", "", "@", "-").Replace(strings.Join(pkgs[1:], "+")) + "-node" + confNodeMajor
-	at := func(d string) *peers {
-		return &peers{dir: d, node: filepath.Join(d, "node_modules", nodePkg, "bin", "node")}
+	nodeRel := filepath.Join("node_modules", nodePkg, "bin", "node")
+	var files []string
+	for _, f := range []string{supergatewayScript, "@modelcontextprotocol/server-everything/dist/index.js",
+		"@modelcontextprotocol/sdk/dist/esm/client/index.js", "@modelcontextprotocol/client/dist/index.mjs"} {
+		files = append(files, filepath.Join("node_modules", f))
 	}
-	complete := func(p *peers) bool {
-		for _, f := range []string{filepath.Join(p.dir, confCompleteMarker), p.node, p.path(supergatewayScript),
-			p.path("@modelcontextprotocol/server-everything/dist/index.js"),
-			p.path("@modelcontextprotocol/sdk/dist/esm/client/index.js"),
-			p.path("@modelcontextprotocol/client/dist/index.mjs")} {
-			if _, err := os.Stat(f); err != nil {
-				return false
-			}
-		}
-		return true
-	}
-	p := at(filepath.Join(parent, name))
-	if complete(p) {
-		return p
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skipf("npm is not on PATH: this test installs %s with npm (install Node.js with npm to run it)", strings.Join(pkgs, " "))
-	}
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp, err := os.MkdirTemp(parent, ".peers-install-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.WriteFile(filepath.Join(tmp, "package.json"), []byte(`{"private": true}`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), confInstallTimeout)
-	defer cancel()
-	install := append([]string{"install", "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error"}, pkgs...)
-	cmd := exec.CommandContext(ctx, npm, install...)
-	cmd.Dir = tmp
-	t.Logf("installing the npm peers: npm %s (in %s)", strings.Join(install, " "), tmp)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install: %v\n%s", err, out)
-	}
-	if err := os.WriteFile(filepath.Join(tmp, confCompleteMarker), []byte("npm "+strings.Join(install, " ")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if !complete(at(tmp)) {
-		t.Fatalf("npm install left the peers incomplete in %s", tmp)
-	}
-	if err := os.Rename(tmp, p.dir); err != nil && !complete(p) {
-		t.Fatalf("moving the install into place: %v", err)
-	}
-	return p
+	dir := npmInstall{
+		what:     "the npm peers",
+		dir:      "peers-" + strings.NewReplacer("@modelcontextprotocol/", "", "@", "-").Replace(strings.Join(pkgs[1:], "+")) + "-node" + confNodeMajor,
+		packages: pkgs,
+		files:    append(files, nodeRel),
+	}.ensure(t)
+	return &peers{dir: dir, node: filepath.Join(dir, nodeRel)}
 }
 
 // peersListening is the line testdata/peers/loopback.cjs writes once a

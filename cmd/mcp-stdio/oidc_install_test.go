@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -46,63 +45,16 @@ func oidcInstall(t *testing.T) (pkgDir, node string) {
 	if err != nil {
 		t.Skipf("the OpenID provider cannot run here: %v", err)
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	parent := filepath.Join(cache, "mcp-stdio")
-	dir := filepath.Join(parent, "oidc-provider-"+oidcProviderVersion+"-node"+confNodeMajor)
-	paths := func(d string) (string, string) {
-		return filepath.Join(d, "node_modules", "oidc-provider"), filepath.Join(d, "node_modules", nodePkg, "bin", "node")
-	}
-	pkgDir, node = paths(dir)
-	complete := func(d string) bool {
-		p, n := paths(d)
-		for _, f := range []string{filepath.Join(d, confCompleteMarker), filepath.Join(p, "lib", "index.js"), n} {
-			if _, err := os.Stat(f); err != nil {
-				return false
-			}
-		}
-		return true
-	}
-	if complete(dir) {
-		return pkgDir, node
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Fatalf("npm is not on PATH: this test installs %s and Node.js %s with npm "+
-			"(install Node.js with npm, or set %s=1 to skip it explicitly)", oidcProviderPackage, confNodeMajor, oidcSkipEnv)
-	}
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp, err := os.MkdirTemp(parent, ".oidc-provider-install-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.WriteFile(filepath.Join(tmp, "package.json"), []byte(`{"private": true}`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), confInstallTimeout)
-	defer cancel()
-	install := []string{"install", "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error", nodePkg + "@" + confNodeMajor, oidcProviderPackage}
-	cmd := exec.CommandContext(ctx, npm, install...)
-	cmd.Dir = tmp
-	t.Logf("installing the OpenID provider: npm %s (in %s)", strings.Join(install, " "), tmp)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install: %v\n%s", err, out)
-	}
-	if err := os.WriteFile(filepath.Join(tmp, confCompleteMarker), []byte("npm "+strings.Join(install, " ")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if !complete(tmp) {
-		t.Fatalf("npm install left no %s or no %s", oidcProviderPackage, nodePkg)
-	}
-	if err := os.Rename(tmp, dir); err != nil && !complete(dir) {
-		t.Fatalf("moving the install into place: %v", err)
-	}
-	return pkgDir, node
+	pkg := filepath.Join("node_modules", "oidc-provider")
+	nodeRel := filepath.Join("node_modules", nodePkg, "bin", "node")
+	dir := npmInstall{
+		what:     "the OpenID provider",
+		dir:      "oidc-provider-" + oidcProviderVersion + "-node" + confNodeMajor,
+		packages: []string{nodePkg + "@" + confNodeMajor, oidcProviderPackage},
+		files:    []string{filepath.Join(pkg, "lib", "index.js"), nodeRel},
+		skipEnv:  oidcSkipEnv,
+	}.ensure(t)
+	return filepath.Join(dir, pkg), filepath.Join(dir, nodeRel)
 }
 
 // oidcProvider is a running testdata/oidc/provider.mjs.
