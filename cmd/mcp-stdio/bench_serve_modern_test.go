@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -63,6 +64,9 @@ func connectGatewayAt(tb testing.TB, ctx context.Context, g *gatewayProc, name, 
 //   - serve-2026: a 2026-07-28 client through serve (its pooled child);
 //   - serve: a session-era client (2025-11-25) through the same serve
 //     process (its session's child);
+//   - floor-2026: a 2026-07-28 client through floorserve (see
+//     buildFloorServe), the least any gateway process does, alternating
+//     with serve's two;
 //   - supergateway-2026: a 2026-07-28 client through supergateway 4.0.0
 //     --stateful, which starts a child per 2026-07-28 request, when the
 //     peers are installed.
@@ -70,15 +74,19 @@ func connectGatewayAt(tb testing.TB, ctx context.Context, g *gatewayProc, name, 
 // The metrics are each path's throughput and latency, serve's CPU time per
 // call (both of serve's paths together) and the ratios the goals name:
 // serve-2026/supergateway-2026-throughput (goal ≥ 25) and
-// serve-2026/serve-throughput (goal ≥ 0.9).
+// serve-2026/serve-throughput (goal ≥ 1.0); beside them, from the same
+// run, floor-2026/supergateway-2026-throughput (what this machine allows
+// any gateway) and serve-2026/floor-2026-throughput.
 func BenchmarkServeModern(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	bin := relayBinary(b)
 	serve := startBenchGateway(b, gwServe, bin, "", "")
+	floor := startBenchGateway(b, gwFloor, bin, "", buildFloorServe(b))
 	paths := []*benchPath{
 		connectGatewayAt(b, ctx, serve, modernPath(gwServe), ""),
 		connectGatewayAt(b, ctx, serve, gwServe, clientVersion),
+		connectGatewayAt(b, ctx, floor, modernPath(gwFloor), ""),
 	}
 	if peers, node, ok := benchPeers(b); ok {
 		sg := startBenchGateway(b, gwSupergateway, bin, peers, node)
@@ -94,11 +102,12 @@ func BenchmarkServeModern(b *testing.B) {
 			p.call(b, ctx, params)
 		}
 	}
-	// serve's two paths alternate, call by call. supergateway's calls come
-	// after them, in a phase of their own: on two cores the node process
-	// and the child it starts for every call, still exiting after the
-	// answer, would slow whichever call came next, serve's included.
-	servePaths, others := paths[:2], paths[2:]
+	// serve's two paths and the floor alternate, call by call.
+	// supergateway's calls come after them, in a phase of their own: on
+	// two cores the node process and the child it starts for every call,
+	// still exiting after the answer, would slow whichever call came next,
+	// serve's included.
+	servePaths, others := paths[:3], paths[3:]
 	b.ResetTimer()
 	cpuBefore, cpuErr := procCPU(serve.pid())
 	i := 0
@@ -125,12 +134,32 @@ func BenchmarkServeModern(b *testing.B) {
 	if cpuAfterErr == nil && cpuErr == nil && i > 0 {
 		b.ReportMetric(us(cpuAfter-cpuBefore)/float64(2*i), "serve-CPU-µs/call")
 	}
-	modern := sums[modernPath(gwServe)]
-	for _, other := range []string{modernPath(gwSupergateway), gwServe} {
-		if o, ok := sums[other]; ok && o.perSecond > 0 {
-			b.ReportMetric(modern.perSecond/o.perSecond, modernPath(gwServe)+"/"+other+"-throughput")
+	ratio := func(path, other string) {
+		if p, o := sums[path], sums[other]; p.perSecond > 0 && o.perSecond > 0 {
+			b.ReportMetric(p.perSecond/o.perSecond, path+"/"+other+"-throughput")
 		}
 	}
+	ratio(modernPath(gwServe), modernPath(gwSupergateway))
+	ratio(modernPath(gwServe), gwServe)
+	ratio(modernPath(gwFloor), modernPath(gwSupergateway))
+	ratio(modernPath(gwServe), modernPath(gwFloor))
+}
+
+// buildFloorServe builds cmd/mcp-stdio/internal/floorserve, statically as
+// mcp-stdio is released, and returns its path: a Streamable HTTP gateway
+// that writes each POST to its child and answers with the child's line,
+// one request at a time, with no validation, routing or security. Behind
+// the same client, on the same machine, in the same run, it shows what
+// any gateway process can reach there.
+func buildFloorServe(tb testing.TB) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "floorserve")
+	build := exec.Command("go", "build", "-o", bin, "./internal/floorserve")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		tb.Fatalf("building the floor: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // modernClients is how many 2026-07-28 clients BenchmarkServeModernConcurrent

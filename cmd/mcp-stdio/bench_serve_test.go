@@ -53,6 +53,9 @@ const (
 	gwServe        = "serve"
 	gwSupergateway = "supergateway"
 	gwMCPProxy     = "mcp-proxy"
+	// gwFloor is cmd/mcp-stdio/internal/floorserve: the least a gateway
+	// does (see buildFloorServe).
+	gwFloor = "floor"
 )
 
 // The peers' entry points inside node_modules (their package.json "bin").
@@ -114,10 +117,11 @@ func benchPeers(tb testing.TB) (dir, node string, ok bool) {
 	return dir, node, true
 }
 
-// startBenchGateway starts the named gateway (serve, supergateway or
-// mcp-proxy) in front of the example server, with extra flags for the
-// gateway, and returns once it listens. It is stopped at the end of the
-// benchmark.
+// startBenchGateway starts the named gateway (serve, supergateway,
+// mcp-proxy or the floor) in front of the example server of bin, with
+// extra flags for the gateway, and returns once it listens. node is the
+// program that runs it: node for the peers, floorserve's binary for the
+// floor. It is stopped at the end of the benchmark.
 func startBenchGateway(tb testing.TB, name, bin, peers, node string, extra ...string) *gatewayProc {
 	tb.Helper()
 	g := &gatewayProc{name: name, exited: make(chan struct{})}
@@ -129,6 +133,9 @@ func startBenchGateway(tb testing.TB, name, bin, peers, node string, extra ...st
 		urls = g.log.Watch(confServeURL).C
 		args := append([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", benchLogLevel}, extra...)
 		g.cmd = exec.Command(bin, append(append(args, "--"), exampleServerArgs(bin)...)...)
+	case gwFloor:
+		urls = g.log.Watch(confServeURL).C
+		g.cmd = exec.Command(node, append([]string{"serve", "--"}, exampleServerArgs(bin)...)...)
 	case gwSupergateway:
 		port := freePort(tb)
 		addr = net.JoinHostPort("127.0.0.1", port)

@@ -3,7 +3,10 @@
 // one request at a time. It writes each POST body to the child's stdin as
 // a line and answers a request with the child's response line as JSON
 // (with FLOOR_SSE set, as one SSE event), skipping anything else the child
-// writes; notifications and responses get 202. No validation, no
+// writes; notifications and responses get 202. A 2026-07-28 client's
+// requests (no session header, no initialize) go to a second child,
+// started by the first of them, as serve gives them a pooled child of
+// their own. No validation, no
 // concurrency, no GET stream, no security. BenchmarkServeVsPeers run
 // against it (MCP_STDIO_E2E_BINARY) shows what any gateway in its own
 // process costs on a machine, so that serve's own overhead can be told
@@ -56,12 +59,18 @@ func main() {
 	_ = http.Serve(ln, g)
 }
 
-// gateway is the one session.
+// gateway is the one session and the 2026-07-28 clients' child.
 type gateway struct {
 	child []string
 	sse   bool
 
-	mu  sync.Mutex // one request at a time
+	mu      sync.Mutex // one request at a time
+	session pipe       // the session's child, started by initialize
+	modern  pipe       // the 2026-07-28 clients' child, started by their first request
+}
+
+// pipe is one child's stdin and stdout.
+type pipe struct {
 	in  io.Writer
 	out *bufio.Reader
 }
@@ -78,18 +87,29 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	method := gjson.GetBytes(body, "method")
-	if method.Str == "initialize" && g.in == nil {
-		if err := g.start(); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
+	c := &g.session
+	switch {
+	case method.Str == "initialize":
+		if c.in == nil {
+			if *c, err = g.start(); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
 		}
 		w.Header().Set("Mcp-Session-Id", "floor")
-	}
-	if g.in == nil {
+	case r.Header.Get("Mcp-Session-Id") == "":
+		c = &g.modern
+		if c.in == nil {
+			if *c, err = g.start(); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+	case c.in == nil:
 		http.Error(w, "no session", http.StatusBadRequest)
 		return
 	}
-	if _, err := g.in.Write(append(body, '\n')); err != nil {
+	if _, err := c.in.Write(append(body, '\n')); err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
@@ -99,7 +119,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for {
-		line, err := g.out.ReadBytes('\n')
+		line, err := c.out.ReadBytes('\n')
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
@@ -119,21 +139,20 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// start spawns the child; it lives as long as the gateway.
-func (g *gateway) start() error {
+// start spawns a child; it lives as long as the gateway.
+func (g *gateway) start() (pipe, error) {
 	cmd := exec.Command(g.child[0], g.child[1:]...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
-		return err
+		return pipe{}, err
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return pipe{}, err
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		return pipe{}, err
 	}
-	g.in, g.out = in, bufio.NewReader(out)
-	return nil
+	return pipe{in: in, out: bufio.NewReader(out)}, nil
 }
