@@ -511,33 +511,46 @@ func sseEndpoint(publicURL, messagePath string) (string, error) {
 // server), by path.
 func (s *Server) guards(routes map[string]http.Handler) []httpguard.Guard {
 	cfg := s.cfg
-	var health, checkHost, bearer httpguard.Guard
-	if cfg.HealthPath != "" {
-		health = httpguard.AnswerHealth(cfg.HealthPath)
-	}
-	if cfg.CheckHost {
-		checkHost = httpguard.CheckHost(httpguard.HostPolicy{Allow: cfg.AllowHosts, PublicURL: cfg.PublicURL})
-	}
-	if cfg.AuthToken != "" {
-		bearer = httpguard.RequireBearer(auth.NewBearerGate(cfg.AuthToken))
-	}
+	g := edgeGuardsOf(cfg)
 	var countFront, countBack httpguard.Guard // nil unless Metrics
 	if cfg.Metrics {
 		countFront, countBack = httpguard.CountRefusals(s.metrics.refused)
 	}
 	return []httpguard.Guard{
 		countFront,
-		health, // before everything: a probe sends no Origin, a token or the public Host
-		httpguard.CheckOrigin(httpguard.OriginPolicy{Allow: cfg.AllowOrigins, PublicURL: cfg.PublicURL}),
-		checkHost,
+		g.health, // before everything: a probe sends no Origin, a token or the public Host
+		g.checkOrigin,
+		g.checkHost,
 		httpguard.ServePaths(slices.Concat(s.paths(), slices.Collect(maps.Keys(routes)))...),
 		httpguard.CORS,          // behind the origin check, before authentication
 		httpguard.Mount(routes), // the metadata a client reads to get a token needs none
-		bearer,
+		g.bearer,
 		oauthGuard(cfg), // before the era fork: both eras, POST, GET and DELETE
 		httpguard.LimitBody(cfg.MaxBodySize),
 		countBack,
 	}
+}
+
+// edgeGuards are the guards cfg's settings ask for, each nil when off:
+// one serve's and those in front of a [Multi]'s servers are the same.
+type edgeGuards struct {
+	health, checkOrigin, checkHost, bearer httpguard.Guard
+}
+
+func edgeGuardsOf(cfg ServeConfig) edgeGuards {
+	g := edgeGuards{
+		checkOrigin: httpguard.CheckOrigin(httpguard.OriginPolicy{Allow: cfg.AllowOrigins, PublicURL: cfg.PublicURL}),
+	}
+	if cfg.HealthPath != "" {
+		g.health = httpguard.AnswerHealth(cfg.HealthPath)
+	}
+	if cfg.CheckHost {
+		g.checkHost = httpguard.CheckHost(httpguard.HostPolicy{Allow: cfg.AllowHosts, PublicURL: cfg.PublicURL})
+	}
+	if cfg.AuthToken != "" {
+		g.bearer = httpguard.RequireBearer(auth.NewBearerGate(cfg.AuthToken))
+	}
+	return g
 }
 
 // sessionEra is the chain of the session era, in front of the sessions:

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mcp-stdio/mcp-stdio/auth"
 	"github.com/mcp-stdio/mcp-stdio/auth/server"
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/mw/httpguard"
@@ -133,22 +132,13 @@ func NewMulti(base ServeConfig, servers []MultiServer) (*Multi, error) {
 		m.names = append(m.names, e.Name)
 		m.servers[e.Name], m.entries[e.Name] = built[e.Name], e
 	}
-	var health, checkHost, bearer httpguard.Guard
-	if base.HealthPath != "" {
-		health = httpguard.AnswerHealth(base.HealthPath)
-	}
-	if base.CheckHost {
-		checkHost = httpguard.CheckHost(httpguard.HostPolicy{Allow: base.AllowHosts, PublicURL: base.PublicURL})
-	}
-	if base.AuthToken != "" {
-		bearer = httpguard.RequireBearer(auth.NewBearerGate(base.AuthToken))
-	}
+	g := edgeGuardsOf(base)
 	unknown := httpguard.Guards(
-		httpguard.CheckOrigin(httpguard.OriginPolicy{Allow: base.AllowOrigins, PublicURL: base.PublicURL}),
-		checkHost,
+		g.checkOrigin,
+		g.checkHost,
 		httpguard.CORS,
 		httpguard.Mount(routes),
-		bearer,
+		g.bearer,
 		oauthGuard(base),
 	)(http.HandlerFunc(noServer))
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -165,7 +155,7 @@ func NewMulti(base ServeConfig, servers []MultiServer) (*Multi, error) {
 		}
 		unknown.ServeHTTP(w, r)
 	})
-	m.handler = httpguard.Guards(health)(route)
+	m.handler = httpguard.Guards(g.health)(route)
 	return m, nil
 }
 
