@@ -22,7 +22,7 @@ type PoolOptions struct {
 	Start func(ctx context.Context, principal string) (Backend, error)
 	// MaxChildren bounds the children alive at once; 0 means
 	// DefaultMaxPooledChildren. A principal without one when all are
-	// busy gets 503; an idle one is reaped to make room.
+	// busy gets 503; the one idle the longest is reaped to make room.
 	MaxChildren int
 	// IdleTTL reaps a child that has had no request in flight for this
 	// long; 0 keeps children until they exit or the pool closes.
@@ -39,7 +39,8 @@ type PoolOptions struct {
 // like any other), started on its first request and shared by all of that
 // principal's clients. A server that exits is started again by the next
 // request (the requests in flight on it are answered by its stages); one
-// idle for IdleTTL is closed; at most MaxChildren live at once. A Pool is a
+// idle for IdleTTL is closed; at most MaxChildren live at once (the one idle
+// the longest makes room for a new one). A Pool is a
 // [Handler]: every message handed to it goes to the principal's server. It
 // is safe for concurrent use.
 type Pool struct {
