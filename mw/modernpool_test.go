@@ -177,6 +177,23 @@ func TestPoolIsBounded(t *testing.T) {
 	is.True(h.backends()[0].closed.Load())
 }
 
+func TestPoolEvictsTheLongestIdle(t *testing.T) {
+	is := is.New(t)
+	h := newPoolHarness(t, 2, 0)
+	for _, principal := range []string{"alice", "bob", "alice"} {
+		x := newPOST(false)
+		is.NoErr(h.request(principal, x))
+		x.finish()
+	}
+	// bob's server has been idle the longest: carol's takes its place.
+	is.NoErr(h.request("carol", newPOST(false)))
+	is.NoErr(h.request("alice", newPOST(false))) // alice's server is still there
+	is.Equal(len(h.backends()), 3)
+	is.Equal(h.backends()[1].principal, "bob")
+	is.NoErr(h.pool.Close(context.Background())) // waits for the eviction's close
+	is.True(h.backends()[1].closed.Load())
+}
+
 func TestPoolRefusesAfterClose(t *testing.T) {
 	is := is.New(t)
 	h := newPoolHarness(t, 0, 0)

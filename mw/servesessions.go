@@ -117,17 +117,9 @@ type SessionsOptions struct {
 // has ended, 502 otherwise; a stage's own refusal ([Refuse]) passes as it
 // is.
 type Sessions struct {
-	o   SessionsOptions
-	log *slog.Logger
-
-	mu       sync.Mutex
-	sessions map[string]*session
-	starting int  // sessions whose backend is being opened
-	closed   bool // no new sessions
-
-	// idleTicks orders the moments sessions fall idle: each one's
-	// idleSince is the tick of its last.
-	idleTicks atomic.Uint64
+	o     SessionsOptions
+	log   *slog.Logger
+	table *idleTable[*session] // the sessions alive or starting, by id
 }
 
 // NewSessions returns the session stage for o.
@@ -141,31 +133,28 @@ func NewSessions(o SessionsOptions) *Sessions {
 	if o.NewID == nil {
 		o.NewID = rand.Text
 	}
-	return &Sessions{o: o, log: loggerOrDiscard(o.Logger), sessions: make(map[string]*session)}
+	s := &Sessions{o: o, log: loggerOrDiscard(o.Logger)}
+	s.table = newIdleTable(o.MaxSessions, o.IdleTimeout, o.AfterFunc, func(ss *session) {
+		ss.close(context.Background(), "idle timeout")
+	})
+	return s
 }
 
 // Len returns the number of live sessions.
 func (s *Sessions) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.sessions)
+	all, starting := s.table.count()
+	return all - starting
 }
 
 // Close ends every session and refuses new ones (503). It returns when
 // all are gone or ctx ends; backends still running then are hurried.
 func (s *Sessions) Close(ctx context.Context) error {
-	s.mu.Lock()
-	s.closed = true
-	all := make([]*session, 0, len(s.sessions))
-	for _, ss := range s.sessions {
-		all = append(all, ss)
-	}
-	s.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, ss := range all {
-		wg.Go(func() { ss.close(ctx, "the gateway is shutting down") })
-	}
-	wg.Wait()
+	_ = s.table.Close(ctx, func(ctx context.Context, l *idleEntry[*session], live bool) error {
+		if live { // a session starting is closed by its opener, which finds the stage closed
+			l.v.close(ctx, "the gateway is shutting down")
+		}
+		return nil
+	})
 	return ctx.Err()
 }
 
@@ -273,59 +262,42 @@ func batchesAllowed(v string) bool { return mcp.Has(v, mcp.Batches) }
 // HTTP+SSE transport. The session is busy (not to be evicted) until the
 // caller calls its end, once the session's first exchange has begun.
 func (s *Sessions) open(ctx context.Context, id string, reqID frame.ID, sse bool) (*session, error) {
-	s.mu.Lock()
-	_, taken := s.sessions[id]
-	switch {
-	case s.closed:
-		s.mu.Unlock()
-		return nil, Refuse(http.StatusServiceUnavailable, reqID, frame.CodeGateway, "the gateway is shutting down")
-	case taken:
-		s.mu.Unlock()
-		return nil, Refuse(http.StatusConflict, reqID, frame.CodeInvalidRequest, "Conflict: the session id is in use")
-	}
-	var evicted *session
-	if len(s.sessions)+s.starting >= s.o.MaxSessions {
-		if evicted = s.evictLocked(); evicted == nil {
-			s.mu.Unlock()
-			s.log.Warn("refused a new session: every session is busy (a request in flight or a stream open); raise --max-sessions", "max", s.o.MaxSessions)
-			return nil, Refuse(http.StatusServiceUnavailable, reqID, frame.CodeGateway,
-				fmt.Sprintf("all %d sessions are busy; try again later", s.o.MaxSessions))
-		}
-	}
-	s.starting++
-	s.mu.Unlock()
-	if evicted != nil {
-		// Its slot is the new session's (counted in starting): its
-		// backend goes first, so that MaxSessions bounds backends too.
-		evicted.log.Info("session evicted: a new session needed its place, and it was idle the longest", "max", s.o.MaxSessions)
-		evicted.close(context.WithoutCancel(ctx), "evicted to make room for a new session")
-	}
-
 	// Busy until its first exchange has begun (the caller ends this hold
 	// then), so that no other new session evicts it first.
-	ss := &session{s: s, id: id, sse: sse, principal: PrincipalOf(ctx), conn: NewConn(EraSession), done: make(chan struct{}), active: 1}
+	ss := &session{s: s, id: id, sse: sse, principal: PrincipalOf(ctx), conn: NewConn(EraSession), done: make(chan struct{})}
+	l, evicted, err := s.table.reserve(id, ss)
+	switch {
+	case errors.Is(err, errTableClosed):
+		return nil, Refuse(http.StatusServiceUnavailable, reqID, frame.CodeGateway, "the gateway is shutting down")
+	case errors.Is(err, errTableTaken):
+		return nil, Refuse(http.StatusConflict, reqID, frame.CodeInvalidRequest, "Conflict: the session id is in use")
+	case errors.Is(err, errTableFull):
+		s.log.Warn("refused a new session: every session is busy (a request in flight or a stream open); raise --max-sessions", "max", s.o.MaxSessions)
+		return nil, Refuse(http.StatusServiceUnavailable, reqID, frame.CodeGateway,
+			fmt.Sprintf("all %d sessions are busy; try again later", s.o.MaxSessions))
+	}
+	ss.lease = l
+	if evicted != nil {
+		// Its slot is the new session's (reserved): its backend goes
+		// first, so that MaxSessions bounds backends too.
+		ev := evicted.v
+		ev.log.Info("session evicted: a new session needed its place, and it was idle the longest", "max", s.o.MaxSessions)
+		ev.close(context.WithoutCancel(ctx), "evicted to make room for a new session")
+		s.table.done()
+	}
+
 	ss.conn.SetPrincipal(ss.principal)
 	ss.log = s.log.With("session", ShortSessionID(ss.id))
 	backend, err := s.o.Open(ctx, ss.id, ss.conn)
-	s.mu.Lock()
-	s.starting--
-	closed := s.closed
-	_, taken = s.sessions[id]
-	if err == nil && !closed && !taken {
-		ss.backend = backend
-		s.sessions[ss.id] = ss
-	}
-	s.mu.Unlock()
-	switch {
-	case err != nil:
+	if err != nil {
+		s.table.remove(l)
 		s.log.Error("cannot start the server for a new session", "err", err)
 		return nil, Refuse(http.StatusBadGateway, reqID, frame.CodeGateway, "cannot start the server: "+err.Error())
-	case closed:
+	}
+	ss.backend = backend
+	if !s.table.start(l) {
 		_ = backend.Close(context.Background())
 		return nil, Refuse(http.StatusServiceUnavailable, reqID, frame.CodeGateway, "the gateway is shutting down")
-	case taken:
-		_ = backend.Close(context.Background())
-		return nil, Refuse(http.StatusConflict, reqID, frame.CodeInvalidRequest, "Conflict: the session id is in use")
 	}
 	if sse {
 		ss.log.Info("session opened", "transport", "sse")
@@ -336,52 +308,14 @@ func (s *Sessions) open(ctx context.Context, id string, reqID frame.ID, sse bool
 	return ss, nil
 }
 
-// evictLocked takes the session idle the longest out of the table, marked
-// closed so that nothing more begins on it (a request that found it a
-// moment before gets 404), and returns it for its caller to close; nil
-// when every session is busy. s.mu is held.
-func (s *Sessions) evictLocked() *session {
-	for range len(s.sessions) + 1 {
-		var best *session
-		var since uint64
-		for _, ss := range s.sessions {
-			ss.mu.Lock()
-			if !ss.closed && ss.active == 0 && (best == nil || ss.idleSince < since) {
-				best, since = ss, ss.idleSince
-			}
-			ss.mu.Unlock()
-		}
-		if best == nil {
-			return nil
-		}
-		best.mu.Lock()
-		if best.closed || best.active > 0 { // busy again since: look again
-			best.mu.Unlock()
-			continue
-		}
-		best.closed = true
-		if best.idleStop != nil {
-			best.idleStop()
-			best.idleStop = nil
-		}
-		best.mu.Unlock()
-		delete(s.sessions, best.id)
-		return best
-	}
-	return nil
-}
-
 // lookup returns the live session sid names, of the HTTP+SSE transport
 // when sse is set, else of Streamable HTTP, and opened by the principal of
 // ctx; or nil. A session is reached through the transport that opened it
 // only, and by the principal that opened it only: to anyone else it does
 // not exist.
 func (s *Sessions) lookup(ctx context.Context, sid string, sse bool) *session {
-	principal := PrincipalOf(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ss := s.sessions[sid]; ss != nil && ss.sse == sse && ss.principal == principal {
-		return ss
+	if l := s.table.get(sid); l != nil && l.v.sse == sse && l.v.principal == PrincipalOf(ctx) {
+		return l.v
 	}
 	return nil
 }
@@ -398,37 +332,10 @@ func (s *Sessions) notFound(id frame.ID) error {
 // Full reports whether an initialize would get 503 now: the sessions
 // alive or starting are at MaxSessions and none of them is idle, or the
 // stage is closed.
-func (s *Sessions) Full() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return true
-	}
-	if len(s.sessions)+s.starting < s.o.MaxSessions {
-		return false
-	}
-	for _, ss := range s.sessions {
-		ss.mu.Lock()
-		idle := !ss.closed && ss.active == 0
-		ss.mu.Unlock()
-		if idle {
-			return false
-		}
-	}
-	return true
-}
+func (s *Sessions) Full() bool { return s.table.full() }
 
 // Max returns MaxSessions, defaults applied.
 func (s *Sessions) Max() int { return s.o.MaxSessions }
-
-// forget removes a session, so that its id gets 404.
-func (s *Sessions) forget(ss *session) {
-	s.mu.Lock()
-	if s.sessions[ss.id] == ss {
-		delete(s.sessions, ss.id)
-	}
-	s.mu.Unlock()
-}
 
 // ShortSessionID returns what logs (and serve, in the prefix of a
 // child's stderr lines) show of a session id: its [SessionHash], never
@@ -447,13 +354,9 @@ type session struct {
 	log       *slog.Logger
 	conn      *Conn
 	backend   Backend
-
-	mu        sync.Mutex
-	closed    bool
-	active    int    // exchanges in progress
-	idleSince uint64 // the Sessions' idle tick when active last fell to 0
-	idleGen   uint64
-	idleStop  func() bool
+	// lease is the session's entry in the table: its exchanges in
+	// progress are its checkouts, and it is closed once removed.
+	lease *idleEntry[*session]
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -556,54 +459,14 @@ func (ss *session) forward(ctx context.Context, m frame.Message, x Exchange, isI
 	return Refuse(http.StatusBadGateway, id, frame.CodeGateway, "the server could not take the message: "+err.Error())
 }
 
-func (ss *session) isClosed() bool {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return ss.closed
-}
+func (ss *session) isClosed() bool { return ss.s.table.isGone(ss.lease) }
 
 // begin counts an exchange with the session, which keeps it from idling
 // out; it fails once the session is closed.
-func (ss *session) begin() bool {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.closed {
-		return false
-	}
-	ss.active++
-	if ss.idleStop != nil {
-		ss.idleStop()
-		ss.idleStop = nil
-	}
-	return true
-}
+func (ss *session) begin() bool { return ss.s.table.acquire(ss.lease) }
 
 // end ends what begin began; the last one out starts the idle timer.
-func (ss *session) end() {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	ss.active--
-	if ss.active > 0 || ss.closed {
-		return
-	}
-	ss.idleSince = ss.s.idleTicks.Add(1)
-	if ss.s.o.IdleTimeout <= 0 {
-		return
-	}
-	ss.idleGen++
-	gen := ss.idleGen
-	ss.idleStop = ss.s.o.AfterFunc(ss.s.o.IdleTimeout, func() { ss.idleFired(gen) })
-}
-
-// idleFired ends the session if nothing happened since the timer started.
-func (ss *session) idleFired(gen uint64) {
-	ss.mu.Lock()
-	idle := !ss.closed && ss.active == 0 && ss.idleGen == gen
-	ss.mu.Unlock()
-	if idle {
-		ss.close(context.Background(), "idle timeout")
-	}
-}
+func (ss *session) end() { ss.s.table.release(ss.lease) }
 
 // watch ends the session when its backend ends on its own; before the
 // initialize was answered, with the cause the backend gives
@@ -643,14 +506,7 @@ func (ss *session) endCause(ctx context.Context) error {
 // ends; the first caller's ctx bounds the backend's shutdown.
 func (ss *session) close(ctx context.Context, reason string) {
 	ss.closeOnce.Do(func() {
-		ss.s.forget(ss)
-		ss.mu.Lock()
-		ss.closed = true
-		if ss.idleStop != nil {
-			ss.idleStop()
-			ss.idleStop = nil
-		}
-		ss.mu.Unlock()
+		ss.s.table.remove(ss.lease)
 		ss.conn.Close(errors.New(reason))
 		ss.log.Info("session closed", "reason", reason)
 		if err := ss.backend.Close(ctx); err != nil {
