@@ -182,6 +182,9 @@
 // servechildhandshake.go; servelisten.go; serveparamcheck.go;
 // serveaccesslog.go). sessionhandshake.go is the session-era handshake the
 // gateway performs itself, toward a server (relay) or a child (serve).
+// relayunreachable.go is no stage but the relay's policy for a server it
+// cannot use: [Diagnose] explains the failure of a first contact, and
+// [ServerUnusable] tells which failures [AnswerFailures] answers with it.
 // What MCP is — revisions, methods, _meta keys, the messages the gateway
 // sends — is package frame/mcp's, not a stage's.
 //

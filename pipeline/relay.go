@@ -162,7 +162,7 @@ type RelayConfig struct {
 	// lookup is the look for the server's OAuth metadata after a refusal
 	// (see Unreachable.OAuthMetadata), shared by the copies of the
 	// configuration a relay makes; set by defaults.
-	lookup *metadataLookup
+	lookup *mw.OAuthMetadataLookup
 }
 
 func (c *RelayConfig) defaults() {
@@ -197,7 +197,7 @@ func (c *RelayConfig) defaults() {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.lookup == nil {
-		c.lookup = &metadataLookup{}
+		c.lookup = &mw.OAuthMetadataLookup{}
 	}
 }
 
@@ -248,15 +248,8 @@ func Relay(ctx context.Context, cfg RelayConfig, in io.Reader, out io.Writer) er
 // could not be opened, for every request; a status without the server's
 // own JSON-RPC error, or a network failure, for the handshake.
 func (r *relay) unusable(err error) (why error, everyRequest bool) {
-	var start *transport.StartError
-	var st *frame.StatusError
-	var se *frame.SendError
-	switch {
-	case errors.As(err, &start):
-		everyRequest = true
-	case errors.As(err, &st):
-	case errors.As(err, &se) && networkCause(err) != "":
-	default:
+	unusable, everyRequest := mw.ServerUnusable(err)
+	if !unusable {
 		return nil, false
 	}
 	if u := r.cfg.explain(err); u != nil {

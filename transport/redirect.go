@@ -44,6 +44,11 @@ func (e *RedirectError) Error() string {
 	return fmt.Sprintf("%s %s, another origin than %s: %s, as the request would go to another server than the one given", what, e.To, origin(e.From), done)
 }
 
+// RedirectRefusal returns From and To: it is how package mw, which does
+// not import the transport, recognises a redirect not followed
+// (mw.RedirectRefusal) to explain it.
+func (e *RedirectError) RedirectRefusal() (from, to string) { return e.From, e.To }
+
 // redirectPolicy is the rule the client transports apply to a redirect,
 // and to an HTTP+SSE endpoint: same origin only, never from https to
 // http, and to another origin only when crossOrigin allows it, without

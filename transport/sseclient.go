@@ -173,6 +173,13 @@ func (e *StartError) Unwrap() []error {
 
 func (e *StartError) Is(target error) bool { return target == frame.ErrUnavailable }
 
+// StreamStartFailure returns Status, PostStatus and Err: it is how
+// package mw, which does not import the transport, recognises a stream
+// that never offered an endpoint (mw.StreamStartFailure) to explain it.
+func (e *StartError) StreamStartFailure() (get, post *frame.StatusError, err error) {
+	return e.Status, e.PostStatus, e.Err
+}
+
 // definiteRefusal reports whether a status answering the first GET will
 // not change when asked again.
 func definiteRefusal(code int, authLater bool) bool {
