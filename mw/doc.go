@@ -136,7 +136,8 @@
 //	                         headers, version, method): 400/404/406
 //	  TraceContext
 //	  Pool                   one child per principal (PrincipalOf), started
-//	                         on first use, handshaken by ChildHandshake
+//	                         on first use by StartChild's policy,
+//	                         handshaken by ChildHandshake
 //	  per pooled child, dual-era (it answered server/discover):
 //	    ModernRouter         minted ids; each answer to its request's exchange
 //	    ToolFilter           under minted ids, unique on the child
@@ -179,12 +180,15 @@
 // relay… for a stage of the relay (relaysession.go, the relay's session
 // recovery; relaylisten.go; relayparamheaders.go; relayaccesslog.go),
 // serve… for one of serve (servesessions.go, serve's session table;
-// servechildhandshake.go; servelisten.go; serveparamcheck.go;
-// serveaccesslog.go). sessionhandshake.go is the session-era handshake the
-// gateway performs itself, toward a server (relay) or a child (serve).
-// relayunreachable.go is no stage but the relay's policy for a server it
-// cannot use: [Diagnose] explains the failure of a first contact, and
-// [ServerUnusable] tells which failures [AnswerFailures] answers with it.
+// servechildhandshake.go; servechildstart.go, the policy for starting a
+// child; servechildexit.go, what a user is told of a child that exited;
+// servelisten.go; serveparamcheck.go; serveaccesslog.go).
+// sessionhandshake.go is the session-era handshake the gateway performs
+// itself, toward a server (relay, and its connectivity check) or a child
+// (serve). relayunreachable.go is no stage but the relay's policy for a
+// server it cannot use: [Diagnose] explains the failure of a first
+// contact, and [ServerUnusable] tells which failures [AnswerFailures]
+// answers with it.
 // What MCP is — revisions, methods, _meta keys, the messages the gateway
 // sends — is package frame/mcp's, not a stage's.
 //

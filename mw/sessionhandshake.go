@@ -13,7 +13,7 @@ import (
 )
 
 // HandshakeOptions configures the gateway's own session-era handshake
-// ([Initialize], [HandshakeForModern]).
+// ([Initialize], [InitializeWith], [HandshakeForModern]).
 type HandshakeOptions struct {
 	// ProtocolVersion is the version the initialize asks for; "" means
 	// 2025-11-25. Whatever version the server answers is taken.
@@ -28,6 +28,11 @@ type HandshakeOptions struct {
 	// 2026-07-28 clients). [HandshakeForModern] declares what the host
 	// declares instead.
 	Roots bool
+	// NoCapabilities makes [Initialize] and [InitializeWith] declare no
+	// client capabilities at all ({}), Roots notwithstanding: for a
+	// client that can honour none of the server's requests (the
+	// connectivity check).
+	NoCapabilities bool
 	// Logger receives the handshake's outcome; nil discards.
 	Logger *slog.Logger
 }
@@ -35,6 +40,9 @@ type HandshakeOptions struct {
 // handshakeCapabilities returns the client capabilities the gateway's
 // initialize declares.
 func (o HandshakeOptions) handshakeCapabilities() []byte {
+	if o.NoCapabilities {
+		return []byte(`{}`)
+	}
 	if o.Roots {
 		return []byte(`{"sampling":{},"elicitation":{},"roots":{}}`)
 	}
@@ -77,29 +85,60 @@ func (o HandshakeOptions) initializeRequest(caps, info []byte) frame.Message {
 //
 // Serve's pool calls it when it starts a child that speaks only the
 // session era, with Roots set; the relay calls it through
-// [HandshakeForModern].
+// [HandshakeForModern], and its connectivity check through
+// [InitializeWith].
 func Initialize(ctx context.Context, next Handler, calls *Remap, o HandshakeOptions) (frame.Message, error) {
-	return initialize(ctx, next, calls, o, o.handshakeCapabilities(), nil, true)
+	return initialize(ctx, next, remapCaller(next, calls, true), o, o.handshakeCapabilities(), nil)
+}
+
+// Caller sends request req and returns the answer to it, or fails. It may
+// send req under an id of its own ([Remap.Call] mints one); the answer it
+// returns answers req.
+type Caller func(ctx context.Context, req frame.Message) (frame.Message, error)
+
+// InitializeWith is [Initialize] for a request call sends and answers:
+// for a client at a chain's client end, where the ids a [Remap] mints are
+// refused ([ReservedIDs]) and the answer comes back as a host's does. The
+// initialize goes to call under id 0; notifications/initialized goes to
+// next. A failure of call is returned wrapped; an error response, as an
+// [*InitializeRefusedError].
+func InitializeWith(ctx context.Context, next Handler, call Caller, o HandshakeOptions) (frame.Message, error) {
+	return initialize(ctx, next, call, o, o.handshakeCapabilities(), nil)
+}
+
+// InitializeRefusedError is the error the gateway's handshake fails with
+// when the server answers its initialize with an error.
+type InitializeRefusedError struct {
+	// Answer is the server's error response.
+	Answer frame.Message
+}
+
+func (e *InitializeRefusedError) Error() string {
+	code, _ := e.Answer.ErrorCode()
+	return fmt.Sprintf("the server refused the gateway's initialize: %d %s", code, e.Answer.Get("error.message").String())
+}
+
+// remapCaller returns the Caller that sends through calls to next, waiting
+// for an answer that comes after next's Handle returned when wait is set.
+func remapCaller(next Handler, calls *Remap, wait bool) Caller {
+	return func(ctx context.Context, req frame.Message) (frame.Message, error) {
+		if wait {
+			return calls.CallAndWait(ctx, next, req, "")
+		}
+		return calls.Call(ctx, next, req, "")
+	}
 }
 
 // initialize is Initialize declaring caps and the clientInfo info (nil:
-// the one o names); wait says whether the answer may come after next's
-// Handle returned.
-func initialize(ctx context.Context, next Handler, calls *Remap, o HandshakeOptions, caps, info []byte, wait bool) (frame.Message, error) {
+// the one o names), the request sent and answered by call.
+func initialize(ctx context.Context, next Handler, call Caller, o HandshakeOptions, caps, info []byte) (frame.Message, error) {
 	req := o.initializeRequest(caps, info)
-	var resp frame.Message
-	var err error
-	if wait {
-		resp, err = calls.CallAndWait(ctx, next, req, "")
-	} else {
-		resp, err = calls.Call(ctx, next, req, "")
-	}
+	resp, err := call(ctx, req)
 	if err != nil {
 		return frame.Message{}, fmt.Errorf("the gateway's initialize: %w", err)
 	}
 	if resp.Kind() != frame.Result {
-		code, _ := resp.ErrorCode()
-		return frame.Message{}, fmt.Errorf("the server refused the gateway's initialize: %d %s", code, resp.Get("error.message").String())
+		return frame.Message{}, &InitializeRefusedError{Answer: resp}
 	}
 	if sent, err := req.WithID(resp.ID()); err == nil {
 		req = sent
@@ -194,7 +233,7 @@ func (h *lazyHandshake) ensure(ctx context.Context, c *Conn, trigger frame.Messa
 		done := make(chan struct{})
 		h.running = done
 		h.mu.Unlock()
-		_, err := initialize(ctx, h.next.ToServer, h.calls, h.o, declaredCapabilities(trigger), declaredClientInfo(trigger), false)
+		_, err := initialize(ctx, h.next.ToServer, remapCaller(h.next.ToServer, h.calls, false), h.o, declaredCapabilities(trigger), declaredClientInfo(trigger))
 		h.mu.Lock()
 		h.running = nil
 		close(done)

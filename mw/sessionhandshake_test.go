@@ -179,3 +179,56 @@ func TestHandshakeForModernRetries(t *testing.T) {
 	is.NoErr(toServer.Handle(ctx, discover))
 	is.Equal(len(client.all()), 1)
 }
+
+// TestInitializeWith: a caller at a chain's client end sends the
+// initialize under id "0" and answers it itself; NoCapabilities declares
+// none; an error answer is an *InitializeRefusedError.
+func TestInitializeWith(t *testing.T) {
+	answer := func(result bool) (*recorder, Caller) {
+		sent := &recorder{}
+		return sent, func(ctx context.Context, req frame.Message) (frame.Message, error) {
+			_ = sent.Handle(ctx, req)
+			if !result {
+				return frame.ErrorResponse(req.ID(), -32602, "unsupported protocol version"), nil
+			}
+			return answerWith(req, `{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}`), nil
+		}
+	}
+	t.Run("answered", func(t *testing.T) {
+		is := is.New(t)
+		sent, call := answer(true)
+		next := &recorder{}
+		conn := NewConn(EraSession)
+		res, err := InitializeWith(WithConn(context.Background(), conn), next, call,
+			HandshakeOptions{ClientName: "mcp-stdio", ClientVersion: "check", Roots: true, NoCapabilities: true})
+		is.NoErr(err)
+		is.Equal(res.Get("result.serverInfo.name").String(), "s")
+		is.Equal(sent.lines(), []string{`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-stdio","version":"check"}}}`})
+		is.Equal(next.lines(), []string{`{"jsonrpc":"2.0","method":"notifications/initialized"}`})
+		got, ok := conn.ServerInitialize()
+		is.True(ok)
+		is.Equal(got.String(), res.String())
+	})
+	t.Run("refused", func(t *testing.T) {
+		is := is.New(t)
+		_, call := answer(false)
+		next := &recorder{}
+		conn := NewConn(EraSession)
+		_, err := InitializeWith(WithConn(context.Background(), conn), next, call, HandshakeOptions{})
+		var refused *InitializeRefusedError
+		is.True(errors.As(err, &refused))
+		code, _ := refused.Answer.ErrorCode()
+		is.Equal(code, -32602)
+		is.True(strings.Contains(err.Error(), "-32602 unsupported protocol version"))
+		is.Equal(len(next.all()), 0) // no notifications/initialized
+		_, ok := conn.ServerInitialize()
+		is.True(!ok)
+	})
+	t.Run("call fails", func(t *testing.T) {
+		is := is.New(t)
+		_, err := InitializeWith(context.Background(), &recorder{}, func(context.Context, frame.Message) (frame.Message, error) {
+			return frame.Message{}, frame.ErrUnavailable
+		}, HandshakeOptions{})
+		is.True(errors.Is(err, frame.ErrUnavailable))
+	})
+}

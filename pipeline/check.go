@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
-	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 	"github.com/mcp-stdio/mcp-stdio/mw"
 )
 
@@ -37,11 +36,20 @@ type CheckResult struct {
 // stream stopped, after a send found it gone.
 const checkRunnerGrace = time.Second
 
-// checkInitialize is the check's initialize request: the newest
-// session-era revision, no capabilities, clientInfo mcp-stdio check.
-var checkInitialize = mcp.InitializeRequest("1", mcp.LatestSessionEraVersion, []byte(`{}`), mcp.Implementation("mcp-stdio", "check"))
+// checkHandshake is the check's handshake: the gateway's own
+// (mw.InitializeWith), at the newest session-era revision, declaring no
+// capabilities (the check can honour none of the server's requests),
+// clientInfo mcp-stdio check. Its outcome is not logged: the check prints
+// it.
+var checkHandshake = mw.HandshakeOptions{ClientName: "mcp-stdio", ClientVersion: "check", NoCapabilities: true}
 
-// Check sends one initialize to the server cfg names through the relay's
+// errNoAnswer means the check's chain returned without answering its
+// initialize.
+var errNoAnswer = errors.New("no answer to initialize")
+
+// Check makes the gateway's own session-era handshake (mw.InitializeWith:
+// initialize, then notifications/initialized; recorded on the relay's
+// connection) with the server cfg names through the relay's
 // own chain and transport (auto falls back to HTTP+SSE as the relay does;
 // re-authorisation applies as it would), reports what the server said on
 // w, and ends the session it opened. It is quick: one attempt (unless
@@ -67,7 +75,23 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 	sendCtx, stopSending := context.WithCancel(ctx)
 	defer stopSending()
 	r.start(ctx, stopSending)
-	sendErr := r.chain.ToServer.Handle(sendCtx, checkInitialize)
+	// sendErr is the chain's own failure to carry the initialize, which
+	// the check explains; a failure after it (an error answer, a failed
+	// notifications/initialized) is the handshake's.
+	var sendErr error
+	call := func(ctx context.Context, req frame.Message) (frame.Message, error) {
+		answer.expect(req.ID())
+		if sendErr = r.chain.ToServer.Handle(ctx, req); sendErr != nil {
+			return frame.Message{}, sendErr
+		}
+		m := answer.get()
+		if !m.Kind().IsResponse() {
+			sendErr = errNoAnswer
+			return frame.Message{}, errNoAnswer
+		}
+		return m, nil
+	}
+	m, err := mw.InitializeWith(sendCtx, r.chain.ToServer, call, checkHandshake)
 	switch {
 	case sendCtx.Err() != nil && ctx.Err() == nil:
 		<-r.runDone // the background work failed and stopped the send: it ends now
@@ -88,24 +112,25 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 	default:
 	}
 	defer r.stop(ctx)
-	if sendErr != nil {
+	var refused *mw.InitializeRefusedError
+	switch {
+	case errors.Is(sendErr, errNoAnswer):
+		fmt.Fprintln(w, "✗ no answer to initialize")
+		return res, sendErr
+	case sendErr != nil:
 		if u := cfg.explain(sendErr); u != nil {
 			fmt.Fprintf(w, "✗ %s\n", u)
 			return res, u
 		}
 		fmt.Fprintf(w, "✗ %v\n", sendErr)
 		return res, sendErr
-	}
-	m := answer.get()
-	switch m.Kind() {
-	case frame.Result:
-	case frame.Error:
-		code, _ := m.ErrorCode()
-		fmt.Fprintf(w, "✗ initialize failed: error %d: %s\n", code, oneLineText(m.Get("error.message").String()))
+	case errors.As(err, &refused):
+		code, _ := refused.Answer.ErrorCode()
+		fmt.Fprintf(w, "✗ initialize failed: error %d: %s\n", code, oneLineText(refused.Answer.Get("error.message").String()))
 		return res, fmt.Errorf("initialize failed: error %d", code)
-	default:
-		fmt.Fprintln(w, "✗ no answer to initialize")
-		return res, errors.New("no answer to initialize")
+	case err != nil:
+		fmt.Fprintf(w, "✗ %v\n", err)
+		return res, err
 	}
 	res = CheckResult{
 		ServerName:      m.Get("result.serverInfo.name").String(),
@@ -142,21 +167,32 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 }
 
 // checkAnswer is the client side of the check's chain: it keeps the
-// answer to the check's initialize and drops everything else.
+// answer to the request it expects and drops everything else.
 type checkAnswer struct {
-	mu sync.Mutex
-	m  frame.Message
+	mu   sync.Mutex
+	want frame.ID
+	m    frame.Message
+}
+
+// expect makes a keep the answer to the request id from now on.
+func (a *checkAnswer) expect(id frame.ID) {
+	a.mu.Lock()
+	a.want, a.m = id, frame.Message{}
+	a.mu.Unlock()
 }
 
 func (a *checkAnswer) Handle(_ context.Context, m frame.Message) error {
-	if m.Kind().IsResponse() && m.ID() == checkInitialize.ID() {
+	if m.Kind().IsResponse() {
 		a.mu.Lock()
-		a.m = m
+		if m.ID() == a.want {
+			a.m = m
+		}
 		a.mu.Unlock()
 	}
 	return nil
 }
 
+// get returns the answer kept, the zero Message when none came.
 func (a *checkAnswer) get() frame.Message {
 	a.mu.Lock()
 	defer a.mu.Unlock()

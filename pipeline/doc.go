@@ -5,13 +5,13 @@
 // HTTP+SSE for older clients, built by [NewServer]; several of them on one
 // listener, under /NAME/, by [NewMulti]). Mostly it wires —
 // which transport, which stages in which order, which chain for which era —
-// and the stages' behaviour lives in frame, mw, transport and auth (the
-// diagnosis of a failed first contact, [Unreachable], is mw.Diagnose's:
-// explain.go hands it the relay's settings and its OAuth metadata look). Some
-// decisions still live here: [Check]'s own initialize and the reading of
-// its answer (check.go), the advice for a child that fails to start
-// (serve_startfail.go), and starting a child again as one of the session
-// era when it exits on server/discover (serve.go). The chains are drawn in package mw's documentation, and
+// and the stages' behaviour and the protocol decisions live in frame, mw,
+// transport and auth: the diagnosis of a failed first contact,
+// [Unreachable], is mw.Diagnose's (explain.go hands it the relay's
+// settings and its OAuth metadata lookup); [Check] makes the gateway's own
+// handshake (mw.InitializeWith) and prints its outcome; serve starts its
+// pooled children by mw.StartChild's policy and supplies only how to
+// start one. The chains are drawn in package mw's documentation, and
 // relay.go and serve.go list their stages in that order.
 //
 // A Go program gets a relay of its own by filling a [RelayConfig] — adding

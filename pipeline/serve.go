@@ -764,68 +764,21 @@ func (s *Server) childAnswers(log *slog.Logger) *mw.ChildAnswers {
 	return mw.NewChildAnswers(mw.ChildAnswersOptions{Roots: s.roots, Logger: log})
 }
 
-// handshakeChild starts a child for conn and performs the gateway's own
-// handshake with it (a child that exits on the server/discover is started
-// again and taken for one of the session era). Its messages go to the
-// returned Late, bound to the handshake until it is bound anew; its
-// requests meanwhile are answered by own. A failed handshake counts as a
-// failed start (see Ready).
+// handshakeChild starts a child for conn by serve's start policy
+// (mw.StartChild: the gateway's own handshake, a child that exits on the
+// server/discover started again and taken for one of the session era).
+// Its messages go to the returned Late, bound to the handshake until it
+// is bound anew; its requests meanwhile are answered by own. A failed
+// handshake counts as a failed start (see Ready).
 func (s *Server) handshakeChild(ctx context.Context, conn *mw.Conn, stderrPrefix string, log *slog.Logger, own *mw.ChildAnswers) (*child, *mw.Late, error) {
-	fromChild := &mw.Late{}
-	skipDiscover := false
-	for {
-		c, err := s.startChild(conn, stderrPrefix, log, fromChild)
-		if err != nil {
-			return nil, nil, err
-		}
-		hs := mw.NewChildHandshake(conn, c)
-		fromChild.Bind(own.Handshake(hs.FromChild(), c))
-		err = runUntilDone(ctx, c.Done(), func(ctx context.Context) error {
-			return hs.Run(ctx, mw.ChildHandshakeOptions{SkipDiscover: skipDiscover, ClientVersion: s.cfg.Version, Logger: log})
-		})
-		if err == nil {
-			own.Started()
-			s.ready.record(nil)
-			return c, fromChild, nil
-		}
-		_ = c.Close(ctx)
-		if errors.Is(err, errChildDone) || c.track.endedOnItsOwn() {
-			if skipDiscover {
-				err = c.exitCause("during its handshake")
-			} else {
-				err = mw.ErrChildDied
-			}
-		}
-		if !errors.Is(err, mw.ErrChildDied) || skipDiscover {
-			s.ready.record(readinessError(err))
-			return nil, nil, err
-		}
-		log.Info("the server process exited on server/discover; starting it again as a server of the session era")
-		skipDiscover = true
-	}
-}
-
-// errChildDone is the cause runUntilDone gives f's context when the child
-// ends.
-var errChildDone = errors.New("the server process ended")
-
-// runUntilDone runs f in a context that also ends when done is closed
-// (a child ended); it returns errChildDone when f failed after that.
-func runUntilDone(ctx context.Context, done <-chan struct{}, f func(context.Context) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go func() {
-		select {
-		case <-done:
-			cancel(errChildDone)
-		case <-ctx.Done():
-		}
-	}()
-	err := f(ctx)
-	if err != nil && context.Cause(ctx) == errChildDone {
-		return errChildDone
-	}
-	return err
+	start := func(fromChild mw.Handler) (*child, error) { return s.startChild(conn, stderrPrefix, log, fromChild) }
+	return mw.StartChild(ctx, start, mw.StartChildOptions{
+		Conn:          conn,
+		Own:           own,
+		ClientVersion: s.cfg.Version,
+		Outcome:       s.ready.record,
+		Logger:        log,
+	})
 }
 
 // pooledStages lists the stages in front of a pooled child, nearest the
@@ -889,7 +842,13 @@ func (b *childBackend) Done() <-chan struct{} { return b.child.Done() }
 
 // EndCause says why the child ended on its own: its exit status, and the
 // stderr lines that explain it (see mw.BackendEndCause).
-func (b *childBackend) EndCause() error { return b.child.exitCause("") }
+func (b *childBackend) EndCause() error {
+	return mw.ChildExit("", b.child.Err(), b.child.StderrExcerpt())
+}
+
+// EndedOnItsOwn reports whether the child has ended, and not because it
+// was closed.
+func (c *child) EndedOnItsOwn() bool { return c.track.endedOnItsOwn() }
 func (b *childBackend) Close(ctx context.Context) error {
 	if b.closing.Load() {
 		return b.child.Terminate(ctx) // within the bound of a shutdown

@@ -70,21 +70,6 @@ func TestServeFailedStartSaysWhy(t *testing.T) {
 	})
 }
 
-// The advice matches the causes users meet most.
-func TestStartAdvice(t *testing.T) {
-	is := is.New(t)
-	for stderr, want := range map[string]string{
-		"ModuleNotFoundError: No module named 'mcp'":                 "a module or script",
-		"npm error 404 Not Found - GET https://registry.npmjs.org/x": "a command, package or file",
-		"sh: 1: uvx: not found":                                      "a command, package or file",
-		"Error: EACCES: permission denied, open '/etc/shadow'":       "denied access",
-		"panic: runtime error":                                       "",
-	} {
-		got := startAdvice(stderr)
-		is.True(strings.Contains(got, want) && (want != "") == (got != ""))
-	}
-}
-
 // The children never get serve's own variables: its secrets, and the
 // parent id by which the launcher asks serve (not them) to end with it.
 func TestChildEnvDropsServesOwnVariables(t *testing.T) {

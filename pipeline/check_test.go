@@ -1,0 +1,85 @@
+package pipeline_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/pipeline"
+)
+
+// TestCheckMakesTheGatewaysHandshake: the check's initialize is the
+// gateway's own handshake, declaring no capabilities (it can honour none
+// of the server's requests), followed by notifications/initialized; the
+// session it opened is ended.
+func TestCheckMakesTheGatewaysHandshake(t *testing.T) {
+	is := is.New(t)
+	var mu sync.Mutex
+	var seen []string // method and params (or the HTTP method) in order
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			mu.Lock()
+			seen = append(seen, r.Method+" "+r.Header.Get("Mcp-Session-Id"))
+			mu.Unlock()
+			if r.Method == http.MethodDelete {
+				return
+			}
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		m, err := frame.Parse(body)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		if m.Method() == "server/discover" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(frame.ErrorResponse(m.ID(), frame.CodeMethodNotFound, "method not found").Bytes())
+			return
+		}
+		mu.Lock()
+		seen = append(seen, m.Method()+" "+m.Get("params.capabilities").Raw+" "+m.Get("params.clientInfo").Raw)
+		mu.Unlock()
+		switch m.Kind() {
+		case frame.Request:
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s-1")
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID().Raw()) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}}`))
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	var out strings.Builder
+	res, err := pipeline.Check(context.Background(), pipeline.RelayConfig{URL: srv.URL}, &out)
+	is.NoErr(err)
+	is.Equal(res.ServerName, "fake")
+	is.True(res.Tools)
+	is.Equal(res.SessionID, "s-1")
+	is.True(strings.HasPrefix(out.String(), "✓ Connected\n  server:    fake 1\n"))
+	mu.Lock()
+	defer mu.Unlock()
+	var posts []string
+	deleted := false
+	for _, s := range seen {
+		switch {
+		case s == "DELETE s-1":
+			deleted = true
+		case !strings.HasPrefix(s, "GET"):
+			posts = append(posts, s)
+		}
+	}
+	is.Equal(posts, []string{
+		`initialize {} {"name":"mcp-stdio","version":"check"}`,
+		`notifications/initialized  `,
+	})
+	is.True(deleted) // the session ended
+}
