@@ -80,6 +80,12 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 	// notifications/initialized) is the handshake's.
 	var sendErr error
 	call := func(ctx context.Context, req frame.Message) (frame.Message, error) {
+		// The check's initialize goes out under id 1, as it always has:
+		// the handshake's own id is a placeholder for a Remap to replace.
+		req, err := req.WithID(checkRequestID)
+		if err != nil {
+			return frame.Message{}, err
+		}
 		answer.expect(req.ID())
 		if sendErr = r.chain.ToServer.Handle(ctx, req); sendErr != nil {
 			return frame.Message{}, sendErr
@@ -165,6 +171,9 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 	}
 	return res, nil
 }
+
+// checkRequestID is the id of the check's initialize on the wire.
+const checkRequestID frame.ID = "1"
 
 // checkAnswer is the client side of the check's chain: it keeps the
 // answer to the request it expects and drops everything else.
