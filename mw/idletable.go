@@ -47,9 +47,12 @@ var (
 	errTableFull   = errors.New("every entry is busy")
 )
 
-// newIdleTable returns an empty table; max must be positive, after
-// non-nil.
+// newIdleTable returns an empty table; max must be positive. after
+// times idle entries; nil means time.AfterFunc.
 func newIdleTable[E any](max int, ttl time.Duration, after func(time.Duration, func()) func() bool, expire func(E)) *idleTable[E] {
+	if after == nil {
+		after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+	}
 	return &idleTable[E]{max: max, ttl: ttl, after: after, expire: expire, entries: make(map[string]*idleEntry[E])}
 }
 

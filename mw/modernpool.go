@@ -63,9 +63,6 @@ func NewPool(o PoolOptions) *Pool {
 	if o.MaxChildren <= 0 {
 		o.MaxChildren = DefaultMaxPooledChildren
 	}
-	if o.AfterFunc == nil {
-		o.AfterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
-	}
 	p := &Pool{o: o, log: loggerOrDiscard(o.Logger)}
 	p.table = newIdleTable(o.MaxChildren, o.IdleTTL, o.AfterFunc, func(e *poolEntry) {
 		p.closeEntry(e, "idle")

@@ -127,9 +127,6 @@ func NewSessions(o SessionsOptions) *Sessions {
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
 	}
-	if o.AfterFunc == nil {
-		o.AfterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
-	}
 	if o.NewID == nil {
 		o.NewID = rand.Text
 	}
