@@ -93,6 +93,17 @@ func warmup(d time.Duration) time.Duration {
 	return min(max(d/6, 10*time.Second), 5*time.Minute)
 }
 
+// afterWarmup returns pid's figures once a load of duration d has run
+// for its warm-up, or zero figures when ctx ends first.
+func afterWarmup(ctx context.Context, pid int, d time.Duration) figures {
+	select {
+	case <-time.After(warmup(d)):
+		return measure(pid)
+	case <-ctx.Done():
+		return figures{}
+	}
+}
+
 // gateway is a started mcp-stdio process.
 type gateway struct {
 	cmd    *exec.Cmd

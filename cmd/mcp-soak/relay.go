@@ -166,12 +166,7 @@ func soakRelay(o options) (bool, error) {
 			_ = frame.Sleep(ctx, time.Duration(float64(o.think)*(0.5+rand.Float64())))
 		}
 	})
-	var warm figures
-	select {
-	case <-time.After(warmup(o.duration)):
-		warm = measure(pid)
-	case <-ctx.Done():
-	}
+	warm := afterWarmup(ctx, pid, o.duration)
 	<-ctx.Done()
 	wg.Wait()
 	loadTime := time.Since(began)

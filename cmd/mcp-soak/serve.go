@@ -78,12 +78,7 @@ func soakServe(o options) (bool, error) {
 			}
 		}
 	}()
-	var warm figures
-	select {
-	case <-time.After(warmup(o.duration)):
-		warm = measure(pid)
-	case <-ctx.Done():
-	}
+	warm := afterWarmup(ctx, pid, o.duration)
 	<-ctx.Done()
 	<-crashDone
 	for _, wg := range wgs {
