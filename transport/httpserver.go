@@ -218,9 +218,13 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case !hasRequest:
-		// Sent now rather than when the handler returns: a client's
-		// answer can be what lets the last request finish, and a drain
-		// that ends then must not overtake this 202.
+		// The exchange is over once the handler took the message: it
+		// ends (its OnDone functions run, e.g. the session it held falls
+		// idle) before the client can see the 202 and send what it sends
+		// next. The 202 is sent now rather than when the handler returns:
+		// a client's answer can be what lets the last request finish,
+		// and a drain that ends then must not overtake it.
+		x.finish()
 		w.Header().Set("Content-Length", "0")
 		w.WriteHeader(http.StatusAccepted)
 		_ = http.NewResponseController(w).Flush()

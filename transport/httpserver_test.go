@@ -476,3 +476,30 @@ func TestServerLargeMessages(t *testing.T) {
 		is.True(strings.Contains(got, `{"jsonrpc":"2.0","id":1,"result":{"s":"`+big+`"}}`))
 	}
 }
+
+// A POST that carries no request is over before its 202 is sent: what the
+// exchange held (a session kept from idling) is let go before the client
+// can send what it sends next, e.g. an initialize that needs that
+// session's place.
+func TestNotificationExchangeEndsBeforeIts202(t *testing.T) {
+	is := is.New(t)
+	var mu sync.Mutex
+	ended := 0
+	h := newServerHarness(t, HTTPServerConfig{Serve: func(_ context.Context, _ frame.Message, x *Exchange) error {
+		x.OnDone(func([]frame.Message) {
+			mu.Lock()
+			ended++
+			mu.Unlock()
+		})
+		return nil
+	}})
+	for i := range 50 {
+		resp := h.do(t, t.Context(), "POST", `{"jsonrpc":"2.0","method":"notifications/n"}`, "Accept", acceptBoth)
+		body(t, resp)
+		is.Equal(resp.StatusCode, http.StatusAccepted)
+		mu.Lock()
+		n := ended
+		mu.Unlock()
+		is.Equal(n, i+1) // the exchange ended before the 202 was read
+	}
+}
