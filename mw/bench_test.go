@@ -37,6 +37,7 @@ func (x *benchExchange) SendLast(ctx context.Context, m frame.Message, id string
 func (x *benchExchange) End()                                      { x.ended = true }
 func (x *benchExchange) OnDone(f func([]frame.Message))            { x.done = append(x.done, f) }
 func (x *benchExchange) HoldHeader()                               {}
+func (x *benchExchange) PreferJSON()                               {}
 func (x *benchExchange) NumberEvents(f func(frame.Message) string) { x.name = f }
 func (x *benchExchange) Prime(string, time.Duration)               {}
 func (x *benchExchange) Cut() []frame.Message                      { x.ended = true; return nil }

@@ -55,6 +55,11 @@ type Exchange interface {
 	// HoldHeader makes an event-stream answer's header wait for its first
 	// message, however long it takes.
 	HoldHeader()
+	// PreferJSON has a POST's event-stream answer go out as one JSON
+	// body instead when its client accepts both and, by the time its
+	// header would go out, the answer is complete and is one response
+	// alone.
+	PreferJSON()
 	// NumberEvents has name give the event id of each message sent
 	// without one, as it is taken for writing. name must not call Cut.
 	NumberEvents(name func(frame.Message) string)

@@ -92,6 +92,8 @@ func (x *fakeExchange) OnDone(f func([]frame.Message)) {
 	f(nil)
 }
 
+func (x *fakeExchange) PreferJSON() {}
+
 func (x *fakeExchange) HoldHeader() {
 	x.mu.Lock()
 	x.hold = true

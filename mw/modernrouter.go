@@ -193,6 +193,7 @@ func (r *modernRouter) toServer(ctx context.Context, m frame.Message) error {
 	}
 	r.mu.Unlock()
 	x.OnDone(func([]frame.Message) { r.abandon(c) })
+	x.PreferJSON() // the answer waits for its first message anyway
 
 	if err := r.next.ToServer.Handle(ctx, out); err != nil {
 		r.forget(c)

@@ -43,6 +43,9 @@ const (
 type Exchange struct {
 	method string
 	sse    bool // the answer is an event stream
+	// jsonOK: the client accepts a JSON answer too (a POST whose Accept
+	// names both).
+	jsonOK bool
 	srv    *HTTPServer
 	// via is the stream that carries this exchange's answer (HTTP+SSE),
 	// nil for an exchange answered on its own response.
@@ -70,10 +73,13 @@ type Exchange struct {
 	pumping bool // the answer is being written
 	ended   bool
 	hold    bool // the header waits for the first message
-	number  func(frame.Message) string
-	prime   string        // the id of the event that opens the stream, if any
-	retry   time.Duration // the reconnection time it names, if positive
-	onDone  []func(unsent []frame.Message)
+	// preferJSON: an event-stream answer that is one response alone
+	// when its header would go out goes as a JSON body (PreferJSON).
+	preferJSON bool
+	number     func(frame.Message) string
+	prime      string        // the id of the event that opens the stream, if any
+	retry      time.Duration // the reconnection time it names, if positive
+	onDone     []func(unsent []frame.Message)
 	// On a stream that carries exchanges: those it carries, and those of
 	// them that ended, which the stream's writer finishes.
 	carried []*Exchange
@@ -292,6 +298,23 @@ func (x *Exchange) HoldHeader() {
 	x.mu.Unlock()
 }
 
+// PreferJSON has a POST's answer go out as one JSON body rather than an
+// event stream when the client accepts both and, by the time the header
+// would go out, the answer is complete and is a single response (not a
+// batch's) with nothing before it: no opening, no priming event. Any
+// other answer is written as it would have been. For a stage that holds
+// the answer until it knows its first message (serve's 2026-07-28 router):
+// a plain JSON body costs the client and the server less than a stream of
+// one event, and a cache or proxy between them takes it as it is.
+func (x *Exchange) PreferJSON() {
+	if x.via != nil {
+		return // carried on a stream
+	}
+	x.mu.Lock()
+	x.preferJSON = true
+	x.mu.Unlock()
+}
+
 // NumberEvents has name give the event id of each message sent without
 // one, at the moment the server takes it for writing: a message that is
 // never taken (see OnDone and Cut) is never named. name is called one
@@ -499,6 +522,12 @@ func (x *Exchange) writeSSE(w http.ResponseWriter, r *http.Request) bool {
 	for {
 		x.finishRetired()
 		items, ended := x.take()
+		if !headerSent && ended && x.answersAsJSON(items, prime) {
+			err := writeJSONAnswer(w, []frame.Message{items[0].m}, false)
+			x.release(items)
+			clear(items)
+			return err == nil
+		}
 		for i, it := range items {
 			if !headerSent && sendHeader(it.m) != nil {
 				x.release(items[i:])
@@ -552,6 +581,18 @@ func (x *Exchange) writeSSE(w http.ResponseWriter, r *http.Request) bool {
 		_ = rc.Flush()
 	}
 	return true
+}
+
+// answersAsJSON reports whether an event-stream answer whose header has
+// not gone out, complete with items, goes as a JSON body instead (see
+// PreferJSON).
+func (x *Exchange) answersAsJSON(items []outboxItem, prime string) bool {
+	if len(items) != 1 || !items[0].m.Kind().IsResponse() || prime != "" || x.opening != nil || !x.jsonOK || x.method != http.MethodPost {
+		return false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.preferJSON
 }
 
 // writeJSON collects the answer's messages until the exchange ends and

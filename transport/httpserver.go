@@ -207,6 +207,7 @@ func (s *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 	s.beginRequest() // until its answer is out, whatever the POST carries
 	defer s.endRequest()
 	x := newExchange(s, http.MethodPost, wantSSE)
+	x.jsonOK = wantJSON
 	defer x.finish()
 	batch := m.Kind() == frame.Batch
 	err := s.cfg.Serve(r.Context(), m.WithHeaders(r.Header), x)
