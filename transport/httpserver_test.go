@@ -503,3 +503,32 @@ func TestNotificationExchangeEndsBeforeIts202(t *testing.T) {
 		is.Equal(n, i+1) // the exchange ended before the 202 was read
 	}
 }
+
+// With PreferJSON, an answer that is one response alone by the time its
+// header would go out is a JSON body, even for a client that accepts an
+// event stream; an answer a notification opens, or one for a client that
+// takes only event streams, stays a stream.
+func TestServerPreferJSON(t *testing.T) {
+	is := is.New(t)
+	h := newServerHarness(t, HTTPServerConfig{HeaderHold: time.Hour, Serve: func(ctx context.Context, m frame.Message, x *Exchange) error {
+		x.PreferJSON()
+		if m.Method() == "progress" {
+			_ = x.Send(ctx, frame.MustParse(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`), "")
+		}
+		return x.SendLast(ctx, frame.ResultResponse(m.ID(), []byte(`{}`)).WithHeader("X-Side", "kept"), "")
+	}})
+
+	resp := h.do(t, t.Context(), "POST", `{"jsonrpc":"2.0","id":1,"method":"plain"}`, "Accept", acceptBoth)
+	is.Equal(body(t, resp), `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	is.Equal(resp.Header.Get("Content-Type"), "application/json")
+	is.Equal(resp.Header.Get("X-Side"), "kept") // the side channel still gives header fields
+
+	resp = h.do(t, t.Context(), "POST", `{"jsonrpc":"2.0","id":2,"method":"progress"}`, "Accept", acceptBoth)
+	is.Equal(body(t, resp), "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n"+
+		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n\n")
+	is.Equal(resp.Header.Get("Content-Type"), "text/event-stream")
+
+	resp = h.do(t, t.Context(), "POST", `{"jsonrpc":"2.0","id":3,"method":"plain"}`, "Accept", "text/event-stream")
+	is.Equal(body(t, resp), "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n")
+	is.Equal(resp.Header.Get("Content-Type"), "text/event-stream")
+}
