@@ -125,6 +125,10 @@ type modernRouter struct {
 	next Duplex
 	ids  IDMinter
 
+	// timers are the FirstAnswerWait timers of requests that had their
+	// answer, stopped, for the next requests: one less allocation a call.
+	timers sync.Pool
+
 	mu     sync.Mutex
 	calls  map[frame.ID]*routedCall // by minted id
 	tokens map[string]*routedCall   // by minted progress token (its JSON)
@@ -200,8 +204,9 @@ func (r *modernRouter) toServer(ctx context.Context, m frame.Message) error {
 		c.setDone()
 		return restoreStatusID(err, c.minted, c.client)
 	}
-	timer := time.NewTimer(r.o.FirstAnswerWait)
-	defer timer.Stop()
+	timer := r.firstAnswerTimer()
+	defer r.timers.Put(timer)
+	defer timer.Stop() // before it goes back: no tick is left to read
 	select {
 	case resp := <-c.final:
 		return r.answer(ctx, c, resp)
@@ -224,6 +229,15 @@ func (r *modernRouter) toServer(ctx context.Context, m frame.Message) error {
 	default:
 		return nil // a notification started the answer meanwhile
 	}
+}
+
+// firstAnswerTimer returns a timer that fires after FirstAnswerWait.
+func (r *modernRouter) firstAnswerTimer() *time.Timer {
+	if t, ok := r.timers.Get().(*time.Timer); ok {
+		t.Reset(r.o.FirstAnswerWait)
+		return t
+	}
+	return time.NewTimer(r.o.FirstAnswerWait)
 }
 
 // answer writes the response that came first: an error keeps its HTTP
