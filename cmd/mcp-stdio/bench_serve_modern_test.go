@@ -76,7 +76,10 @@ func connectGatewayAt(tb testing.TB, ctx context.Context, g *gatewayProc, name, 
 // serve-2026/supergateway-2026-throughput (goal ≥ 25) and
 // serve-2026/serve-throughput (goal ≥ 1.0); beside them, from the same
 // run, floor-2026/supergateway-2026-throughput (what this machine allows
-// any gateway) and serve-2026/floor-2026-throughput.
+// any gateway) and serve-2026/floor-2026-throughput, and
+// floor-2026/serve-throughput: the most serve-2026/serve-throughput any
+// gateway could show with this client and child, since the floor's
+// 2026-07-28 path does nothing a gateway could leave out.
 func BenchmarkServeModern(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -143,6 +146,7 @@ func BenchmarkServeModern(b *testing.B) {
 	ratio(modernPath(gwServe), gwServe)
 	ratio(modernPath(gwFloor), modernPath(gwSupergateway))
 	ratio(modernPath(gwServe), modernPath(gwFloor))
+	ratio(modernPath(gwFloor), gwServe)
 }
 
 // buildFloorServe builds cmd/mcp-stdio/internal/floorserve, statically as
