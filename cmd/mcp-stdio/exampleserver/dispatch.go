@@ -297,7 +297,7 @@ func (s *server) call(ctx context.Context, req *request) (object, error) {
 	if meta == nil {
 		meta = object{}
 	}
-	meta[metaServerInfo] = s.info
+	meta[metaServerInfo] = s.identity
 	res["_meta"] = meta
 	return res, nil
 }

@@ -98,6 +98,13 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	return s.run(ctx, in)
 }
 
+// serverIdentity is the server's name and version as a result's _meta
+// carries them.
+type serverIdentity struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
 // server is one connection's state. What handlers share is guarded by mu;
 // the connection's era, the agreed version and the client's capabilities
 // are written only by the read loop (classify), so every request sees those
@@ -109,9 +116,12 @@ type server struct {
 	opts Options
 	log  *slog.Logger
 	out  *frame.Writer
-	info object   // serverInfo
-	key  [32]byte // signs requestState tokens; random per Serve
-	now  func() time.Time
+	info object // serverInfo
+	// identity is info as a struct, for the _meta of every 2026-07-28
+	// result: the same bytes, encoded without a map's sort.
+	identity serverIdentity
+	key      [32]byte // signs requestState tokens; random per Serve
+	now      func() time.Time
 
 	slots  chan struct{} // handler slots (maxHandlers)
 	parked chan struct{} // parked handlers (maxParked)
@@ -172,6 +182,7 @@ func newServer(o Options, out io.Writer) *server {
 		log:        log,
 		out:        frame.NewWriter(out),
 		info:       object{"name": o.Name, "version": o.Version},
+		identity:   serverIdentity{Name: o.Name, Version: o.Version},
 		now:        time.Now,
 		slots:      make(chan struct{}, maxHandlers),
 		parked:     make(chan struct{}, maxParked),
