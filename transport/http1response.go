@@ -236,14 +236,11 @@ func (w *h1response) commit(final bool) {
 	o := w.outLocked()
 	h := w.header
 	isHEAD := w.req.Method == http.MethodHead
+	if hasToken(h.Get("Connection"), "close") || w.c.srv.shuttingDown.Load() {
+		w.closeAfter = true
+	}
 	if w.body != nil && !w.closeAfter {
 		w.closeAfter = !w.body.drainForAnswer()
-	}
-	if hasToken(h.Get("Connection"), "close") {
-		w.closeAfter = true
-	}
-	if w.c.srv.shuttingDown.Load() {
-		w.closeAfter = true
 	}
 	if _, ok := h["Transfer-Encoding"]; ok {
 		h.Del("Transfer-Encoding") // the framing is ours
@@ -404,7 +401,11 @@ type h1body struct {
 	ended    bool // the handler returned
 	closed   bool // the handler closed it
 	draining bool // the server reads what the handler left
+	failed   bool // a read failed: what is left cannot be told from a next request
 }
+
+// errBodyFailed is what a read of a request body gets after one failed.
+var errBodyFailed = errors.New("transport: the request body failed to read before")
 
 func (b *h1body) Read(p []byte) (int, error) {
 	b.mu.Lock()
@@ -424,7 +425,13 @@ func (b *h1body) readLocked(p []byte) (int, error) {
 		b.w.continueOwed = false
 		b.w.writeContinue()
 	}
+	if b.failed {
+		return 0, errBodyFailed
+	}
 	n, err := b.src.Read(p)
+	if err != nil && err != io.EOF {
+		b.failed = true
+	}
 	if err == io.EOF {
 		b.sawEOF.Store(true)
 		if !b.draining && b.c.br.Buffered() == 0 {
@@ -455,8 +462,8 @@ func (b *h1body) drainForAnswer() bool {
 	if b.sawEOF.Load() {
 		return true
 	}
-	if b.w.continueOwed {
-		return false // the client waits for a 100 before it sends the body
+	if b.w.continueOwed || b.failed {
+		return false // the client waits for a 100 before it sends the body, or the body is broken
 	}
 	d := b.c.srv.ReadHeaderTimeout
 	if d <= 0 {

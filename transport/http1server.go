@@ -156,7 +156,7 @@ func (s *HTTP1Server) Serve(ln net.Listener) error {
 		return http.ErrServerClosed
 	}
 	defer s.trackListener(&ln, false)
-	base := context.WithValue(context.Background(), http.LocalAddrContextKey, ln.Addr())
+	base := context.Background()
 	var wait time.Duration
 	for {
 		rwc, err := ln.Accept()
@@ -207,7 +207,7 @@ func (s *HTTP1Server) trackListener(ln *net.Listener, add bool) bool {
 // first request.
 func (s *HTTP1Server) startConn(base context.Context, rwc net.Conn) {
 	c := &h1conn{srv: s, rwc: rwc}
-	ctx := base
+	ctx := context.WithValue(base, http.LocalAddrContextKey, rwc.LocalAddr())
 	if s.ConnContext != nil {
 		ctx = s.ConnContext(ctx, rwc)
 		if ctx == nil {
