@@ -358,14 +358,16 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 	if reach != reachLoopback && cfg.AuthToken == "" && cfg.OAuth == nil {
 		logger.Warn("listening beyond loopback without authentication: anyone who can reach this address can run the server; set " + pipeline.ServeTokenEnv + " (or listen on 127.0.0.1)")
 	}
-	httpSrv := &http.Server{
+	// The main listener's server holds no buffer for a connection between
+	// its requests: thousands of keep-alive clients cost little.
+	httpSrv := &transport.HTTP1Server{
 		Handler:           limited.Handler(srv.Handler()), // Connection: close while connections wait for a slot
 		ConnState:         limited.ConnState,              // which connections are sending a head, to make room at the limit
 		ConnContext:       limited.ConnContext,
 		ReadHeaderTimeout: serveHeaderTimeout,
 		IdleTimeout:       f.connIdle.std(),
 		MaxHeaderBytes:    serveMaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+		Logger:            logger,
 	}
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
@@ -479,7 +481,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, _ io.
 // and each child's process group gets SIGTERM, then SIGKILL after
 // termGrace. It returns once every child is gone and the HTTP server has
 // stopped.
-func serveShutdown(srv servePipeline, httpSrv *http.Server, drainCtx context.Context, termGrace time.Duration, logger *slog.Logger) {
+func serveShutdown(srv servePipeline, httpSrv *transport.HTTP1Server, drainCtx context.Context, termGrace time.Duration, logger *slog.Logger) {
 	srv.Drain(drainCtx)
 	// Once the drain is over: a bound for the children's stop, past which
 	// they are killed at once, and one for the handlers to return.
