@@ -92,6 +92,7 @@ type HTTP1Server struct {
 	done     chan struct{}
 	doneOnce sync.Once
 	connGone chan struct{} // a connection closed (one pending signal at most)
+	work     chan *h1conn  // a connection whose request has begun, to a waiting worker
 
 	shuttingDown atomic.Bool
 
@@ -121,6 +122,9 @@ const (
 	// closed: closing with its bytes unread would reset the connection and
 	// could lose the answer.
 	h1LingerWait = 500 * time.Millisecond
+	// h1WorkerIdle is how long a goroutine that has served a request
+	// waits for another connection's before it ends.
+	h1WorkerIdle = 10 * time.Second
 	// h1ErrorWriteWait bounds the writing of an answer to a head that
 	// could not be read.
 	h1ErrorWriteWait = 5 * time.Second
@@ -131,6 +135,7 @@ func (s *HTTP1Server) init() {
 		s.log = orDiscard(s.Logger)
 		s.done = make(chan struct{})
 		s.connGone = make(chan struct{}, 1)
+		s.work = make(chan *h1conn)
 		s.listeners = make(map[*net.Listener]struct{})
 		s.conns = make(map[*h1conn]struct{})
 	})
@@ -478,7 +483,33 @@ func (c *h1conn) backgroundRead() {
 	if d := c.srv.ReadHeaderTimeout; d > 0 {
 		_ = c.rwc.SetReadDeadline(time.Now().Add(d))
 	}
+	select {
+	case c.srv.work <- c: // to a goroutine whose stack has grown already
+		return
+	default:
+	}
 	c.serve()
+	c.srv.worker() // this one's has now
+}
+
+// worker serves the connections handed to it, each until it waits for a
+// request again, and returns once none has come for h1WorkerIdle or the
+// server is shut down. Serving on a goroutine whose stack has grown
+// spares each request the growth from a new goroutine's small stack.
+func (s *HTTP1Server) worker() {
+	t := time.NewTimer(h1WorkerIdle)
+	defer t.Stop()
+	for {
+		select {
+		case c := <-s.work:
+			c.serve()
+			t.Reset(h1WorkerIdle)
+		case <-t.C:
+			return
+		case <-s.done:
+			return
+		}
+	}
 }
 
 // serve serves requests while their bytes are at hand: the next one's
