@@ -214,6 +214,12 @@ func (w *h1response) FlushError() error {
 	if w.failed == nil {
 		w.failed = o.bw.Flush()
 	}
+	if w.failed == nil {
+		// Nothing is held between flushes: a stream that waits holds no
+		// buffer either.
+		w.c.srv.putOut(o)
+		w.out = nil
+	}
 	return w.failed
 }
 
@@ -434,8 +440,8 @@ func (b *h1body) readLocked(p []byte) (int, error) {
 	}
 	if err == io.EOF {
 		b.sawEOF.Store(true)
-		if !b.draining && b.c.br.Buffered() == 0 {
-			b.c.startBackgroundRead()
+		if !b.draining {
+			b.c.requestRead()
 		}
 	}
 	return n, err
@@ -483,9 +489,7 @@ func (b *h1body) drainForAnswer() bool {
 		return false // the deadline stays: the connection closes after the answer
 	}
 	_ = b.c.rwc.SetReadDeadline(time.Time{})
-	if b.c.br.Buffered() == 0 {
-		b.c.startBackgroundRead() // after the deadline is lifted
-	}
+	b.c.requestRead() // after the deadline is lifted
 	return true
 }
 

@@ -697,8 +697,8 @@ func (c *h1conn) answer(req *http.Request) (again bool) {
 	c.mu.Lock()
 	c.reqCancel = cancel
 	c.mu.Unlock()
-	if w.body == nil && c.br.Buffered() == 0 {
-		c.startBackgroundRead()
+	if w.body == nil {
+		c.requestRead()
 	}
 	panicked := true
 	func() {
@@ -724,8 +724,19 @@ func (c *h1conn) answer(req *http.Request) (again bool) {
 	return c.finish(w, cancel)
 }
 
+// requestRead is called once the request, body included, has been read:
+// unless the client has sent more already (pipelined), the reader goes
+// back to its pool while the handler works, and the read ahead starts.
+func (c *h1conn) requestRead() {
+	if c.br.Buffered() > 0 {
+		return
+	}
+	c.releaseReader()
+	c.startBackgroundRead()
+}
+
 // startBackgroundRead starts the read ahead of a request in flight, once
-// its body has been read: the connection holds nothing else unread.
+// it has been read: the connection holds nothing else unread.
 func (c *h1conn) startBackgroundRead() {
 	c.mu.Lock()
 	c.bg = bgReading
@@ -756,7 +767,7 @@ func (c *h1conn) finish(w *h1response, cancel context.CancelFunc) bool {
 		return false
 	}
 	s.setState(c, http.StateIdle)
-	buffered := c.br.Buffered() > 0
+	buffered := c.br != nil && c.br.Buffered() > 0
 	if !buffered {
 		c.releaseReader()
 	}
