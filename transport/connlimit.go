@@ -85,7 +85,7 @@ const (
 // No connection a client may be using is closed to make room: a
 // keep-alive connection between two requests may have the client's next
 // POST on the wire, which HTTP clients do not send again. Such a
-// connection ends only at the http.Server's IdleTimeout, or after an
+// connection ends only at the server's IdleTimeout, or after an
 // answer that says Connection: close. At the limit, a new connection:
 //
 //   - takes the place of the one silent longest since its accept that has
@@ -96,7 +96,7 @@ const (
 //     it was chosen is served after all, the limit exceeded by one), at
 //     most 64 at once with the other refusals; without, it is closed;
 //
-//   - else, with [LimitedListener.ConnState] set as the http.Server's
+//   - else, with [LimitedListener.ConnState] set as the server's
 //     ConnState, takes the place of the connection that has been sending a
 //     request head for 5 seconds or more (the server has not read the whole
 //     head, so its request was never taken): a client trickling its head
@@ -133,10 +133,11 @@ const (
 // them), each kind at most once every 10 seconds, with the count of those
 // in between.
 //
-// Put it under the http.Server that serves the HTTPServer, with the
-// server's ConnState, ConnContext and Handler set as above: it bounds the
-// file descriptors and memory that connections take, which no handler
-// can, since an idle or half-sent connection never reaches one.
+// Put it under the http.Server or [HTTP1Server] that serves the
+// HTTPServer, with the server's ConnState, ConnContext and Handler set as
+// above: it bounds the file descriptors and memory that connections take,
+// which no handler can, since an idle or half-sent connection never
+// reaches one.
 func LimitConnections(ln net.Listener, max int, logger *slog.Logger) *LimitedListener {
 	if max <= 0 {
 		max = DefaultMaxConnections
@@ -313,7 +314,7 @@ func (c *limitedConn) awaitSlot() bool {
 }
 
 // ConnContext puts the connection c in ctx, for [LimitedListener.Handler]:
-// set it as the http.Server's ConnContext.
+// set it as the server's ConnContext (http.Server's or [HTTP1Server]'s).
 func (l *LimitedListener) ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, limitedConnKey{}, c)
 }
@@ -353,7 +354,7 @@ func (l *LimitedListener) owesClose(r *http.Request) bool {
 
 // ConnState follows the state of the connections it accepted, to know
 // which are sending a request head and which have a request in flight:
-// set it as the http.Server's ConnState.
+// set it as the server's ConnState (http.Server's or [HTTP1Server]'s).
 func (l *LimitedListener) ConnState(c net.Conn, s http.ConnState) {
 	lc, ok := c.(*limitedConn)
 	if !ok || lc.l != l {

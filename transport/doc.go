@@ -32,7 +32,8 @@
 //     never from a keep-alive connection between requests; a new one
 //     waits a bounded time for a slot, then gets 503 with Retry-After.
 //     [ConnectionLimit] derives the cap from the open-file limit that
-//     [RaiseFileLimit] raises.
+//     [RaiseFileLimit] raises; [HTTP1Server], the HTTP/1.1 server under
+//     them, whose connections between requests hold no buffer.
 //
 // Resource limits are the transports' too: a request body that stops
 // arriving is given up ([BodyLimits.ReadTimeout]), and a [frame.Budget]
