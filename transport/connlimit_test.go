@@ -201,8 +201,8 @@ func expired(time.Duration) <-chan time.Time {
 }
 
 // limitedServer serves handler on loopback through LimitConnections(max),
-// wired to the http.Server as serve wires it, and returns the listener.
-func limitedServer(t *testing.T, max int, handler http.HandlerFunc, tune func(*LimitedListener)) *LimitedListener {
+// wired to a server of kind as serve wires it, and returns the listener.
+func limitedServer(t *testing.T, kind string, max int, handler http.HandlerFunc, tune func(*LimitedListener)) *LimitedListener {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -212,18 +212,54 @@ func limitedServer(t *testing.T, max int, handler http.HandlerFunc, tune func(*L
 	if tune != nil {
 		tune(ln)
 	}
-	srv := &http.Server{
-		Handler:     ln.Handler(handler),
-		ConnState:   ln.ConnState,
-		ConnContext: ln.ConnContext,
+	serveLimited(t, kind, ln, handler)
+	return ln
+}
+
+// Kinds of servers the LimitConnections tests run under: serve's own
+// and the standard library's.
+const (
+	serverHTTP1   = "server=http1"
+	serverNetHTTP = "server=net-http"
+)
+
+// underEachServer runs test once under each kind of server.
+func underEachServer(t *testing.T, test func(t *testing.T, kind string)) {
+	for _, kind := range []string{serverHTTP1, serverNetHTTP} {
+		t.Run(kind, func(t *testing.T) { test(t, kind) })
+	}
+}
+
+// serveLimited serves handler on ln with a server of kind, wired as serve
+// wires it (ConnState, ConnContext and ln's Handler around handler), until
+// the test ends.
+func serveLimited(t testing.TB, kind string, ln *LimitedListener, handler http.Handler) {
+	t.Helper()
+	t.Cleanup(serveLimitedUntil(t, kind, ln, handler))
+}
+
+// serveLimitedUntil is serveLimited until the function it returns is
+// called.
+func serveLimitedUntil(t testing.TB, kind string, ln *LimitedListener, handler http.Handler) func() {
+	t.Helper()
+	var serve func(net.Listener) error
+	var stop func() error
+	switch kind {
+	case serverHTTP1:
+		srv := &HTTP1Server{Handler: ln.Handler(handler), ConnState: ln.ConnState, ConnContext: ln.ConnContext}
+		serve, stop = srv.Serve, srv.Close
+	case serverNetHTTP:
+		srv := &http.Server{Handler: ln.Handler(handler), ConnState: ln.ConnState, ConnContext: ln.ConnContext}
+		serve, stop = srv.Serve, srv.Close
+	default:
+		t.Fatalf("no server %q", kind)
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		srv.Close()
+	go func() { served <- serve(ln) }()
+	return func() {
+		_ = stop()
 		<-served
-	})
-	return ln
+	}
 }
 
 // waitUntil waits until cond holds: for the server's goroutines to reach a
@@ -255,50 +291,52 @@ func rawGet(t *testing.T, c net.Conn, br *bufio.Reader, path string) (*http.Resp
 // once its client has read it and the connection is closed, the waiting
 // connection's request is read and answered.
 func TestLimitConnectionsNeverClosesAKeepAliveConnectionUnderItsClient(t *testing.T) {
-	is := is.New(t)
-	release := make(chan struct{})
-	inHandler := make(chan struct{}, 1)
-	ln := limitedServer(t, 2, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/slow" {
-			inHandler <- struct{}{}
-			<-release
-		}
-		_, _ = io.WriteString(w, "ok")
-	}, nil)
-	addr := ln.Addr().String()
+	underEachServer(t, func(t *testing.T, kind string) {
+		is := is.New(t)
+		release := make(chan struct{})
+		inHandler := make(chan struct{}, 1)
+		ln := limitedServer(t, kind, 2, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/slow" {
+				inHandler <- struct{}{}
+				<-release
+			}
+			_, _ = io.WriteString(w, "ok")
+		}, nil)
+		addr := ln.Addr().String()
 
-	slow := dialRaw(t, addr) // a request in flight
-	_, err := io.WriteString(slow, "GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n")
-	is.NoErr(err)
-	<-inHandler
-	keep := dialRaw(t, addr) // answered, then idle between requests
-	kbr := bufio.NewReader(keep)
-	resp, body := rawGet(t, keep, kbr, "/")
-	is.Equal(resp.StatusCode, http.StatusOK)
-	is.Equal(body, "ok")
-	is.True(!resp.Close)
+		slow := dialRaw(t, addr) // a request in flight
+		_, err := io.WriteString(slow, "GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n")
+		is.NoErr(err)
+		<-inHandler
+		keep := dialRaw(t, addr) // answered, then idle between requests
+		kbr := bufio.NewReader(keep)
+		resp, body := rawGet(t, keep, kbr, "/")
+		is.Equal(resp.StatusCode, http.StatusOK)
+		is.Equal(body, "ok")
+		is.True(!resp.Close)
 
-	fresh := dialRaw(t, addr) // at the limit: waits, closing no one
-	_, err = io.WriteString(fresh, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
-	is.NoErr(err)
-	waitUntil(t, "the new connection never waited", func() bool { return ln.Waiting() == 1 })
-	is.Equal(ln.Open(), 2)
+		fresh := dialRaw(t, addr) // at the limit: waits, closing no one
+		_, err = io.WriteString(fresh, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+		is.NoErr(err)
+		waitUntil(t, "the new connection never waited", func() bool { return ln.Waiting() == 1 })
+		is.Equal(ln.Open(), 2)
 
-	resp, body = rawGet(t, keep, kbr, "/") // the keep-alive client's next request: answered, and told to close
-	is.Equal(resp.StatusCode, http.StatusOK)
-	is.Equal(body, "ok")
-	is.True(resp.Close)
-	is.True(transporttest.ClosedByPeer(kbr))
+		resp, body = rawGet(t, keep, kbr, "/") // the keep-alive client's next request: answered, and told to close
+		is.Equal(resp.StatusCode, http.StatusOK)
+		is.Equal(body, "ok")
+		is.True(resp.Close)
+		is.True(transporttest.ClosedByPeer(kbr))
 
-	resp, body = transporttest.ReadResponse(t, bufio.NewReader(fresh)) // in keep's place
-	is.Equal(resp.StatusCode, http.StatusOK)
-	is.Equal(body, "ok")
-	is.Equal(ln.Waiting(), 0)
+		resp, body = transporttest.ReadResponse(t, bufio.NewReader(fresh)) // in keep's place
+		is.Equal(resp.StatusCode, http.StatusOK)
+		is.Equal(body, "ok")
+		is.Equal(ln.Waiting(), 0)
 
-	close(release) // the request in flight was never cut
-	resp, body = transporttest.ReadResponse(t, bufio.NewReader(slow))
-	is.Equal(resp.StatusCode, http.StatusOK)
-	is.Equal(body, "ok")
+		close(release) // the request in flight was never cut
+		resp, body = transporttest.ReadResponse(t, bufio.NewReader(slow))
+		is.Equal(resp.StatusCode, http.StatusOK)
+		is.Equal(body, "ok")
+	})
 }
 
 // The race of a keep-alive client's next request with a new connection
@@ -306,50 +344,52 @@ func TestLimitConnectionsNeverClosesAKeepAliveConnectionUnderItsClient(t *testin
 // answered (never cut), and the new connection is answered too or, if no
 // room came in its wait, gets 503 with Retry-After, never a bare close.
 func TestLimitConnectionsKeepAliveRequestRacingANewConnection(t *testing.T) {
-	is := is.New(t)
-	wait := make(chan time.Time)
-	ln := limitedServer(t, 1, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") },
-		func(l *LimitedListener) { l.after = func(time.Duration) <-chan time.Time { return wait } })
-	addr := ln.Addr().String()
-	var answered, refused int
-	for range 30 {
-		keep := dialRaw(t, addr)
-		kbr := bufio.NewReader(keep)
-		resp, _ := rawGet(t, keep, kbr, "/")
-		is.Equal(resp.StatusCode, http.StatusOK)
+	underEachServer(t, func(t *testing.T, kind string) {
+		is := is.New(t)
+		wait := make(chan time.Time)
+		ln := limitedServer(t, kind, 1, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") },
+			func(l *LimitedListener) { l.after = func(time.Duration) <-chan time.Time { return wait } })
+		addr := ln.Addr().String()
+		var answered, refused int
+		for range 30 {
+			keep := dialRaw(t, addr)
+			kbr := bufio.NewReader(keep)
+			resp, _ := rawGet(t, keep, kbr, "/")
+			is.Equal(resp.StatusCode, http.StatusOK)
 
-		next := make(chan *http.Response, 1)
-		go func() {
-			// the keep-alive client's next request, at the moment a new
-			// connection arrives
-			r, _ := rawGet(t, keep, kbr, "/")
-			next <- r
-		}()
-		fresh := dialRaw(t, addr)
-		_, err := io.WriteString(fresh, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
-		is.NoErr(err)
-		r := <-next
-		is.Equal(r.StatusCode, http.StatusOK) // answered, whatever the order
-		if !r.Close {
-			// the server read it before the new connection came: keep stays
-			// open; its client leaves, and the waiting one gets the slot
+			next := make(chan *http.Response, 1)
+			go func() {
+				// the keep-alive client's next request, at the moment a new
+				// connection arrives
+				r, _ := rawGet(t, keep, kbr, "/")
+				next <- r
+			}()
+			fresh := dialRaw(t, addr)
+			_, err := io.WriteString(fresh, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+			is.NoErr(err)
+			r := <-next
+			is.Equal(r.StatusCode, http.StatusOK) // answered, whatever the order
+			if !r.Close {
+				// the server read it before the new connection came: keep stays
+				// open; its client leaves, and the waiting one gets the slot
+				keep.Close()
+			}
+			resp, _ = transporttest.ReadResponse(t, bufio.NewReader(fresh))
+			switch resp.StatusCode {
+			case http.StatusOK:
+				answered++
+			case http.StatusServiceUnavailable:
+				is.Equal(resp.Header.Get("Retry-After"), "1")
+				refused++
+			default:
+				t.Fatalf("new connection: %d", resp.StatusCode)
+			}
 			keep.Close()
+			fresh.Close()
+			waitUntil(t, "the connections never closed", func() bool { return ln.Open() == 0 })
 		}
-		resp, _ = transporttest.ReadResponse(t, bufio.NewReader(fresh))
-		switch resp.StatusCode {
-		case http.StatusOK:
-			answered++
-		case http.StatusServiceUnavailable:
-			is.Equal(resp.Header.Get("Retry-After"), "1")
-			refused++
-		default:
-			t.Fatalf("new connection: %d", resp.StatusCode)
-		}
-		keep.Close()
-		fresh.Close()
-		waitUntil(t, "the connections never closed", func() bool { return ln.Open() == 0 })
-	}
-	is.Equal(answered+refused, 30)
+		is.Equal(answered+refused, 30)
+	})
 }
 
 // A connection that waits for a slot and gets none in its wait is
@@ -358,52 +398,54 @@ func TestLimitConnectionsKeepAliveRequestRacingANewConnection(t *testing.T) {
 // unread) until a place frees, and then waits its turn too; those within
 // are never disturbed.
 func TestLimitConnectionsQueueIsBounded(t *testing.T) {
-	is := is.New(t)
-	wait := make(chan time.Time)
-	release := make(chan struct{})
-	inHandler := make(chan struct{}, 1)
-	ln := limitedServer(t, 1, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/slow" {
-			inHandler <- struct{}{}
-			<-release
-		}
-		_, _ = io.WriteString(w, "ok")
-	}, func(l *LimitedListener) {
-		l.after = func(time.Duration) <-chan time.Time { return wait }
-		l.maxWaiting = 2
-	})
-	addr := ln.Addr().String()
-	busy := dialRaw(t, addr)
-	_, err := io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n")
-	is.NoErr(err)
-	<-inHandler
-
-	var waiting []net.Conn
-	for i := range 2 {
-		c := dialRaw(t, addr)
-		_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	underEachServer(t, func(t *testing.T, kind string) {
+		is := is.New(t)
+		wait := make(chan time.Time)
+		release := make(chan struct{})
+		inHandler := make(chan struct{}, 1)
+		ln := limitedServer(t, kind, 1, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/slow" {
+				inHandler <- struct{}{}
+				<-release
+			}
+			_, _ = io.WriteString(w, "ok")
+		}, func(l *LimitedListener) {
+			l.after = func(time.Duration) <-chan time.Time { return wait }
+			l.maxWaiting = 2
+		})
+		addr := ln.Addr().String()
+		busy := dialRaw(t, addr)
+		_, err := io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n")
 		is.NoErr(err)
-		waiting = append(waiting, c)
-		waitUntil(t, "no wait", func() bool { return ln.Waiting() == i+1 })
-	}
-	third := dialRaw(t, addr) // the waiting room is full: left in the kernel's queue
-	_, err = io.WriteString(third, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
-	is.NoErr(err)
-	is.Equal(ln.Waiting(), 2)
+		<-inHandler
 
-	close(wait) // the waits are over: refused, with the answer written before the close
-	for _, c := range append(waiting, third) {
-		br := bufio.NewReader(c)
-		resp, _ := transporttest.ReadResponse(t, br)
-		is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
-		is.Equal(resp.Header.Get("Retry-After"), "1")
-		is.True(transporttest.ClosedByPeer(br))
-		c.Close()
-	}
-	close(release)
-	resp, body := transporttest.ReadResponse(t, bufio.NewReader(busy))
-	is.Equal(resp.StatusCode, http.StatusOK)
-	is.Equal(body, "ok")
+		var waiting []net.Conn
+		for i := range 2 {
+			c := dialRaw(t, addr)
+			_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+			is.NoErr(err)
+			waiting = append(waiting, c)
+			waitUntil(t, "no wait", func() bool { return ln.Waiting() == i+1 })
+		}
+		third := dialRaw(t, addr) // the waiting room is full: left in the kernel's queue
+		_, err = io.WriteString(third, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+		is.NoErr(err)
+		is.Equal(ln.Waiting(), 2)
+
+		close(wait) // the waits are over: refused, with the answer written before the close
+		for _, c := range append(waiting, third) {
+			br := bufio.NewReader(c)
+			resp, _ := transporttest.ReadResponse(t, br)
+			is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
+			is.Equal(resp.Header.Get("Retry-After"), "1")
+			is.True(transporttest.ClosedByPeer(br))
+			c.Close()
+		}
+		close(release)
+		resp, body := transporttest.ReadResponse(t, bufio.NewReader(busy))
+		is.Equal(resp.StatusCode, http.StatusOK)
+		is.Equal(body, "ok")
+	})
 }
 
 // The default limit follows the file-descriptor limit, with room kept for
@@ -516,49 +558,42 @@ func (l *LimitedListener) headsLen() int {
 // with none idle, the one that started longest ago makes room for a new
 // connection, whose request is answered.
 func TestLimitConnectionsMakesRoomFromASlowHead(t *testing.T) {
-	is := is.New(t)
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	is.NoErr(err)
-	ln := LimitConnections(inner, 2, nil)
-	ln.after = expired
-	var clock atomic.Int64 // seconds
-	ln.now = func() time.Time { return time.Unix(clock.Load(), 0) }
-	srv := &http.Server{
-		Handler:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }),
-		ConnState: ln.ConnState,
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		srv.Close()
-		<-served
-	})
-	addr := inner.Addr().String()
-	var slow []net.Conn
-	for i := range 2 {
-		c := dialRaw(t, addr)
-		_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: loc") // and no more
+	underEachServer(t, func(t *testing.T, kind string) {
+		is := is.New(t)
+		inner, err := net.Listen("tcp", "127.0.0.1:0")
 		is.NoErr(err)
-		slow = append(slow, c)
-		deadline := time.Now().Add(serverTestWait)
-		for ln.headsLen() != i+1 { // the server has read what came of the head
-			if time.Now().After(deadline) {
-				t.Fatal("the head never arrived")
+		ln := LimitConnections(inner, 2, nil)
+		ln.after = expired
+		var clock atomic.Int64 // seconds
+		ln.now = func() time.Time { return time.Unix(clock.Load(), 0) }
+		serveLimited(t, kind, ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+		addr := inner.Addr().String()
+		var slow []net.Conn
+		for i := range 2 {
+			c := dialRaw(t, addr)
+			_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: loc") // and no more
+			is.NoErr(err)
+			slow = append(slow, c)
+			deadline := time.Now().Add(serverTestWait)
+			for ln.headsLen() != i+1 { // the server has read what came of the head
+				if time.Now().After(deadline) {
+					t.Fatal("the head never arrived")
+				}
+				runtime.Gosched()
 			}
-			runtime.Gosched()
 		}
-	}
 
-	refusedWith503(t, addr) // too soon to call them slow
-	clock.Add(int64(slowHead / time.Second))
-	fresh := dialRaw(t, addr)
-	_, err = io.WriteString(fresh, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
-	is.NoErr(err)
-	resp, body := transporttest.ReadResponse(t, bufio.NewReader(fresh))
-	is.Equal(resp.StatusCode, http.StatusOK)
-	is.Equal(body, "ok")
-	got, _ := io.ReadAll(slow[0]) // the first slow head was closed, unanswered
-	is.Equal(len(got), 0)
+		refusedWith503(t, addr) // too soon to call them slow
+		clock.Add(int64(slowHead / time.Second))
+		fresh := dialRaw(t, addr)
+		_, err = io.WriteString(fresh, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+		is.NoErr(err)
+		resp, body := transporttest.ReadResponse(t, bufio.NewReader(fresh))
+		is.Equal(resp.StatusCode, http.StatusOK)
+		is.Equal(body, "ok")
+		got, _ := io.ReadAll(slow[0]) // the first slow head was closed, unanswered
+		is.Equal(len(got), 0)
+	})
 }
 
 // At the limit, a connection silent since its accept that makes room for
@@ -566,36 +601,28 @@ func TestLimitConnectionsMakesRoomFromASlowHead(t *testing.T) {
 // chosen, gets the 503 with Retry-After (it was not taken), and the new
 // connection is served.
 func TestLimitConnectionsRefusesASilentConnectionItMakesRoomOf(t *testing.T) {
-	is := is.New(t)
-	var logs transporttest.SyncBuffer
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	is.NoErr(err)
-	ln := LimitConnections(inner, 1, slog.New(slog.NewTextHandler(&logs, nil)))
-	srv := &http.Server{
-		Handler:     ln.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })),
-		ConnState:   ln.ConnState,
-		ConnContext: ln.ConnContext,
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		srv.Close()
-		<-served
+	underEachServer(t, func(t *testing.T, kind string) {
+		is := is.New(t)
+		var logs transporttest.SyncBuffer
+		inner, err := net.Listen("tcp", "127.0.0.1:0")
+		is.NoErr(err)
+		ln := LimitConnections(inner, 1, slog.New(slog.NewTextHandler(&logs, nil)))
+		serveLimited(t, kind, ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
+		addr := inner.Addr().String()
+		silent := dialRaw(t, addr)
+		waitUntil(t, "the silent connection was never accepted", func() bool { return ln.Open() == 1 })
+
+		fresh := dialRaw(t, addr) // takes the silent one's place
+		resp, body := rawGet(t, fresh, bufio.NewReader(fresh), "/")
+		is.Equal(resp.StatusCode, http.StatusOK)
+		is.Equal(body, "ok")
+
+		sbr := bufio.NewReader(silent)
+		resp, _ = rawGet(t, silent, sbr, "/") // its client's request, after it was chosen
+		is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
+		is.Equal(resp.Header.Get("Retry-After"), "1")
+		is.True(resp.Close)
+		is.True(transporttest.ClosedByPeer(sbr))
+		is.True(strings.Contains(logs.String(), "refusing one silent since its accept"))
 	})
-	addr := inner.Addr().String()
-	silent := dialRaw(t, addr)
-	waitUntil(t, "the silent connection was never accepted", func() bool { return ln.Open() == 1 })
-
-	fresh := dialRaw(t, addr) // takes the silent one's place
-	resp, body := rawGet(t, fresh, bufio.NewReader(fresh), "/")
-	is.Equal(resp.StatusCode, http.StatusOK)
-	is.Equal(body, "ok")
-
-	sbr := bufio.NewReader(silent)
-	resp, _ = rawGet(t, silent, sbr, "/") // its client's request, after it was chosen
-	is.Equal(resp.StatusCode, http.StatusServiceUnavailable)
-	is.Equal(resp.Header.Get("Retry-After"), "1")
-	is.True(resp.Close)
-	is.True(transporttest.ClosedByPeer(sbr))
-	is.True(strings.Contains(logs.String(), "refusing one silent since its accept"))
 }
