@@ -410,6 +410,7 @@ type h1conn struct {
 	remain  int64         // what the head may still read
 	addr    string        // RemoteAddr, once known
 	pending [1]byte       // read ahead by the background read
+	readErr error         // the connection's last read error while a head was read
 
 	mu         sync.Mutex
 	hasPending bool               // pending holds the next request's first byte
@@ -442,6 +443,9 @@ func (src *h1source) Read(p []byte) (int, error) {
 	}
 	n, err := c.rwc.Read(p)
 	c.remain -= int64(n)
+	if err != nil {
+		c.readErr = err
+	}
 	return n, err
 }
 
@@ -580,6 +584,7 @@ func (c *h1conn) serveRequest() bool {
 		c.br = s.getReader(c)
 	}
 	c.remain = s.headLimit()
+	c.readErr = nil
 	req, err := http.ReadRequest(c.br)
 	headRead := c.remain != s.headLimit()
 	if err == nil {
@@ -645,6 +650,11 @@ func (c *h1conn) refuseHead(err error) {
 	status, why := http.StatusBadRequest, "400 Bad Request"
 	var bad *h1BadRequest
 	var ne net.Error
+	if c.readErr != nil && c.remain > 0 {
+		// The head was cut (textproto may report the part it got as
+		// malformed): the client left, or took too long.
+		err = c.readErr
+	}
 	switch {
 	case c.remain <= 0:
 		status, why = http.StatusRequestHeaderFieldsTooLarge, "431 Request Header Fields Too Large"
