@@ -153,6 +153,7 @@ func LimitConnections(ln net.Listener, max int, logger *slog.Logger) *LimitedLis
 		Listener:   ln,
 		now:        time.Now,
 		after:      time.After,
+		headWait:   evictWait,
 		max:        max,
 		maxWaiting: maxWaitingFor(max),
 		answer:     []byte(answer),
@@ -173,6 +174,7 @@ type LimitedListener struct {
 	net.Listener
 	now        func() time.Time                     // the clock of slow heads; tests set it
 	after      func(time.Duration) <-chan time.Time // the end of a wait for a slot; tests set it
+	headWait   time.Duration                        // evictWait; tests on a loaded machine lengthen it
 	max        int
 	maxWaiting int
 	answer     []byte // the refusal
@@ -309,7 +311,7 @@ func (c *limitedConn) awaitSlot() bool {
 	l.room.Signal()
 	l.mu.Unlock()
 	l.logRefusal()
-	refuseConnWithin(c.Conn, l.answer, evictWait) // it has waited already
+	refuseConnWithin(c.Conn, l.answer, l.headWait) // it has waited already
 	return false
 }
 
@@ -559,7 +561,7 @@ func (c *limitedConn) Read(p []byte) (int, error) {
 // the refusal's time, and c is closed. It returns io.EOF, for the server
 // to close c without a word of its own.
 func (c *limitedConn) refuseEvicted() error {
-	refuseConnWithin(c.Conn, c.l.answer, evictWait)
+	refuseConnWithin(c.Conn, c.l.answer, c.l.headWait)
 	return io.EOF
 }
 

@@ -607,6 +607,7 @@ func TestLimitConnectionsRefusesASilentConnectionItMakesRoomOf(t *testing.T) {
 		inner, err := net.Listen("tcp", "127.0.0.1:0")
 		is.NoErr(err)
 		ln := LimitConnections(inner, 1, slog.New(slog.NewTextHandler(&logs, nil)))
+		ln.headWait = refuseWait // the refused client's request comes after the new one's answer: not within 0.5 s on a loaded machine
 		serveLimited(t, kind, ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
 		addr := inner.Addr().String()
 		silent := dialRaw(t, addr)
