@@ -61,11 +61,11 @@ func ReadBody(r *http.Request, limit int64) ([]byte, error) {
 // once done with the body; after an error nothing stays counted.
 //
 // After a body read whole, the read deadline is cleared, so that it does
-// not outlive the body (net/http's HTTP/1 server clears it too when it
-// starts watching the connection for the client going away). After a
-// failure it is left as it is, and the connection should not carry
-// another request: answer with "Connection: close", which also keeps
-// net/http from reading on to discard the rest of the body.
+// not outlive the body: the server (http.Server or [HTTP1Server]) reads
+// on from then, to notice the client going away. After a failure it is
+// left as it is, and the connection should not carry another request:
+// answer with "Connection: close", which also keeps the server from
+// reading on to discard the rest of the body.
 func ReadBodyLimited(w http.ResponseWriter, r *http.Request, lim BodyLimits) (body []byte, held int64, err error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, 0, nil
