@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -171,8 +172,7 @@ func writeBody[T []byte | string](w *h1response, p T) (int, error) {
 		return len(p), nil
 	}
 	if w.chunked {
-		var size [20]byte
-		_, _ = o.bw.Write(strconv.AppendInt(size[:0], int64(len(p)), 16))
+		writeInt(o.bw, int64(len(p)), 16)
 		_, _ = o.bw.WriteString("\r\n")
 	}
 	switch p := any(p).(type) {
@@ -274,18 +274,18 @@ func (w *h1response) commit(final bool) {
 		return
 	}
 	if _, ok := h["Date"]; !ok {
-		var date [64]byte
 		_, _ = bw.WriteString("Date: ")
-		_, _ = bw.Write(time.Now().UTC().AppendFormat(date[:0], http.TimeFormat))
+		_, _ = bw.Write(time.Now().UTC().AppendFormat(bw.AvailableBuffer(), http.TimeFormat))
 		_, _ = bw.WriteString("\r\n")
 	}
 	if _, ok := h["Content-Type"]; !ok && len(o.pre) > 0 && w.bodyAllowed() {
-		_, _ = bw.WriteString("Content-Type: " + http.DetectContentType(o.pre) + "\r\n")
+		_, _ = bw.WriteString("Content-Type: ")
+		_, _ = bw.WriteString(http.DetectContentType(o.pre))
+		_, _ = bw.WriteString("\r\n")
 	}
 	if length >= 0 {
-		var n [20]byte
 		_, _ = bw.WriteString("Content-Length: ")
-		_, _ = bw.Write(strconv.AppendInt(n[:0], length, 10))
+		writeInt(bw, length, 10)
 		_, _ = bw.WriteString("\r\n")
 	}
 	if w.chunked {
@@ -299,8 +299,7 @@ func (w *h1response) commit(final bool) {
 	_, _ = bw.WriteString("\r\n")
 	if len(o.pre) > 0 && !isHEAD {
 		if w.chunked {
-			var size [20]byte
-			_, _ = bw.Write(strconv.AppendInt(size[:0], int64(len(o.pre)), 16))
+			writeInt(bw, int64(len(o.pre)), 16)
 			_, _ = bw.WriteString("\r\n")
 		}
 		_, _ = bw.Write(o.pre)
@@ -319,16 +318,21 @@ func (w *h1response) writeStatusLine(o *h1out, code int) {
 	} else {
 		_, _ = bw.WriteString("HTTP/1.1 ")
 	}
-	var n [20]byte
-	_, _ = bw.Write(strconv.AppendInt(n[:0], int64(code), 10))
+	writeInt(bw, int64(code), 10)
 	_ = bw.WriteByte(' ')
 	if text := http.StatusText(code); text != "" {
 		_, _ = bw.WriteString(text)
 	} else {
 		_, _ = bw.WriteString("status code ")
-		_, _ = bw.Write(strconv.AppendInt(n[:0], int64(code), 10))
+		writeInt(bw, int64(code), 10)
 	}
 	_, _ = bw.WriteString("\r\n")
+}
+
+// writeInt writes v in base to bw, formatted in bw's own free space:
+// nothing is allocated.
+func writeInt(bw *bufio.Writer, v int64, base int) {
+	_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), v, base))
 }
 
 // finish ends the answer once the handler has returned: the header if it
