@@ -659,6 +659,15 @@ func refuseConnWithin(c net.Conn, answer []byte, headWait time.Duration) {
 	if _, err := c.Write(answer); err != nil {
 		return
 	}
+	lingerRead(c)
+}
+
+// lingerRead shuts c's writing side, where it can (TCP), and reads and
+// drops what the client still sends, up to refuseDrainMax bytes, until
+// it closes its end or c's read deadline: closing a connection with
+// bytes unread would reset it, and the client might lose the answer
+// just written.
+func lingerRead(c net.Conn) {
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}

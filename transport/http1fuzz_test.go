@@ -94,17 +94,16 @@ type memConn struct {
 }
 
 func (c *memConn) Read(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	select {
-	case <-c.closed:
-		return 0, net.ErrClosed
-	default:
-	}
-	return c.in.Read(p)
+	return c.open(func() (int, error) { return c.in.Read(p) })
 }
 
 func (c *memConn) Write(p []byte) (int, error) {
+	return c.open(func() (int, error) { return c.out.Write(p) })
+}
+
+// open runs io under the lock while c is open; on a closed c it fails
+// as a closed socket does.
+func (c *memConn) open(io func() (int, error)) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	select {
@@ -112,7 +111,7 @@ func (c *memConn) Write(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	default:
 	}
-	return c.out.Write(p)
+	return io()
 }
 
 func (c *memConn) output() []byte {

@@ -229,9 +229,7 @@ func (s *HTTP1Server) startConn(base context.Context, rwc net.Conn) {
 		c.close()
 		return
 	}
-	if d := s.ReadHeaderTimeout; d > 0 {
-		_ = rwc.SetReadDeadline(time.Now().Add(d))
-	}
+	c.armHeadDeadline() // from the accept, as http.Server does
 	c.handedOver = true
 	go c.backgroundRead()
 }
@@ -484,9 +482,7 @@ func (c *h1conn) backgroundRead() {
 	c.handedOver = false
 	c.bg = bgNone
 	c.mu.Unlock()
-	if d := c.srv.ReadHeaderTimeout; d > 0 {
-		_ = c.rwc.SetReadDeadline(time.Now().Add(d))
-	}
+	c.armHeadDeadline()
 	select {
 	case c.srv.work <- c: // to a goroutine whose stack has grown already
 		return
@@ -541,21 +537,18 @@ func (c *h1conn) close() {
 }
 
 // lingerClose closes the connection after the client has stopped
-// sending, or h1LingerWait: what it still sends is read and dropped, so
-// that the answer is not lost to a reset.
+// sending, or h1LingerWait (see lingerRead).
 func (c *h1conn) lingerClose() {
-	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
-		_ = c.rwc.SetReadDeadline(time.Now().Add(h1LingerWait))
-		var buf [512]byte
-		for total := 0; total < h1DrainMax; {
-			n, err := c.rwc.Read(buf[:])
-			total += n
-			if err != nil {
-				break
-			}
-		}
-	}
+	_ = c.rwc.SetReadDeadline(time.Now().Add(h1LingerWait))
+	lingerRead(c.rwc)
 	c.close()
+}
+
+// armHeadDeadline bounds the reading of the request head that has begun.
+func (c *h1conn) armHeadDeadline() {
+	if d := c.srv.ReadHeaderTimeout; d > 0 {
+		_ = c.rwc.SetReadDeadline(time.Now().Add(d))
+	}
 }
 
 // releaseReader puts the pooled reader back, if held.
@@ -695,10 +688,9 @@ func (c *h1conn) answer(req *http.Request) (again bool) {
 	w := newH1Response(c, req)
 	if ex := req.Header.Get("Expect"); ex != "" {
 		if !strings.EqualFold(strings.TrimSpace(ex), "100-continue") {
-			w.closeAfter = true
 			w.header.Set("Connection", "close")
 			http.Error(w, "417 Expectation Failed: unsupported Expect", http.StatusExpectationFailed)
-			return c.finish(w, cancel)
+			return c.finish(w)
 		}
 		if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 {
 			w.continueOwed = true
@@ -726,12 +718,12 @@ func (c *h1conn) answer(req *http.Request) (again bool) {
 	}()
 	if panicked {
 		w.abandon()
-		cancel()
 		c.close()
 		c.releaseReader()
 		return false
 	}
-	return c.finish(w, cancel)
+	cancel() // the handler has returned
+	return c.finish(w)
 }
 
 // requestRead is called once the request, body included, has been read:
@@ -758,22 +750,20 @@ func (c *h1conn) startBackgroundRead() {
 // request at once (pipelined, or read ahead), a wait for one (on the
 // background read, or a new goroutine: this one's stack has grown), or
 // the end of the connection.
-func (c *h1conn) finish(w *h1response, cancel context.CancelFunc) bool {
+func (c *h1conn) finish(w *h1response) bool {
 	s := c.srv
 	keep := w.finish()
-	cancel()
 	c.mu.Lock()
 	c.reqCancel = nil
 	bg, hasPending := c.bg, c.hasPending
 	c.mu.Unlock()
-	if !keep || s.shuttingDown.Load() || (bg == bgDone && !hasPending) {
-		if w.unreadBody() {
-			c.releaseReader()
-			c.lingerClose()
-			return false
-		}
-		c.close()
+	if !keep || (bg == bgDone && !hasPending) {
 		c.releaseReader()
+		if w.unreadBody() {
+			c.lingerClose()
+		} else {
+			c.close()
+		}
 		return false
 	}
 	s.setState(c, http.StateIdle)
@@ -833,8 +823,6 @@ func (c *h1conn) resume() bool {
 	c.mu.Lock()
 	c.bg = bgNone
 	c.mu.Unlock()
-	if d := c.srv.ReadHeaderTimeout; d > 0 {
-		_ = c.rwc.SetReadDeadline(time.Now().Add(d))
-	}
+	c.armHeadDeadline()
 	return true
 }
