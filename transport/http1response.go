@@ -48,9 +48,7 @@ func newH1Response(c *h1conn, req *http.Request) *h1response {
 		w.body = &h1body{c: c, w: w, src: req.Body}
 		req.Body = w.body
 	}
-	if req.Close || (req.ProtoMajor == 1 && req.ProtoMinor == 0 && !hasToken(req.Header.Get("Connection"), "keep-alive")) {
-		w.closeAfter = true
-	}
+	w.closeAfter = req.Close // Connection: close, or HTTP/1.0 without keep-alive (http.ReadRequest tells)
 	return w
 }
 
@@ -94,13 +92,8 @@ func (w *h1response) writeInformational(code int) {
 		return
 	}
 	if code == http.StatusContinue {
-		w.continueMu.Lock()
-		ok := w.continueOK
-		w.continueOK = false
-		w.continueMu.Unlock()
-		if !ok {
-			return
-		}
+		w.writeContinue() // at most once, and never after the header
+		return
 	}
 	o := w.outLocked()
 	w.writeStatusLine(o, code)
