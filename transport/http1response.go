@@ -164,23 +164,30 @@ func writeBody[T []byte | string](w *h1response, p T) (int, error) {
 	if w.req.Method == http.MethodHead {
 		return len(p), nil
 	}
-	if w.chunked {
-		writeInt(o.bw, int64(len(p)), 16)
-		_, _ = o.bw.WriteString("\r\n")
-	}
-	switch p := any(p).(type) {
-	case []byte:
-		_, w.failed = o.bw.Write(p)
-	case string:
-		_, w.failed = o.bw.WriteString(p)
-	}
-	if w.chunked && w.failed == nil {
-		_, w.failed = o.bw.WriteString("\r\n")
-	}
-	if w.failed != nil {
+	if w.failed = writeFramed(o.bw, p, w.chunked); w.failed != nil {
 		return 0, w.failed
 	}
 	return len(p), nil
+}
+
+// writeFramed writes p, the body's next bytes, to bw: as a chunk of its
+// own when the body is chunked.
+func writeFramed[T []byte | string](bw *bufio.Writer, p T, chunked bool) error {
+	if chunked {
+		writeInt(bw, int64(len(p)), 16)
+		_, _ = bw.WriteString("\r\n")
+	}
+	var err error
+	switch p := any(p).(type) {
+	case []byte:
+		_, err = bw.Write(p)
+	case string:
+		_, err = bw.WriteString(p)
+	}
+	if chunked && err == nil {
+		_, err = bw.WriteString("\r\n")
+	}
+	return err
 }
 
 // Flush sends what was written, the header first.
@@ -235,7 +242,8 @@ func (w *h1response) commit(final bool) {
 	o := w.outLocked()
 	h := w.header
 	isHEAD := w.req.Method == http.MethodHead
-	if hasToken(h.Get("Connection"), "close") || w.c.srv.shuttingDown.Load() {
+	handlerClose := hasToken(h.Get("Connection"), "close")
+	if handlerClose || w.c.srv.shuttingDown.Load() {
 		w.closeAfter = true
 	}
 	if w.body != nil && !w.closeAfter {
@@ -284,21 +292,14 @@ func (w *h1response) commit(final bool) {
 	if w.chunked {
 		_, _ = bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
-	if w.closeAfter && !hasToken(h.Get("Connection"), "close") {
+	if w.closeAfter && !handlerClose {
 		_, _ = bw.WriteString("Connection: close\r\n")
 	} else if keepAlive10 && h.Get("Connection") == "" {
 		_, _ = bw.WriteString("Connection: keep-alive\r\n")
 	}
 	_, _ = bw.WriteString("\r\n")
 	if len(o.pre) > 0 && !isHEAD {
-		if w.chunked {
-			writeInt(bw, int64(len(o.pre)), 16)
-			_, _ = bw.WriteString("\r\n")
-		}
-		_, _ = bw.Write(o.pre)
-		if w.chunked {
-			_, _ = bw.WriteString("\r\n")
-		}
+		w.failed = writeFramed(bw, o.pre, w.chunked)
 	}
 	o.pre = o.pre[:0]
 }
