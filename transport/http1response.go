@@ -24,9 +24,8 @@ type h1response struct {
 	body   *h1body // nil when the request has none
 	header http.Header
 
-	continueOwed bool // Expect: 100-continue, not answered yet (set before the handler runs)
-	continueMu   sync.Mutex
-	continueOK   bool // the 100 may still go out (guarded by continueMu)
+	continueMu sync.Mutex
+	continueOK bool // the 100 may still go out (guarded by continueMu)
 
 	mu          sync.Mutex
 	out         *h1out // nil until the first write, and after the end
@@ -401,11 +400,12 @@ type h1body struct {
 	src    io.ReadCloser
 	sawEOF atomic.Bool
 
-	mu       sync.Mutex
-	ended    bool // the handler returned
-	closed   bool // the handler closed it
-	draining bool // the server reads what the handler left
-	failed   bool // a read failed: what is left cannot be told from a next request
+	mu           sync.Mutex
+	continueOwed bool // Expect: 100-continue, not answered yet (set before the handler runs)
+	ended        bool // the handler returned
+	closed       bool // the handler closed it
+	draining     bool // the server reads what the handler left
+	failed       bool // a read failed: what is left cannot be told from a next request
 }
 
 // errBodyFailed is what a read of a request body gets after one failed.
@@ -425,8 +425,8 @@ func (b *h1body) readLocked(p []byte) (int, error) {
 	if b.sawEOF.Load() {
 		return 0, io.EOF
 	}
-	if b.w.continueOwed {
-		b.w.continueOwed = false
+	if b.continueOwed {
+		b.continueOwed = false
 		b.w.writeContinue()
 	}
 	if b.failed {
@@ -466,7 +466,7 @@ func (b *h1body) drainForAnswer() bool {
 	if b.sawEOF.Load() {
 		return true
 	}
-	if b.w.continueOwed || b.failed {
+	if b.continueOwed || b.failed {
 		return false // the client waits for a 100 before it sends the body, or the body is broken
 	}
 	d := b.c.srv.ReadHeaderTimeout

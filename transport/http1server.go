@@ -692,8 +692,8 @@ func (c *h1conn) answer(req *http.Request) (again bool) {
 			http.Error(w, "417 Expectation Failed: unsupported Expect", http.StatusExpectationFailed)
 			return c.finish(w)
 		}
-		if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 {
-			w.continueOwed = true
+		if req.ProtoAtLeast(1, 1) && w.body != nil {
+			w.body.continueOwed = true
 		}
 	}
 	c.mu.Lock()
