@@ -618,3 +618,37 @@ func TestHTTP1ServerCurl(t *testing.T) {
 	is.Equal(string(out), echoed("POST", "/big", body)+echoed("POST", "/big", body))
 	is.True(strings.Contains(stderr.String(), "Content-Length: "+strconv.Itoa(len(body))))
 }
+
+// Connections waiting for their next request hold no reader (and no
+// writer: an answer's is given back when it ends), however many they are.
+func TestHTTP1ServerIdleConnectionsHoldNoBuffer(t *testing.T) {
+	is := is.New(t)
+	srv := &HTTP1Server{Handler: http.HandlerFunc(echoHandler)}
+	addr := startHTTP1(t, srv)
+	for i := range 50 {
+		c := dialRaw(t, addr)
+		br := bufio.NewReader(c)
+		_, err := io.WriteString(c, "POST /"+strconv.Itoa(i)+" HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello")
+		is.NoErr(err)
+		_, body := transporttest.ReadResponse(t, br)
+		is.Equal(body, echoed("POST", "/"+strconv.Itoa(i), []byte("hello")))
+	}
+	idle := func() (n int, holding int) {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		for c := range srv.conns {
+			c.mu.Lock() // the last server goroutine handed the connection over under it
+			if c.state.Load() == h1Idle && c.handedOver {
+				n++
+				if c.br != nil {
+					holding++
+				}
+			}
+			c.mu.Unlock()
+		}
+		return n, holding
+	}
+	waitUntil(t, "the connections never all waited for a request", func() bool { n, _ := idle(); return n == 50 })
+	_, holding := idle()
+	is.Equal(holding, 0)
+}
