@@ -21,9 +21,12 @@ import (
 // the subset of http.Server that serve uses, made so that a connection
 // between two requests holds no buffer: it waits in a one-byte read of
 // its own, on a goroutine that has served nothing (a small stack), and
-// takes a 4 KiB reader and a 4 KiB writer from pools only while a request
-// is read and answered. Ten thousand keep-alive clients then cost a few
-// kilobytes each, not the twenty or so of http.Server.
+// takes from pools a 4 KiB reader only while a request is read, and a
+// 4 KiB writer (with 2 KiB for the start of the body) only while an answer
+// is written, up to each flush. Ten thousand keep-alive clients then cost
+// a few kilobytes each, not the twenty or so of http.Server. A request
+// that begins is served by a goroutine that has served one before, when
+// one is free, so that it does not pay a new goroutine's stack growth.
 //
 // Requests are parsed by http.ReadRequest. What it serves:
 //
