@@ -10,8 +10,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -272,9 +274,12 @@ func TestServeOAuthNoTokenPassthrough(t *testing.T) {
 	is.Equal(body, `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"method not found"}}`)
 	is.Equal(g.srv.pool.Len(), 1)
 
+	// A child's stderr reaches the log on a goroutine of its own, so its
+	// lines may come after the answers: wait for the tee of each request.
+	// Each child wrote its environment before it read a line.
+	g.logs.Watch(regexp.MustCompile(regexp.QuoteMeta(`stdin: {"jsonrpc":"2.0","id":"e","method":"echo","params":{"x":1}}`))).Next(t, 10*time.Second)
+	g.logs.Watch(regexp.MustCompile(`stdin: \{"jsonrpc":"2.0","id":.*"method":"tools/list"`)).Next(t, 10*time.Second)
 	logs := g.logs.String()
-	is.True(strings.Contains(logs, `stdin: {"jsonrpc":"2.0","id":"e","method":"echo","params":{"x":1}}`)) // the tee works
-	is.True(strings.Contains(logs, `stdin: {"jsonrpc":"2.0","id":`) && strings.Contains(logs, `"method":"tools/list"`))
 	is.True(strings.Contains(logs, "env: "))
 	for _, tok := range []string{aliceToken, bobToken} {
 		is.True(!strings.Contains(logs, tok)) // not in the child, nor in serve's logs
