@@ -34,9 +34,15 @@ const (
 	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
 )
 
-// metaPath is the gjson path of a reserved key in a request's params._meta;
-// the key holds '.' and '/', so it is escaped.
-func metaPath(key string) string { return "_meta." + gjson.Escape(key) }
+// The gjson paths, from a request's params, of the reserved _meta keys a
+// request carries. The keys hold '.' and '/', so the paths escape them
+// (as gjson.Escape does: TestMetaPathsEscapeTheirKeys); they are written
+// out so that reading a request's envelope builds no string.
+const (
+	pathProtocolVersion    = `_meta.io\.modelcontextprotocol\/protocolVersion`
+	pathClientCapabilities = `_meta.io\.modelcontextprotocol\/clientCapabilities`
+	pathLogLevel           = `_meta.io\.modelcontextprotocol\/logLevel`
+)
 
 // era is the generation of the protocol a connection or request speaks.
 type era uint8
@@ -65,8 +71,8 @@ type request struct {
 	release func()
 }
 
-// meta reads a key of the request's params._meta.
-func (r *request) meta(key string) gjson.Result { return r.params.Get(metaPath(key)) }
+// meta reads a member of the request's params by one of the paths above.
+func (r *request) meta(path string) gjson.Result { return r.params.Get(path) }
 
 // rpcError is a JSON-RPC error a handler answers with.
 type rpcError struct {
@@ -187,7 +193,7 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 		return s.acceptInitialize(req)
 	}
 
-	pv := req.meta(metaProtocolVersion)
+	pv := req.meta(pathProtocolVersion)
 	switch {
 	case !pv.Exists() && s.era == eraStateless:
 		return nil, invalidParams("this connection speaks MCP %s: params._meta[%q] is required", statelessVersion, metaProtocolVersion)
@@ -211,7 +217,7 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 		}
 		return nil, unsupportedVersion(pv.Str, supported)
 	}
-	caps := req.meta(metaClientCapabilities)
+	caps := req.meta(pathClientCapabilities)
 	if !caps.IsObject() {
 		return nil, invalidParams("params._meta[%q] is required (an object)", metaClientCapabilities)
 	}
@@ -295,10 +301,10 @@ func (s *server) call(ctx context.Context, req *request) (object, error) {
 	}
 	meta, _ := res["_meta"].(object)
 	if meta == nil {
-		meta = object{}
+		res["_meta"] = s.resultMeta // the common case: encoded once
+		return res, nil
 	}
 	meta[metaServerInfo] = s.identity
-	res["_meta"] = meta
 	return res, nil
 }
 

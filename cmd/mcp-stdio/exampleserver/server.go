@@ -3,6 +3,7 @@ package exampleserver
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -120,8 +121,11 @@ type server struct {
 	// identity is info as a struct, for the _meta of every 2026-07-28
 	// result: the same bytes, encoded without a map's sort.
 	identity serverIdentity
-	key      [32]byte // signs requestState tokens; random per Serve
-	now      func() time.Time
+	// resultMeta is the _meta of a 2026-07-28 result whose handler set
+	// none, {"io.modelcontextprotocol/serverInfo": identity}, encoded.
+	resultMeta json.RawMessage
+	key        [32]byte // signs requestState tokens; random per Serve
+	now        func() time.Time
 
 	slots  chan struct{} // handler slots (maxHandlers)
 	parked chan struct{} // parked handlers (maxParked)
@@ -192,6 +196,7 @@ func newServer(o Options, out io.Writer) *server {
 		subscribed: make(map[string]bool),
 		listeners:  make(map[frame.ID]*listener),
 	}
+	s.resultMeta = marshal(object{metaServerInfo: s.identity})
 	_, _ = rand.Read(s.key[:]) // never fails (crypto/rand, Go 1.24+)
 	return s
 }

@@ -296,3 +296,18 @@ func TestTwoListensEachGetTheirEvents(t *testing.T) {
 	}
 	is.Equal(strings.Join(got, "|"), "notifications/resources/updated 2|notifications/tools/list_changed 1| 3")
 }
+
+// The written-out paths of the reserved _meta keys are what gjson.Escape
+// makes of the keys, and they find the keys in a request.
+func TestMetaPathsEscapeTheirKeys(t *testing.T) {
+	is := is.New(t)
+	for path, key := range map[string]string{
+		pathProtocolVersion:    metaProtocolVersion,
+		pathClientCapabilities: metaClientCapabilities,
+		pathLogLevel:           metaLogLevel,
+	} {
+		is.Equal(path, "_meta."+gjson.Escape(key))
+		params := gjson.Parse(`{"_meta":{"io.modelcontextprotocol":{"x":1},` + `"` + key + `":"found"}}`)
+		is.Equal(params.Get(path).Str, "found")
+	}
+}
