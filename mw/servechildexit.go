@@ -57,10 +57,10 @@ type ChildExitError struct {
 	Advice string
 }
 
-// ChildExit returns the error that says a child exited on its own — what
+// NewChildExitError returns the error that says a child exited on its own — what
 // ("during its handshake", or ""), status (how it ended: nil for exit
 // status 0) — with its stderr excerpt and the advice for it.
-func ChildExit(what string, status error, stderr string) *ChildExitError {
+func NewChildExitError(what string, status error, stderr string) *ChildExitError {
 	e := &ChildExitError{Summary: "the server process exited"}
 	if what != "" {
 		e.Summary += " " + what

@@ -10,8 +10,8 @@ import (
 // A child that exited on its own is told with its status, the lines of
 // its stderr and the advice for their cause; readiness says it on one
 // line.
-func ExampleChildExit() {
-	err := mw.ChildExit("during its handshake", errors.New("exit status 127"), "sh: 1: uvx: not found")
+func ExampleNewChildExitError() {
+	err := mw.NewChildExitError("during its handshake", errors.New("exit status 127"), "sh: 1: uvx: not found")
 	fmt.Println(err)
 	fmt.Println(mw.ChildErrorLine(err))
 	// Output:

@@ -25,14 +25,14 @@ func TestStartAdvice(t *testing.T) {
 
 // A child's exit is told with its status, its stderr and the advice; on
 // one line without the stderr.
-func TestChildExit(t *testing.T) {
+func TestNewChildExitError(t *testing.T) {
 	is := is.New(t)
-	e := ChildExit("during its handshake", errors.New("exit status 1"), "sh: 1: uvx: not found")
+	e := NewChildExitError("during its handshake", errors.New("exit status 1"), "sh: 1: uvx: not found")
 	is.Equal(e.Error(), "the server process exited during its handshake (exit status 1). Its stderr:\nsh: 1: uvx: not found\n"+
 		"Likely cause: a command, package or file the server needs was not found: check the command after -- (the program, its package name, its arguments) and PATH in serve's environment.")
 	is.Equal(ChildErrorLine(e).Error(), "the server process exited during its handshake (exit status 1); likely cause: a command, package or file the server needs was not found: check the command after -- (the program, its package name, its arguments) and PATH in serve's environment")
-	is.Equal(ChildExit("", nil, "").Error(), "the server process exited; it wrote nothing on stderr")
-	is.Equal(ChildErrorLine(ChildExit("", nil, "panic")).Error(), "the server process exited")
+	is.Equal(NewChildExitError("", nil, "").Error(), "the server process exited; it wrote nothing on stderr")
+	is.Equal(ChildErrorLine(NewChildExitError("", nil, "panic")).Error(), "the server process exited")
 	other := errors.New("other")
 	is.Equal(ChildErrorLine(other), other)
 }

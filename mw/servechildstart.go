@@ -82,7 +82,7 @@ func StartChild[C StartedChild](ctx context.Context, start func(fromChild Handle
 		_ = c.Close(ctx)
 		if errors.Is(err, errChildDone) || c.EndedOnItsOwn() {
 			if skipDiscover {
-				err = ChildExit("during its handshake", c.Err(), c.StderrExcerpt())
+				err = NewChildExitError("during its handshake", c.Err(), c.StderrExcerpt())
 			} else {
 				err = ErrChildDied
 			}

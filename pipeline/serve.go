@@ -843,7 +843,7 @@ func (b *childBackend) Done() <-chan struct{} { return b.child.Done() }
 // EndCause says why the child ended on its own: its exit status, and the
 // stderr lines that explain it (see mw.BackendEndCause).
 func (b *childBackend) EndCause() error {
-	return mw.ChildExit("", b.child.Err(), b.child.StderrExcerpt())
+	return mw.NewChildExitError("", b.child.Err(), b.child.StderrExcerpt())
 }
 
 // EndedOnItsOwn reports whether the child has ended, and not because it
