@@ -910,16 +910,25 @@ func (c *Client) Run(ctx context.Context) error {
 			c.mu.Unlock()
 		}
 	}
+	// fire is armed for armedAt; a change of token that leaves the refresh
+	// due at the same time keeps it rather than arming another.
+	var (
+		fire    <-chan time.Time
+		armedAt time.Time
+	)
 	for {
 		c.mu.Lock()
 		t, retryAt := c.tok, c.retryAt
 		c.mu.Unlock()
-		var fire <-chan time.Time
-		if at, ok := refreshTime(t); ok {
-			if retryAt.After(at) {
-				at = retryAt
-			}
-			fire = c.clock.After(at.Sub(c.clock.Now()))
+		at, ok := refreshTime(t)
+		if ok && retryAt.After(at) {
+			at = retryAt
+		}
+		switch {
+		case !ok:
+			fire = nil
+		case fire == nil || !at.Equal(armedAt):
+			fire, armedAt = c.clock.After(at.Sub(c.clock.Now())), at
 		}
 		select {
 		case <-ctx.Done():
@@ -927,6 +936,7 @@ func (c *Client) Run(ctx context.Context) error {
 		case <-c.changed:
 			continue
 		case <-fire:
+			fire = nil
 		}
 		err := c.refresh(ctx, t.AccessToken, false)
 		if err == nil || ctx.Err() != nil {
