@@ -135,6 +135,13 @@ func Check(ctx context.Context, cfg RelayConfig, w io.Writer) (CheckResult, erro
 		fmt.Fprintf(w, "✗ initialize failed: error %d: %s\n", code, oneLineText(refused.Answer.Get("error.message").String()))
 		return res, fmt.Errorf("initialize failed: error %d", code)
 	case err != nil:
+		// The handshake failed after its initialize was answered (its
+		// notifications/initialized was refused): diagnosed as a refused
+		// initialize is.
+		if u := cfg.explain(err); u != nil {
+			fmt.Fprintf(w, "✗ the gateway's notifications/initialized: %s\n", u)
+			return res, fmt.Errorf("the gateway's notifications/initialized: %w", u)
+		}
 		fmt.Fprintf(w, "✗ %v\n", err)
 		return res, err
 	}

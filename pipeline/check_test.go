@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -82,4 +83,44 @@ func TestCheckMakesTheGatewaysHandshake(t *testing.T) {
 		`notifications/initialized  `,
 	})
 	is.True(deleted) // the session ended
+}
+
+// A server that answers initialize but refuses notifications/initialized
+// gets the diagnosis a refused initialize gets: the status, the URL, and
+// the server's own words, on one line.
+func TestCheckDiagnosesARefusedInitializedNotification(t *testing.T) {
+	is := is.New(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		m, err := frame.Parse(body)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch m.Method() {
+		case "server/discover":
+			_, _ = w.Write(frame.ErrorResponse(m.ID(), frame.CodeMethodNotFound, "method not found").Bytes())
+		case "initialize":
+			w.Header().Set("Mcp-Session-Id", "s-1")
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID().Raw()) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake","version":"1"}}}`))
+		default:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":"overloaded","error_description":"the tool backend is restarting"}`))
+		}
+	}))
+	defer srv.Close()
+	var out strings.Builder
+	_, err := pipeline.Check(context.Background(), pipeline.RelayConfig{URL: srv.URL}, &out)
+	is.True(err != nil)
+	line := out.String()
+	is.True(strings.HasPrefix(line, "✗ the gateway's notifications/initialized: HTTP 503 from "+srv.URL))
+	is.True(strings.Contains(line, `the server said: "the tool backend is restarting"`))
+	is.Equal(strings.Count(line, "\n"), 1) // one line
+	var u *pipeline.Unreachable
+	is.True(errors.As(err, &u))
 }
