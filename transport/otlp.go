@@ -3,10 +3,12 @@ package transport
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -208,7 +210,7 @@ func (e *OTLPExporter) flush(ctx context.Context) (more bool) {
 	if err := e.post(ctx, e.encode(batch)); err != nil {
 		e.dropped.Add(uint64(n))
 		if !e.failing.Swap(true) {
-			e.cfg.Logger.Warn("cannot send spans to the OTLP collector; check OTEL_EXPORTER_OTLP_ENDPOINT", "url", e.cfg.URL, "err", err, "spans_dropped", e.Dropped())
+			e.cfg.Logger.Warn("cannot send spans to the OTLP collector; "+otlpAdvice(err), "url", e.cfg.URL, "err", err, "spans_dropped", e.Dropped())
 		}
 		return more
 	}
@@ -397,4 +399,30 @@ func appendString(b []byte, num wireNumber, s string) []byte {
 	}
 	b = appendTag(b, num, wireBytes)
 	return appendStr(b, s)
+}
+
+// otlpAdvice says what to do about a POST to the collector that failed
+// with err, naming OpenTelemetry's standard variables.
+func otlpAdvice(err error) string {
+	var unknown x509.UnknownAuthorityError
+	var remote *net.OpError
+	switch {
+	case errors.As(err, &unknown):
+		return "its certificate is signed by an authority this machine does not trust: name the PEM file of its CA in OTEL_EXPORTER_OTLP_CERTIFICATE"
+	case errors.As(err, &remote) && remote.Op == "remote error" && wantsClientCertificate(remote.Err.Error()):
+		return "it wants a client certificate: name its PEM files in OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY"
+	}
+	return "check OTEL_EXPORTER_OTLP_ENDPOINT"
+}
+
+// wantsClientCertificate reports whether a TLS alert from the server says
+// it wants a client certificate it did not get (RFC 8446 section 6.2).
+// crypto/tls reports a peer's alert as a net.OpError "remote error"
+// around a value of an unexported type, so only its text tells it.
+func wantsClientCertificate(alert string) bool {
+	switch alert {
+	case "tls: bad certificate", "tls: certificate required":
+		return true
+	}
+	return false
 }

@@ -26,22 +26,31 @@ func caTLSConfig(files []string) (*tls.Config, error) {
 		pool = x509.NewCertPool()
 	}
 	for _, name := range files {
-		st, err := os.Stat(name)
-		if err != nil {
-			return nil, fmt.Errorf("--ca-file %s: %w", name, errors.Unwrap(err))
-		}
-		if st.Size() > caFileLimit {
-			return nil, fmt.Errorf("--ca-file %s: %d bytes is not a CA bundle (at most 16MiB)", name, st.Size())
-		}
-		pem, err := os.ReadFile(name)
-		if err != nil {
-			return nil, fmt.Errorf("--ca-file %s: %w", name, errors.Unwrap(err))
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it (want -----BEGIN CERTIFICATE----- blocks)", name)
+		if err := addPEMFile(pool, "--ca-file", name); err != nil {
+			return nil, err
 		}
 	}
 	return &tls.Config{RootCAs: pool}, nil
+}
+
+// addPEMFile adds the certificates of the PEM file name to pool. An error
+// names the file and what gave it (a flag, an environment variable).
+func addPEMFile(pool *x509.CertPool, what, name string) error {
+	st, err := os.Stat(name)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, name, errors.Unwrap(err))
+	}
+	if st.Size() > caFileLimit {
+		return fmt.Errorf("%s %s: %d bytes is not a CA bundle (at most 16MiB)", what, name, st.Size())
+	}
+	pem, err := os.ReadFile(name)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, name, errors.Unwrap(err))
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("%s %s: no PEM certificate in it (want -----BEGIN CERTIFICATE----- blocks)", what, name)
+	}
+	return nil
 }
 
 // certificateAdvice says what to do about a server certificate that did

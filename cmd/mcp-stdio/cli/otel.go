@@ -2,6 +2,10 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -23,7 +27,8 @@ import (
 // or sampler setting only falls back to its default). Read are also
 // OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TIMEOUT (and their
 // _TRACES_ forms), OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
-// OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG. scope names the
+// OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, the TLS settings of
+// [otlpTLSConfig], and the proxy variables. scope names the
 // spans' instrumentation scope.
 func otelFromEnv(getenv func(string) string, version, scope string, log *slog.Logger) (*transport.OTLPExporter, mw.Sampler) {
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
@@ -86,15 +91,55 @@ func otelFromEnv(getenv func(string) string, version, scope string, log *slog.Lo
 	resource = setAttr(resource, "service.name", getenv("OTEL_SERVICE_NAME"), true)
 	resource = setAttr(resource, "service.name", "mcp-stdio", false)
 	resource = setAttr(resource, "service.version", version, false)
+	tlsConfig, err := otlpTLSConfig(signal)
+	if err != nil {
+		log.Warn("no spans are sent: " + err.Error())
+		return nil, nil
+	}
 	return transport.NewOTLPExporter(transport.OTLPConfig{
-		URL:          target,
-		Header:       header,
-		Timeout:      timeout,
+		URL:     target,
+		Header:  header,
+		Timeout: timeout,
+		// Proxies from HTTPS_PROXY, HTTP_PROXY and NO_PROXY (never for
+		// a loopback collector), as OpenTelemetry's SDKs take them.
+		Client:       transport.NewHTTPClient(transport.HTTPOptions{Getenv: getenv, TLSClientConfig: tlsConfig}),
 		Resource:     resource,
 		ScopeName:    scope,
 		ScopeVersion: version,
 		Logger:       log,
 	}), samplerFromEnv(getenv, log)
+}
+
+// otlpTLSConfig returns the TLS configuration of OpenTelemetry's
+// OTEL_EXPORTER_OTLP_CERTIFICATE (the PEM file of the CAs that alone are
+// trusted for the collector's certificate, as the SDKs read it), and
+// OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE with OTEL_EXPORTER_OTLP_CLIENT_KEY
+// (a client certificate for a collector that asks for one); signal reads
+// a setting, its _TRACES_ form first. It returns nil, nil when none is set.
+func otlpTLSConfig(signal func(string) string) (*tls.Config, error) {
+	ca, cert, key := signal("CERTIFICATE"), signal("CLIENT_CERTIFICATE"), signal("CLIENT_KEY")
+	if ca == "" && cert == "" && key == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{}
+	if ca != "" {
+		cfg.RootCAs = x509.NewCertPool()
+		if err := addPEMFile(cfg.RootCAs, "OTEL_EXPORTER_OTLP_CERTIFICATE", ca); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case cert == "" && key == "":
+	case cert == "" || key == "":
+		return nil, errors.New("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY go together: set both (PEM files) or neither")
+	default:
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, fmt.Errorf("the OTLP client certificate (OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE %s, OTEL_EXPORTER_OTLP_CLIENT_KEY %s): %w", cert, key, err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
 }
 
 // samplerFromEnv returns the sampler OTEL_TRACES_SAMPLER names.
