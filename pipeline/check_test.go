@@ -16,6 +16,24 @@ import (
 	"github.com/mcp-stdio/mcp-stdio/pipeline"
 )
 
+// sessionEraPost reads the message a POST carries for a server of the
+// session era: it answers a body that is no message with 400, and
+// server/discover with -32601, and then returns false.
+func sessionEraPost(w http.ResponseWriter, r *http.Request) (frame.Message, bool) {
+	body, _ := io.ReadAll(r.Body)
+	m, err := frame.Parse(body)
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return m, false
+	}
+	if m.Method() == "server/discover" {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(frame.ErrorResponse(m.ID(), frame.CodeMethodNotFound, "method not found").Bytes())
+		return m, false
+	}
+	return m, true
+}
+
 // TestCheckMakesTheGatewaysHandshake: the check's initialize is the
 // gateway's own handshake, declaring no capabilities (it can honour none
 // of the server's requests), followed by notifications/initialized; the
@@ -35,15 +53,8 @@ func TestCheckMakesTheGatewaysHandshake(t *testing.T) {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
 		}
-		body, _ := io.ReadAll(r.Body)
-		m, err := frame.Parse(body)
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		if m.Method() == "server/discover" {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(frame.ErrorResponse(m.ID(), frame.CodeMethodNotFound, "method not found").Bytes())
+		m, ok := sessionEraPost(w, r)
+		if !ok {
 			return
 		}
 		mu.Lock()
@@ -95,16 +106,12 @@ func TestCheckDiagnosesARefusedInitializedNotification(t *testing.T) {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
 		}
-		body, _ := io.ReadAll(r.Body)
-		m, err := frame.Parse(body)
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
+		m, ok := sessionEraPost(w, r)
+		if !ok {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		switch m.Method() {
-		case "server/discover":
-			_, _ = w.Write(frame.ErrorResponse(m.ID(), frame.CodeMethodNotFound, "method not found").Bytes())
 		case "initialize":
 			w.Header().Set("Mcp-Session-Id", "s-1")
 			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID().Raw()) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake","version":"1"}}}`))

@@ -2,17 +2,11 @@ package cli
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
 	"log"
 	"log/slog"
-	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -72,63 +66,32 @@ func exportOne(t *testing.T, env map[string]string) (sent bool, warnings string)
 	return spans.Sent() == 1, logs.String()
 }
 
-// writePEM writes blocks of the given type to a file under dir.
-func writePEM(t *testing.T, dir, name, typ string, ders ...[]byte) string {
-	t.Helper()
-	var b strings.Builder
-	for _, der := range ders {
-		_ = pem.Encode(&b, &pem.Block{Type: typ, Bytes: der})
-	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// clientCertificate makes a self-signed client certificate named cn and
-// writes it and its key to PEM files under dir.
-func clientCertificate(t *testing.T, dir, cn string) (cert *x509.Certificate, certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ = x509.ParseCertificate(der)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, writePEM(t, dir, cn+".crt", "CERTIFICATE", der), writePEM(t, dir, cn+".key", "PRIVATE KEY", keyDER)
+// tlsCollector starts a collector whose certificate ca signed for
+// 127.0.0.1 and collector.test, with server's TLS settings on top.
+func tlsCollector(t *testing.T, ca *transporttest.CA, tune func(*tls.Config)) (*httptest.Server, <-chan collected) {
+	return newCollector(t, func(s *httptest.Server) {
+		s.TLS = ca.ServerConfig(t, "127.0.0.1", "collector.test")
+		if tune != nil {
+			tune(s.TLS)
+		}
+		s.StartTLS()
+	})
 }
 
 // A collector whose certificate a private CA signs is reached with
-// OTEL_EXPORTER_OTLP_CERTIFICATE, and not without it.
+// OTEL_EXPORTER_OTLP_CERTIFICATE, and without it is said to need it.
 func TestOTLPExporterTrustsOTELExporterOTLPCertificate(t *testing.T) {
 	is := is.New(t)
-	srv, got := newCollector(t, (*httptest.Server).StartTLS)
+	ca := transporttest.NewCA(t)
+	srv, got := tlsCollector(t, ca, nil)
 	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL}
 
 	sent, warnings := exportOne(t, env)
-	is.True(!sent) // the test server's CA is no system root
+	is.True(!sent) // the test CA is no system root
 	is.Equal(strings.Count(warnings, "\n"), 1)
 	is.True(strings.Contains(warnings, "name the PEM file of its CA in OTEL_EXPORTER_OTLP_CERTIFICATE"))
 
-	env["OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE"] = writePEM(t, t.TempDir(), "ca.pem", "CERTIFICATE", srv.Certificate().Raw)
+	env["OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE"] = ca.WriteFile(t)
 	sent, warnings = exportOne(t, env)
 	is.True(sent)
 	is.Equal(warnings, "")
@@ -136,27 +99,24 @@ func TestOTLPExporterTrustsOTELExporterOTLPCertificate(t *testing.T) {
 }
 
 // A collector that asks for a client certificate gets the one
-// OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and _CLIENT_KEY name.
+// OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and _CLIENT_KEY name; without
+// them, the warning names them.
 func TestOTLPExporterPresentsItsClientCertificate(t *testing.T) {
 	is := is.New(t)
-	dir := t.TempDir()
-	cert, certFile, keyFile := clientCertificate(t, dir, "mcp-stdio-exporter")
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	srv, got := newCollector(t, func(s *httptest.Server) {
-		s.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
-		s.StartTLS()
+	ca := transporttest.NewCA(t)
+	srv, got := tlsCollector(t, ca, func(c *tls.Config) {
+		c.ClientAuth, c.ClientCAs = tls.RequireAndVerifyClientCert, ca.ClientPool()
 	})
 	env := map[string]string{
 		"OTEL_EXPORTER_OTLP_ENDPOINT":    srv.URL,
-		"OTEL_EXPORTER_OTLP_CERTIFICATE": writePEM(t, dir, "ca.pem", "CERTIFICATE", srv.Certificate().Raw),
+		"OTEL_EXPORTER_OTLP_CERTIFICATE": ca.WriteFile(t),
 	}
 	sent, warnings := exportOne(t, env)
 	is.True(!sent)
 	is.Equal(strings.Count(warnings, "\n"), 1)
 	is.True(strings.Contains(warnings, "it wants a client certificate: name its PEM files in OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY"))
 
-	env["OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"], env["OTEL_EXPORTER_OTLP_CLIENT_KEY"] = certFile, keyFile
+	env["OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"], env["OTEL_EXPORTER_OTLP_CLIENT_KEY"] = ca.WriteClientCertificate(t, "mcp-stdio-exporter")
 	sent, warnings = exportOne(t, env)
 	is.True(sent)
 	is.Equal(warnings, "")
@@ -164,13 +124,29 @@ func TestOTLPExporterPresentsItsClientCertificate(t *testing.T) {
 }
 
 // Spans to a collector that is not on this machine go through the proxy
-// HTTP_PROXY names, as OpenTelemetry's SDKs send them.
+// the environment names, as OpenTelemetry's SDKs send them: an https
+// collector by host name through HTTPS_PROXY's CONNECT (a corporate
+// network), a plain-http one through HTTP_PROXY.
 func TestOTLPExporterUsesTheProxy(t *testing.T) {
 	is := is.New(t)
-	proxy, got := newCollector(t, (*httptest.Server).Start)
-	sent, _ := exportOne(t, map[string]string{
+	ca := transporttest.NewCA(t)
+	srv, got := tlsCollector(t, ca, nil)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	connect := transporttest.NewConnectProxy(t, srv.Listener.Addr().String())
+	sent, warnings := exportOne(t, map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT":    "https://collector.test:" + port,
+		"OTEL_EXPORTER_OTLP_CERTIFICATE": ca.WriteFile(t),
+		"HTTPS_PROXY":                    connect.URL,
+	})
+	is.True(sent)
+	is.Equal(warnings, "")
+	is.Equal(connect.Targets(), []string{"collector.test:" + port})
+	is.Equal((<-got).url, "/v1/traces")
+
+	plain, got := newCollector(t, (*httptest.Server).Start)
+	sent, _ = exportOne(t, map[string]string{
 		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector.invalid:4318",
-		"HTTP_PROXY":                  proxy.URL,
+		"HTTP_PROXY":                  plain.URL,
 	})
 	is.True(sent)
 	is.Equal((<-got).url, "http://collector.invalid:4318/v1/traces") // the proxy's absolute form
@@ -184,7 +160,7 @@ func TestOTLPExporterRefusesUnusableTLSSettings(t *testing.T) {
 	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, certFile, keyFile := clientCertificate(t, dir, "c")
+	certFile, keyFile := transporttest.NewCA(t).WriteClientCertificate(t, "c")
 	for _, tt := range []struct {
 		env  map[string]string
 		want string
