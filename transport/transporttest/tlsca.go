@@ -73,18 +73,7 @@ func (ca *CA) WriteFile(t testing.TB) string {
 // CA signed for hosts (IP addresses or DNS names).
 func (ca *CA) ServerConfig(t testing.TB, hosts ...string) *tls.Config {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: hosts[0]},
-		NotBefore:    time.Now().Add(-time.Minute),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
+	tmpl := leafTemplate(hosts[0], x509.ExtKeyUsageServerAuth)
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
@@ -92,11 +81,36 @@ func (ca *CA) ServerConfig(t testing.TB, hosts ...string) *tls.Config {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
+	der, key := ca.sign(t, tmpl)
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+}
+
+// leafTemplate is the template of a certificate for cn, valid for an hour,
+// for the use usage.
+func leafTemplate(cn string, usage x509.ExtKeyUsage) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Minute),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+	}
+}
+
+// sign makes a fresh key and the certificate of tmpl for it, signed by the
+// CA, returning the certificate's DER bytes and the key.
+func (ca *CA) sign(t testing.TB, tmpl *x509.Certificate) ([]byte, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	return der, key
 }
 
 // ClientPool returns a pool holding the CA, for a TLS server that asks
@@ -112,22 +126,7 @@ func (ca *CA) ClientPool() *x509.CertPool {
 // directory, returning their paths.
 func (ca *CA) WriteClientCertificate(t testing.TB, cn string) (certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Minute),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	der, key := ca.sign(t, leafTemplate(cn, x509.ExtKeyUsageClientAuth))
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
