@@ -71,9 +71,6 @@ type request struct {
 	release func()
 }
 
-// meta reads a member of the request's params by one of the paths above.
-func (r *request) meta(path string) gjson.Result { return r.params.Get(path) }
-
 // rpcError is a JSON-RPC error a handler answers with.
 type rpcError struct {
 	code    int
@@ -193,7 +190,7 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 		return s.acceptInitialize(req)
 	}
 
-	pv := req.meta(pathProtocolVersion)
+	pv := req.params.Get(pathProtocolVersion)
 	switch {
 	case !pv.Exists() && s.era == eraStateless:
 		return nil, invalidParams("this connection speaks MCP %s: params._meta[%q] is required", statelessVersion, metaProtocolVersion)
@@ -217,7 +214,7 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 		}
 		return nil, unsupportedVersion(pv.Str, supported)
 	}
-	caps := req.meta(pathClientCapabilities)
+	caps := req.params.Get(pathClientCapabilities)
 	if !caps.IsObject() {
 		return nil, invalidParams("params._meta[%q] is required (an object)", metaClientCapabilities)
 	}
