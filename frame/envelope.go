@@ -1,6 +1,7 @@
 package frame
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -187,11 +188,16 @@ type envelope struct {
 	idRaw      string
 	method     string
 	errRaw     string
+	// idAt is where the first id member's value starts; paramsAt and
+	// paramsLen locate the first params member's value when it is an
+	// object (paramsLen 0 otherwise).
+	idAt, paramsAt, paramsLen int
 }
 
-// member takes in the member name whose value is the valid JSON raw, when
-// it is the first of an envelope member's name. raw is kept, not copied.
-func (e *envelope) member(name, raw string) {
+// member takes in the member name whose value is the valid JSON raw, which
+// starts at byte at of the message, when it is the first of an envelope
+// member's name. raw is kept, not copied.
+func (e *envelope) member(name string, at int, raw string) {
 	switch name {
 	case "jsonrpc":
 		if e.seen&hasVersion == 0 {
@@ -201,7 +207,7 @@ func (e *envelope) member(name, raw string) {
 	case "id":
 		if e.seen&hasID == 0 {
 			e.seen |= hasID
-			e.idType, e.idRaw = typeOf(raw), raw
+			e.idType, e.idRaw, e.idAt = typeOf(raw), raw, at
 		}
 	case "method":
 		if e.seen&hasMethod == 0 {
@@ -215,6 +221,9 @@ func (e *envelope) member(name, raw string) {
 		if e.seen&hasParams == 0 {
 			e.seen |= hasParams
 			e.params = raw[0] == '{'
+			if e.params {
+				e.paramsAt, e.paramsLen = at, len(raw)
+			}
 		}
 	case "result":
 		if e.seen&hasResult == 0 {
@@ -262,7 +271,7 @@ func fromValid(raw []byte) Message {
 	}
 	var e envelope
 	view(raw).ForEach(func(k, v gjson.Result) bool {
-		e.member(k.Str, v.Raw)
+		e.member(k.Str, v.Index, v.Raw)
 		return true
 	})
 	return classify(raw, &e)
@@ -284,6 +293,12 @@ func classify(raw []byte, e *envelope) Message {
 	}
 	seen, version, idType, idRaw, methodType, method, params, result, errRaw :=
 		e.seen, e.version, e.idType, e.idRaw, e.methodType, e.method, e.params, e.result, e.errRaw
+	if e.paramsLen > 0 && e.paramsAt+e.paramsLen <= len(raw) && e.paramsAt+e.paramsLen <= math.MaxUint32 {
+		m.paramsAt, m.paramsLen = uint32(e.paramsAt), uint32(e.paramsLen)
+	}
+	if seen&hasID != 0 && e.idAt > 0 && e.idAt+len(idRaw) <= len(raw) && e.idAt <= math.MaxUint32 {
+		m.idAt = uint32(e.idAt)
+	}
 
 	idOK := false // the id is one a request may have
 	if seen&hasID != 0 {

@@ -361,3 +361,58 @@ func modelEnvelope(b []byte) (modelled, bool) {
 	out.answerID = ""
 	return out, true
 }
+
+// FuzzParamsPath checks the shortcut Message.Get takes under params: for
+// any message and any path, m.Get("params."+path) and m.Params() read what
+// gjson reads from the whole message, value, type and index, also after
+// the id is replaced (a minted id longer or shorter than the client's),
+// and that replacing the id writes what Set writes.
+func FuzzParamsPath(f *testing.F) {
+	for _, s := range []struct{ msg, path string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, `_meta.io\.modelcontextprotocol/protocolVersion`},
+		{`{"params":{"a":[1,{"b":2}]},"jsonrpc":"2.0","id":"x","method":"m"}`, `a.1.b`},
+		{`{"jsonrpc":"2.0","method":"m","params":{"a":1},"params":{"a":2}}`, `a`},
+		{`{"jsonrpc":"2.0","id":7,"method":"m","params":[1,2]}`, `0`},
+		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"a.b":{"c":true}}}`, `a\.b.c`},
+		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"a":{"b":1}}}`, `a.#`},
+		{"{\n\"jsonrpc\":\"2.0\",\"id\":7,\n\"method\":\"m\",\"params\":{\"a\":\"\xff\"}}", `a`},
+		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"":{"":1}}}`, `.`},
+	} {
+		f.Add([]byte(s.msg), s.path, "\"mcp-stdio-router-123\"")
+	}
+	f.Fuzz(func(t *testing.T, in []byte, path, newID string) {
+		m, err := frame.Parse(in)
+		if err != nil {
+			return
+		}
+		check := func(m frame.Message, what string) {
+			t.Helper()
+			whole := gjson.GetBytes(m.Bytes(), "params."+path)
+			got := m.Get("params." + path)
+			if got.Raw != whole.Raw || got.Type != whole.Type || got.Str != whole.Str || got.Index != whole.Index {
+				t.Fatalf("%s: Get(params.%s) of %s = %+v, gjson reads %+v", what, path, m.Bytes(), got, whole)
+			}
+			whole = gjson.GetBytes(m.Bytes(), "params")
+			got = m.Params()
+			if got.Raw != whole.Raw || got.Type != whole.Type || got.Index != whole.Index {
+				t.Fatalf("%s: Params() of %s = %+v, gjson reads %+v", what, m.Bytes(), got, whole)
+			}
+		}
+		check(m, "parsed")
+		if n, err := m.WithID(frame.ID(newID)); err == nil {
+			check(n, "with id "+newID)
+			if set, err := m.Set("id", []byte(newID)); err == nil && !bytes.Equal(n.Bytes(), set.Bytes()) {
+				t.Fatalf("WithID(%s) of %s wrote %s, Set writes %s", newID, m.Bytes(), n.Bytes(), set.Bytes())
+			}
+			if n.ID() != "" && n.ID() != frame.ID(gjson.GetBytes(n.Bytes(), "id").Raw) {
+				t.Fatalf("WithID(%s) of %s: ID() %s, the bytes hold %s", newID, m.Bytes(), n.ID(), gjson.GetBytes(n.Bytes(), "id").Raw)
+			}
+			if again, err := n.WithID(frame.ID(`"again"`)); err == nil {
+				check(again, "with a second id")
+			}
+		}
+		if n, err := m.Set("extra", []byte(`{"x":1}`)); err == nil {
+			check(n, "set")
+		}
+	})
+}

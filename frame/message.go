@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -130,6 +131,11 @@ type Message struct {
 	kind   Kind
 	why    reason // why an Invalid message is
 	shape  Kind   // the shape of an Invalid message
+	// paramsAt and paramsLen locate the value of the envelope's params
+	// member in raw when it is an object (paramsLen 0 otherwise), so that
+	// reads under params skip the walk to it; idAt is where the id's value
+	// starts (0: not known), so that a new id is spliced in without one.
+	paramsAt, paramsLen, idAt uint32
 }
 
 // Errors returned by [Parse].
@@ -325,7 +331,46 @@ func (m Message) Get(path string) gjson.Result {
 	if len(m.raw) == 0 {
 		return gjson.Result{}
 	}
+	if rest, ok := strings.CutPrefix(path, "params."); ok && m.paramsLen > 0 && plainPath(rest) {
+		r := gjson.Get(m.paramsRaw(), rest)
+		if r.Index > 0 { // 0: not found, or no index
+			r.Index += int(m.paramsAt)
+		}
+		return r
+	}
 	return view(m.raw).Get(path)
+}
+
+// Params returns the message's params member, as Get("params") does,
+// without reading the members before it when the message was parsed with
+// params an object.
+func (m Message) Params() gjson.Result {
+	if m.paramsLen == 0 {
+		return m.Get("params")
+	}
+	return gjson.Result{Type: gjson.JSON, Raw: m.paramsRaw(), Index: int(m.paramsAt)}
+}
+
+// paramsRaw returns the bytes of params; m.paramsLen must not be 0.
+func (m Message) paramsRaw() string {
+	raw := m.raw[m.paramsAt : m.paramsAt+m.paramsLen]
+	return unsafe.String(unsafe.SliceData(raw), len(raw))
+}
+
+// plainPath reports whether the gjson path p names members and array
+// elements only, with no wildcard, query, modifier, pipe or multipath:
+// such a path reads the same from params as "params."+p does from the
+// message, index included.
+func plainPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++ // an escaped character is a plain one
+		case '*', '?', '#', '@', '|', '!', '{', '[', '(', ')', '=', '<', '>', '%', '~', ',', ':', '"':
+			return false
+		}
+	}
+	return p != "" && p[0] != '.'
 }
 
 // Set returns a copy of m with the value at path (sjson syntax) replaced by
@@ -390,7 +435,12 @@ func (m Message) spliceID(id ID) (Message, bool) {
 	if m.id == "" || !requestIDToken(string(id)) {
 		return Message{}, false
 	}
-	r := view(m.raw).Get("id") // the first "id": the one the envelope read
+	var r gjson.Result
+	if at := int(m.idAt); at > 0 && at+len(m.id) <= len(m.raw) && string(m.raw[at:at+len(m.id)]) == string(m.id) {
+		r.Index, r.Raw = at, string(m.id)
+	} else {
+		r = view(m.raw).Get("id") // the first "id": the one the envelope read
+	}
 	if r.Index <= 0 || r.Raw != string(m.id) {
 		return Message{}, false
 	}
@@ -401,6 +451,15 @@ func (m Message) spliceID(id ID) (Message, bool) {
 	n := m
 	n.raw = out
 	n.id = ID(strings.Clone(string(id)))
+	n.idAt = uint32(r.Index)
+	if n.paramsLen > 0 && int(n.paramsAt) > r.Index { // params comes after the id
+		shifted := int(n.paramsAt) + len(id) - len(r.Raw)
+		if shifted < 0 || shifted > math.MaxUint32 {
+			n.paramsLen = 0
+		} else {
+			n.paramsAt = uint32(shifted)
+		}
+	}
 	return n, true
 }
 

@@ -184,7 +184,7 @@ member:
 next:
 	// A value ended at b[i-1].
 	if s.member >= 0 && s.depth == 1 {
-		s.env.member(s.path[0], unsafe.String(&b[s.member], i-s.member))
+		s.env.member(s.path[0], s.member, unsafe.String(&b[s.member], i-s.member))
 		s.member = -1
 	}
 	i = skipSpace(b, i)

@@ -375,7 +375,7 @@ func (c *respCache) remove(el *list.Element) {
 // input_required round (inputResponses, requestState), which is never
 // cached.
 func cacheKey(m frame.Message) (string, bool) {
-	params := m.Get("params")
+	params := m.Params()
 	b := make([]byte, 0, 64)
 	b = append(b, m.Method()...)
 	b = append(b, 0)

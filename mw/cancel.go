@@ -290,7 +290,7 @@ func (f *cancelFilter) untrackLocked(id frame.ID, r *inflightRequest) {
 // notifications/cancelled whose params is an object and whose requestId is a
 // number or a string.
 func cancelledRequestID(m frame.Message) (frame.ID, bool) {
-	params := m.Get("params")
+	params := m.Params()
 	if !params.IsObject() {
 		return "", false
 	}

@@ -146,7 +146,7 @@ func ownClientInfo(version string) []byte {
 // client's capabilities and clientInfo as f says, and level ("" for
 // none). Keys already there are kept.
 func withModernMeta(m frame.Message, f clientFacts, version, level string) (frame.Message, error) {
-	params := m.Get("params")
+	params := m.Params()
 	if params.Exists() && !params.IsObject() {
 		return m, errNotObject("params")
 	}

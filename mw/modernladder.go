@@ -262,7 +262,7 @@ func versionData(supported []string, requested string) []byte {
 
 // messageParams returns m's params member (names are unique at the top
 // level: see uniqueMember).
-func messageParams(m frame.Message) gjson.Result { return m.Get("params") }
+func messageParams(m frame.Message) gjson.Result { return m.Params() }
 
 // metaClaims returns the protocol version and the client capabilities a
 // request's params._meta claims, read in one pass over it.

@@ -106,7 +106,7 @@ func (p *pager) toClient(ctx context.Context, m frame.Message) error {
 // mergeable reports whether a list request asks for the start of the list:
 // params absent, or an object without a cursor key.
 func mergeable(m frame.Message) bool {
-	params := m.Get("params")
+	params := m.Params()
 	if !params.Exists() {
 		return true
 	}

@@ -943,7 +943,7 @@ func (p *parker) giveLocked(ctx context.Context, c *parkedCall, m frame.Message)
 	}
 	c.keys++
 	in := parkedInput{key: "input-" + strconv.Itoa(c.keys), id: m.ID(), method: method}
-	if params := m.Get("params"); params.Exists() {
+	if params := m.Params(); params.Exists() {
 		in.params = params.Raw
 	}
 	c.pending = append(c.pending, in)

@@ -327,7 +327,7 @@ func (p *paramHeaders) warnOnce(tool string, err error) {
 // stamp returns call with an Mcp-Param-* header for each annotation of
 // its tool whose argument has a value.
 func (p *paramHeaders) stamp(call frame.Message) frame.Message {
-	params := call.Get("params")
+	params := call.Params()
 	name := lastMember(params, "name")
 	if name.Type != gjson.String {
 		return call

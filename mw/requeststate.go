@@ -200,7 +200,7 @@ func requestHash(m frame.Message) [32]byte {
 	h := sha256.New()
 	h.Write([]byte("mcp-stdio request v1\x00"))
 	writeCanonString(h, m.Method())
-	params := m.Get("params")
+	params := m.Params()
 	switch m.Method() {
 	case "resources/read":
 		writeCanon(h, params.Get("uri"), 0)

@@ -84,7 +84,7 @@ func TraceContext(o TraceOptions) Middleware {
 // tracestate to state unless it is empty or _meta has one; m itself when
 // it cannot be edited (params is not an object).
 func withMetaTrace(m frame.Message, tp frame.TraceParent, state string) frame.Message {
-	if p := m.Get("params"); p.Exists() && !p.IsObject() {
+	if p := m.Params(); p.Exists() && !p.IsObject() {
 		return m
 	}
 	if mt := m.Get("params._meta"); mt.Exists() && !mt.IsObject() {

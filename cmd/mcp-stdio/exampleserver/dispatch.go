@@ -172,7 +172,7 @@ func lookupMethod(name string) (method, bool) {
 // connection's era on its first era-bearing request (see the package
 // documentation). It runs on the read loop, in arrival order.
 func (s *server) classify(m frame.Message) (*request, *rpcError) {
-	req := &request{id: m.ID(), method: m.Method(), params: m.Get("params")}
+	req := &request{id: m.ID(), method: m.Method(), params: m.Params()}
 	if req.params.Exists() && !req.params.IsObject() {
 		return nil, invalidParams("params must be an object")
 	}
