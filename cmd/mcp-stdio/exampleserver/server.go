@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -127,10 +128,15 @@ type server struct {
 	key        [32]byte // signs requestState tokens; random per Serve
 	now        func() time.Time
 
-	slots  chan struct{} // handler slots (maxHandlers)
-	parked chan struct{} // parked handlers (maxParked)
-	wg     sync.WaitGroup
-	stop   context.CancelCauseFunc // cancels the root context
+	slots  chan struct{}  // handler slots (maxHandlers)
+	parked chan struct{}  // parked handlers (maxParked)
+	wg     sync.WaitGroup // handlers, and what they start
+	// work hands a request to a handler goroutine waiting for one (see
+	// startHandler); idleHandlers counts those waiting, handlers all.
+	work         chan handlerJob
+	idleHandlers atomic.Int32
+	handlers     sync.WaitGroup
+	stop         context.CancelCauseFunc // cancels the root context
 
 	writeOnce sync.Once
 
@@ -189,6 +195,7 @@ func newServer(o Options, out io.Writer) *server {
 		identity:   serverIdentity{Name: o.Name, Version: o.Version},
 		now:        time.Now,
 		slots:      make(chan struct{}, maxHandlers),
+		work:       make(chan handlerJob),
 		parked:     make(chan struct{}, maxParked),
 		inflight:   make(map[frame.ID]*call),
 		pending:    make(map[frame.ID]chan frame.Message),
@@ -213,6 +220,7 @@ type inbound struct {
 func (s *server) run(ctx context.Context, in io.Reader) error {
 	root, stop := context.WithCancelCause(ctx)
 	s.stop = stop
+	defer s.handlers.Wait() // the idle ones end with root
 	defer stop(nil)
 
 	items := make(chan inbound)
@@ -355,7 +363,52 @@ func (s *server) receiveRequest(ctx context.Context, m frame.Message) {
 	var once sync.Once
 	req.release = func() { once.Do(func() { <-s.slots }) }
 	s.wg.Add(1)
-	go s.handle(rctx, cancel, req)
+	s.startHandler(ctx, handlerJob{ctx: rctx, cancel: cancel, req: req})
+}
+
+// maxIdleHandlers is how many handler goroutines wait for the next request
+// once theirs is answered. A steady stream of requests then reuses
+// goroutines whose stacks have grown to what a handler needs, instead of
+// starting a goroutine per request and growing its stack by copies.
+const maxIdleHandlers = 4
+
+// handlerJob is a request for a handler goroutine: handle's arguments.
+type handlerJob struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	req    *request
+}
+
+// startHandler runs j on a handler goroutine that is waiting for one, or
+// on a new one. ctx is the connection's: waiting handlers end with it.
+func (s *server) startHandler(ctx context.Context, j handlerJob) {
+	select {
+	case s.work <- j:
+		return
+	default:
+	}
+	s.handlers.Add(1)
+	go s.handlerLoop(ctx, j)
+}
+
+// handlerLoop handles j, then, while fewer than maxIdleHandlers others
+// wait, waits for the next job until ctx ends.
+func (s *server) handlerLoop(ctx context.Context, j handlerJob) {
+	defer s.handlers.Done()
+	for {
+		s.handle(j.ctx, j.cancel, j.req)
+		if s.idleHandlers.Add(1) > maxIdleHandlers {
+			s.idleHandlers.Add(-1)
+			return
+		}
+		select {
+		case j = <-s.work:
+			s.idleHandlers.Add(-1)
+		case <-ctx.Done():
+			s.idleHandlers.Add(-1)
+			return
+		}
+	}
 }
 
 // handle runs one request's handler and answers it.

@@ -3,7 +3,9 @@ package exampleserver
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -262,4 +264,42 @@ func TestResponseToNobody(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","method":"notifications/whatever"}`)
 	m := c.roundTrip(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	is.Equal(m.Get("result").Raw, `{}`) // both ignored silently
+}
+
+// TestHandlerGoroutinesAreReused: requests answered one after another run
+// on the handler goroutines already there; after a burst, no more than
+// maxIdleHandlers of them wait, and none outlive Serve (goleak).
+func TestHandlerGoroutinesAreReused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		c := start(t, Options{})
+		c.initialize("2025-11-25", `{}`)
+		const burst = maxIdleHandlers + 3
+		for i := range burst {
+			c.sendf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"slow","arguments":{"seconds":1,"steps":1}}}`, i)
+		}
+		synctest.Wait()
+		is.Equal(handlerGoroutines(), burst) // one each, at once
+		for range burst {
+			is.Equal(c.recv().Get("result.content.0.text").String(), "slow: finished 1 steps in 1 seconds")
+		}
+		synctest.Wait()
+		is.Equal(handlerGoroutines(), maxIdleHandlers) // the rest ended
+		for i := range 20 {
+			m := c.roundTrip(fmt.Sprintf(`{"jsonrpc":"2.0","id":"e%d","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`, i))
+			is.Equal(m.Get("result.content.0.text").String(), "hi")
+			synctest.Wait()
+			is.Equal(handlerGoroutines(), maxIdleHandlers) // no new one
+		}
+		err, rest := c.finish()
+		is.NoErr(err)
+		is.Equal(rest, []string(nil))
+	})
+}
+
+// handlerGoroutines counts the goroutines in handlerLoop.
+func handlerGoroutines() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return bytes.Count(buf, []byte("exampleserver.(*server).handlerLoop("))
 }
