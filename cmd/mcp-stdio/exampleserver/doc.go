@@ -27,6 +27,8 @@
 // notifications are acted on at once, and each request runs on its own
 // goroutine holding one of a bounded number of handler slots (the loop
 // waits for a free slot, which is the back-pressure on a flooding client).
+// A handler goroutine that is done waits for the next request, up to four
+// of them, so that a stream of requests does not start a goroutine each.
 // A handler that waits on the client itself — an ask waiting for the
 // elicitation answer, a subscriptions/listen waiting for events — gives its
 // slot back while it waits, because the answer can only arrive through the
