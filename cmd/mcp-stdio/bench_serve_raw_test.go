@@ -4,34 +4,57 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
 
-// rawEraBlock is how many calls BenchmarkServeModernRaw makes on one era
-// before it turns to the other: serve's CPU time is read around each
-// block (from /proc, in clock ticks) and counted to the block's era.
+// rawEraBlock is how many calls BenchmarkServeModernRaw makes on one path
+// before it turns to the next: the CPU time of the gateway and of its
+// children is read around each block and counted to the block's path.
 const rawEraBlock = 100
 
-// BenchmarkServeModernRaw measures serve's two eras without a client
-// library: a raw HTTP client POSTs the same bytes every call (a 2026-07-28
-// tools/call echo with its _meta and routing headers; a session-era one in
-// an initialized session), b.N calls of each, in alternating blocks of
-// rawEraBlock calls, through one serve whose children are the example
-// server. What the go-sdk client costs in BenchmarkServeModern (most of
-// that benchmark's CPU) is left out; the metrics are each era's
-// throughput, p50 and serve's CPU time per call, and the ratio
-// serve-2026/serve-throughput. Figures in BENCHMARKS.md, "serve at
+// pinEnv, set to 1, has BenchmarkServeModernRaw pin the gateways and
+// their children to the machine's last CPU and the benchmark's client to
+// its first (with taskset), so that where the scheduler puts three
+// processes on few CPUs does not add its noise to the difference between
+// the paths. Unset, nothing is pinned.
+const pinEnv = "MCP_STDIO_BENCH_PIN"
+
+// BenchmarkServeModernRaw measures serve's two eras, and the floor's
+// 2026-07-28 path, without a client library: a raw HTTP client POSTs the
+// same bytes every call (a 2026-07-28 tools/call echo with its _meta and
+// routing headers; a session-era one in an initialized session), b.N
+// calls on each path, in rotating blocks of rawEraBlock calls. serve and
+// floorserve (see buildFloorServe) each run the example server. What the
+// go-sdk client costs in BenchmarkServeModern (most of that benchmark's
+// CPU) is left out. The metrics are each path's throughput and p50, the
+// gateway's CPU time per call and the gateway's and its children's
+// together (from /proc's schedstat, in nanoseconds), and the ratios
+// serve-2026/serve-throughput, floor-2026/serve-throughput and
+// serve-2026/floor-2026-throughput. With MCP_STDIO_BENCH_PIN=1 the
+// processes are pinned (see pinEnv). Figures in BENCHMARKS.md, "serve at
 // 2026-07-28":
 //
 //	go test -run '^$' -bench '^BenchmarkServeModernRaw$' -benchtime 4000x -count 5 ./cmd/mcp-stdio
+//	MCP_STDIO_BENCH_PIN=1 go test -run '^$' -bench '^BenchmarkServeModernRaw$' -benchtime 10000x -count 3 ./cmd/mcp-stdio
 func BenchmarkServeModernRaw(b *testing.B) {
-	serve := startBenchGateway(b, gwServe, relayBinary(b), "", "")
+	bin := relayBinary(b)
+	serve := startBenchGateway(b, gwServe, bin, "", "")
+	floor := startBenchGateway(b, gwFloor, bin, "", buildFloorServe(b))
+	if os.Getenv(pinEnv) == "1" {
+		pinBenchmark(b, serve.pid(), floor.pid())
+	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
 	b.Cleanup(hc.CloseIdleConnections)
 	want := []byte(serveBenchText)
-	post := func(body []byte, hdr http.Header) http.Header {
-		req, err := http.NewRequest(http.MethodPost, serve.url, bytes.NewReader(body))
+	post := func(url string, body []byte, hdr http.Header) http.Header {
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -56,7 +79,7 @@ func BenchmarkServeModernRaw(b *testing.B) {
 	modern.Set("Mcp-Method", "tools/call")
 	modern.Set("Mcp-Name", "echo")
 	session := base.Clone()
-	hdr := post([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+clientVersion+`","capabilities":{},"clientInfo":{"name":"bench-raw","version":"1"}}}`), session)
+	hdr := post(serve.url, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+clientVersion+`","capabilities":{},"clientInfo":{"name":"bench-raw","version":"1"}}}`), session)
 	session.Set("Mcp-Session-Id", hdr.Get("Mcp-Session-Id"))
 	session.Set("Mcp-Protocol-Version", clientVersion)
 	req, err := http.NewRequest(http.MethodPost, serve.url, bytes.NewReader([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
@@ -71,50 +94,172 @@ func BenchmarkServeModernRaw(b *testing.B) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 
-	eras := []struct {
-		name string
-		body []byte
-		hdr  http.Header
-		cpu  time.Duration
-		lat  []time.Duration
+	modernBody := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + serveBenchText + `"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench-raw","version":"1"}}}}`)
+	paths := []struct {
+		name     string
+		gw       *gatewayProc
+		body     []byte
+		hdr      http.Header
+		cpu, all time.Duration // the gateway's; with its children
+		lat      []time.Duration
 	}{
-		{name: modernPath(gwServe), hdr: modern, body: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + serveBenchText + `"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench-raw","version":"1"}}}}`)},
-		{name: gwServe, hdr: session, body: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + serveBenchText + `"}}}`)},
+		{name: modernPath(gwServe), gw: serve, hdr: modern, body: modernBody},
+		{name: gwServe, gw: serve, hdr: session, body: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + serveBenchText + `"}}}`)},
+		{name: modernPath(gwFloor), gw: floor, hdr: modern, body: modernBody},
 	}
 	for range serveBenchWarmup {
-		for _, e := range eras {
-			post(e.body, e.hdr)
+		for _, p := range paths {
+			post(p.gw.url, p.body, p.hdr)
 		}
 	}
 	b.ResetTimer()
 	cpuOK := true
 	for done := 0; done < b.N; done += rawEraBlock {
 		n := min(rawEraBlock, b.N-done)
-		for i := range eras {
-			e := &eras[(done/rawEraBlock+i)%len(eras)]
-			before, err1 := procCPU(serve.pid())
+		for i := range paths {
+			p := &paths[(done/rawEraBlock+i)%len(paths)]
+			before, all0, err1 := treeCPU(p.gw.pid())
 			for range n {
 				t0 := time.Now()
-				post(e.body, e.hdr)
-				e.lat = append(e.lat, time.Since(t0))
+				post(p.gw.url, p.body, p.hdr)
+				p.lat = append(p.lat, time.Since(t0))
 			}
-			after, err2 := procCPU(serve.pid())
+			after, all1, err2 := treeCPU(p.gw.pid())
 			cpuOK = cpuOK && err1 == nil && err2 == nil
-			e.cpu += after - before
+			p.cpu += after - before
+			p.all += all1 - all0
 		}
 	}
 	b.StopTimer()
 	sums := make(map[string]latencies)
-	for _, e := range eras {
-		s := summarize(e.lat)
-		sums[e.name] = s
-		b.ReportMetric(s.perSecond, e.name+"-req/s")
-		b.ReportMetric(us(s.p50), e.name+"-p50-µs")
+	for _, p := range paths {
+		s := summarize(p.lat)
+		sums[p.name] = s
+		b.ReportMetric(s.perSecond, p.name+"-req/s")
+		b.ReportMetric(us(s.p50), p.name+"-p50-µs")
 		if cpuOK {
-			b.ReportMetric(us(e.cpu)/float64(len(e.lat)), e.name+"-CPU-µs/call")
+			b.ReportMetric(us(p.cpu)/float64(len(p.lat)), p.name+"-CPU-µs/call")
+			b.ReportMetric(us(p.all)/float64(len(p.lat)), p.name+"+children-CPU-µs/call")
 		}
 	}
-	if s := sums[gwServe]; s.perSecond > 0 {
-		b.ReportMetric(sums[modernPath(gwServe)].perSecond/s.perSecond, modernPath(gwServe)+"/"+gwServe+"-throughput")
+	ratio := func(path, other string) {
+		if p, o := sums[path], sums[other]; p.perSecond > 0 && o.perSecond > 0 {
+			b.ReportMetric(p.perSecond/o.perSecond, path+"/"+other+"-throughput")
+		}
 	}
+	ratio(modernPath(gwServe), gwServe)
+	ratio(modernPath(gwFloor), gwServe)
+	ratio(modernPath(gwServe), modernPath(gwFloor))
+}
+
+// pinBenchmark pins the processes pids (and what they start later) to the
+// machine's last CPU and this process, the client, to its first, with
+// taskset; the client's affinity is restored at the end. It skips the
+// benchmark where that cannot be done.
+func pinBenchmark(b *testing.B, pids ...int) {
+	b.Helper()
+	taskset, err := exec.LookPath("taskset")
+	if err != nil || runtime.NumCPU() < 2 {
+		b.Skipf("%s=1 needs taskset and two CPUs", pinEnv)
+	}
+	last := strconv.Itoa(runtime.NumCPU() - 1)
+	pin := func(cpus string, pid int) {
+		if out, err := exec.Command(taskset, "-a", "-p", "-c", cpus, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+			b.Fatalf("taskset %s %d: %v\n%s", cpus, pid, err, out)
+		}
+	}
+	for _, pid := range pids {
+		pin(last, pid)
+	}
+	pin("0", os.Getpid())
+	b.Cleanup(func() { pin("0-"+last, os.Getpid()) })
+}
+
+// treeCPU returns the CPU time process pid has used (all its threads) and
+// that of pid and every process under it together, from /proc's schedstat
+// (nanoseconds). Processes that ended are not counted.
+func treeCPU(pid int) (own, all time.Duration, err error) {
+	own, err = threadsCPU(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, 0, err
+	}
+	parent := make(map[int]int)
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pp, err := parentPID(p); err == nil {
+			parent[p] = pp
+		}
+	}
+	all = own
+	for p := range parent {
+		if p == pid || !descends(parent, p, pid) {
+			continue
+		}
+		if d, err := threadsCPU(p); err == nil {
+			all += d
+		}
+	}
+	return own, all, nil
+}
+
+// descends reports whether p is under root in the process tree parent.
+func descends(parent map[int]int, p, root int) bool {
+	for range len(parent) {
+		pp, ok := parent[p]
+		if !ok || pp <= 1 {
+			return false
+		}
+		if pp == root {
+			return true
+		}
+		p = pp
+	}
+	return false
+}
+
+// parentPID reads the parent of process pid from /proc.
+func parentPID(pid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 2 {
+		return 0, os.ErrInvalid
+	}
+	return strconv.Atoi(fields[1])
+}
+
+// threadsCPU sums the run time of every thread of process pid, from
+// /proc/PID/task/*/schedstat (nanoseconds).
+func threadsCPU(pid int) (time.Duration, error) {
+	tasks, err := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/schedstat")
+	if err != nil || len(tasks) == 0 {
+		return 0, os.ErrNotExist
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		total += time.Duration(ns)
+	}
+	return total, nil
 }
