@@ -33,8 +33,10 @@
 //     sixth of the load, between 10 s and 5 min).
 //   - fds: serve's open file descriptors after the idle are at most the
 //     baseline (taken after one call, before the load) plus -fd-slack; the
-//     relay's at most their number after the warm-up plus -fd-slack (flat:
-//     the relay keeps idle connections to its server for reuse).
+//     relay's at most the baseline plus -workers plus -fd-slack (the relay
+//     keeps an idle connection to its server, for reuse, per request it had
+//     in flight at once; how many it had by the end of the warm-up depends
+//     on the machine's timing).
 //   - threads: the process's threads after the idle are at most their
 //     number after the warm-up plus -thread-slack. (The Go runtime keeps
 //     the threads it has made, so they do not go back to the baseline; a
