@@ -142,10 +142,11 @@ type routedCall struct {
 	mintedToken    string
 	x              Exchange
 
-	mu      sync.Mutex
-	state   callState
-	final   chan frame.Message // the response, while the answer waits for it
-	started chan struct{}      // closed when a notification started the answer
+	mu    sync.Mutex
+	state callState
+	// wake ends Handle's wait for the first message, once: the response,
+	// or the zero Message when a notification started the answer.
+	wake chan frame.Message
 }
 
 type callState uint8
@@ -172,9 +173,8 @@ func (r *modernRouter) toServer(ctx context.Context, m frame.Message) error {
 		minted: r.ids.Mint(routerStage),
 		client: m.ID(),
 		x:      x,
-		final:  make(chan frame.Message, 1),
+		wake:   make(chan frame.Message, 1),
 	}
-	c.started = make(chan struct{})
 	out, err := m.WithID(c.minted)
 	if err != nil {
 		return err
@@ -208,10 +208,8 @@ func (r *modernRouter) toServer(ctx context.Context, m frame.Message) error {
 	defer r.timers.Put(timer)
 	defer timer.Stop() // before it goes back: no tick is left to read
 	select {
-	case resp := <-c.final:
-		return r.answer(ctx, c, resp)
-	case <-c.started:
-		return nil
+	case first := <-c.wake:
+		return r.answer(ctx, c, first)
 	case <-ctx.Done():
 		return nil // the client is gone: abandon cancels
 	case <-timer.C:
@@ -224,10 +222,10 @@ func (r *modernRouter) toServer(ctx context.Context, m frame.Message) error {
 	}
 	c.mu.Unlock()
 	select {
-	case resp := <-c.final:
-		return r.answer(ctx, c, resp)
+	case first := <-c.wake:
+		return r.answer(ctx, c, first)
 	default:
-		return nil // a notification started the answer meanwhile
+		return nil
 	}
 }
 
@@ -240,9 +238,14 @@ func (r *modernRouter) firstAnswerTimer() *time.Timer {
 	return time.NewTimer(r.o.FirstAnswerWait)
 }
 
-// answer writes the response that came first: an error keeps its HTTP
-// status, anything else is the answer's only message.
+// answer ends Handle's wait with what came first: nothing more when a
+// notification started the answer (resp is the zero Message); else the
+// response, whose error keeps its HTTP status, and anything else is the
+// answer's only message.
 func (r *modernRouter) answer(ctx context.Context, c *routedCall, resp frame.Message) error {
+	if resp.Len() == 0 {
+		return nil
+	}
 	if code, ok := resp.ErrorCode(); ok {
 		if status := ModernErrorStatus(code); status != 0 {
 			h := make(http.Header, 1)
@@ -403,11 +406,11 @@ func (c *routedCall) deliver(ctx context.Context, m frame.Message, final bool, l
 	case callWaiting:
 		if final {
 			c.state = callDone
-			c.final <- m
+			c.wake <- m
 			return
 		}
 		c.state = callStreaming
-		close(c.started)
+		c.wake <- frame.Message{}
 		err = c.x.Send(ctx, m, "")
 	case callStreaming:
 		if final {
