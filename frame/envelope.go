@@ -189,8 +189,8 @@ type envelope struct {
 	method     string
 	errRaw     string
 	// idAt is where the first id member's value starts; paramsAt and
-	// paramsLen locate the first params member's value when it is an
-	// object (paramsLen 0 otherwise).
+	// paramsLen locate the params member's value when it is an object
+	// and the only params (paramsLen 0 otherwise).
 	idAt, paramsAt, paramsLen int
 }
 
@@ -218,12 +218,17 @@ func (e *envelope) member(name string, at int, raw string) {
 			}
 		}
 	case "params":
-		if e.seen&hasParams == 0 {
-			e.seen |= hasParams
-			e.params = raw[0] == '{'
-			if e.params {
-				e.paramsAt, e.paramsLen = at, len(raw)
-			}
+		if e.seen&hasParams != 0 {
+			// A second params (an Invalid message): gjson, reading a path
+			// under params, goes on to it when the first lacks the rest,
+			// so such reads walk the whole message.
+			e.paramsLen = 0
+			return
+		}
+		e.seen |= hasParams
+		e.params = raw[0] == '{'
+		if e.params {
+			e.paramsAt, e.paramsLen = at, len(raw)
 		}
 	case "result":
 		if e.seen&hasResult == 0 {
@@ -293,10 +298,12 @@ func classify(raw []byte, e *envelope) Message {
 	}
 	seen, version, idType, idRaw, methodType, method, params, result, errRaw :=
 		e.seen, e.version, e.idType, e.idRaw, e.methodType, e.method, e.params, e.result, e.errRaw
-	if e.paramsLen > 0 && e.paramsAt+e.paramsLen <= len(raw) && e.paramsAt+e.paramsLen <= math.MaxUint32 {
+	// The offsets are into raw, the bytes e was read from; a message past
+	// 4 GiB keeps none (its reads walk it, as before).
+	if e.paramsLen > 0 && e.paramsAt+e.paramsLen <= math.MaxUint32 {
 		m.paramsAt, m.paramsLen = uint32(e.paramsAt), uint32(e.paramsLen)
 	}
-	if seen&hasID != 0 && e.idAt > 0 && e.idAt+len(idRaw) <= len(raw) && e.idAt <= math.MaxUint32 {
+	if seen&hasID != 0 && e.idAt <= math.MaxUint32 {
 		m.idAt = uint32(e.idAt)
 	}
 

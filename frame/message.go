@@ -132,9 +132,10 @@ type Message struct {
 	why    reason // why an Invalid message is
 	shape  Kind   // the shape of an Invalid message
 	// paramsAt and paramsLen locate the value of the envelope's params
-	// member in raw when it is an object (paramsLen 0 otherwise), so that
-	// reads under params skip the walk to it; idAt is where the id's value
-	// starts (0: not known), so that a new id is spliced in without one.
+	// member in raw when it is an object and the only params (paramsLen 0
+	// otherwise), so that reads under params skip the walk to it; idAt is
+	// where the id's value starts (0: not known), so that a new id is
+	// spliced in without one.
 	paramsAt, paramsLen, idAt uint32
 }
 
