@@ -130,9 +130,10 @@ type server struct {
 
 	slots  chan struct{}  // handler slots (maxHandlers)
 	parked chan struct{}  // parked handlers (maxParked)
-	wg     sync.WaitGroup // handlers, and what they start
+	wg     sync.WaitGroup // requests being handled, and what they start
 	// work hands a request to a handler goroutine waiting for one (see
-	// startHandler); idleHandlers counts those waiting, handlers all.
+	// startHandler); idleHandlers counts those waiting, handlers every
+	// handler goroutine, busy or waiting.
 	work         chan handlerJob
 	idleHandlers atomic.Int32
 	handlers     sync.WaitGroup
