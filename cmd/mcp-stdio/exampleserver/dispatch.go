@@ -34,15 +34,11 @@ const (
 	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
 )
 
-// The gjson paths, from a request's params, of the reserved _meta keys a
-// request carries. The keys hold '.' and '/', so the paths escape them
-// (as gjson.Escape does: TestMetaPathsEscapeTheirKeys); they are written
-// out so that reading a request's envelope builds no string.
-const (
-	pathProtocolVersion    = `_meta.io\.modelcontextprotocol\/protocolVersion`
-	pathClientCapabilities = `_meta.io\.modelcontextprotocol\/clientCapabilities`
-	pathLogLevel           = `_meta.io\.modelcontextprotocol\/logLevel`
-)
+// pathLogLevel is the gjson path, from a request's params, of the
+// reserved _meta key of its log level. The key holds '.' and '/', so the
+// path escapes them (as gjson.Escape does: TestMetaPathsEscapeTheirKeys);
+// it is written out so that reading it builds no string.
+const pathLogLevel = `_meta.io\.modelcontextprotocol\/logLevel`
 
 // era is the generation of the protocol a connection or request speaks.
 type era uint8
@@ -63,6 +59,9 @@ type request struct {
 	method    string
 	params    gjson.Result // the request's params (points into its bytes)
 	stateless bool         // answered under 2026-07-28 rules
+	// metaFirst: the result's "_meta" is the server's own, written first
+	// by marshalResult.
+	metaFirst bool
 	// caps are the client capabilities in force: the request's own on a
 	// 2026-07-28 request, initialize's on a session-era one.
 	caps gjson.Result
@@ -190,7 +189,7 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 		return s.acceptInitialize(req)
 	}
 
-	pv := req.params.Get(pathProtocolVersion)
+	pv, caps := envelopeOf(req.params)
 	switch {
 	case !pv.Exists() && s.era == eraStateless:
 		return nil, invalidParams("this connection speaks MCP %s: params._meta[%q] is required", statelessVersion, metaProtocolVersion)
@@ -214,7 +213,6 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 		}
 		return nil, unsupportedVersion(pv.Str, supported)
 	}
-	caps := req.params.Get(pathClientCapabilities)
 	if !caps.IsObject() {
 		return nil, invalidParams("params._meta[%q] is required (an object)", metaClientCapabilities)
 	}
@@ -226,6 +224,28 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 	req.stateless = true
 	req.caps = caps
 	return req, nil
+}
+
+// envelopeOf reads the protocol version and the client capabilities a
+// 2026-07-28 request carries in params._meta, in one pass over _meta
+// rather than a path walk for each. A repeated member name there makes
+// the message invalid before it is classified (frame.Parse), so the
+// first of each is the only one, as params.Get(path) would find it.
+func envelopeOf(params gjson.Result) (version, caps gjson.Result) {
+	params.Get("_meta").ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case metaProtocolVersion:
+			if !version.Exists() {
+				version = v
+			}
+		case metaClientCapabilities:
+			if !caps.Exists() {
+				caps = v
+			}
+		}
+		return !version.Exists() || !caps.Exists()
+	})
+	return version, caps
 }
 
 // acceptInitialize puts the connection in the session era on an
@@ -297,12 +317,53 @@ func (s *server) call(ctx context.Context, req *request) (object, error) {
 		res["ttlMs"], res["cacheScope"] = h.ttlMs, h.scope
 	}
 	meta, _ := res["_meta"].(object)
-	if meta == nil {
-		res["_meta"] = s.resultMeta // the common case: encoded once
-		return res, nil
+	switch {
+	case meta == nil && metaSortsFirst(res):
+		// The common case: the result's encoding starts with s.resultMeta,
+		// encoded once (see marshalResult).
+		delete(res, "_meta")
+		req.metaFirst = true
+	case meta == nil:
+		res["_meta"] = s.resultMeta
+	default:
+		meta[metaServerInfo] = s.identity
 	}
-	meta[metaServerInfo] = s.identity
 	return res, nil
+}
+
+// metaSortsFirst reports whether a "_meta" member would come first in
+// res's encoding: encoding/json writes a map's members in the order of
+// their names, and no other name sorts before "_meta".
+func metaSortsFirst(res object) bool {
+	for k := range res {
+		if k < "_meta" {
+			return false
+		}
+	}
+	return true
+}
+
+// marshalResult encodes res with meta, which is JSON as marshal writes it,
+// as its "_meta" member, when "_meta" sorts first in res (see
+// metaSortsFirst): the bytes marshal would write for res with
+// res["_meta"] = json.RawMessage(meta), without encoding/json checking and
+// compacting meta again for every result.
+func marshalResult(res object, meta []byte) []byte {
+	var buf bytes.Buffer
+	buf.WriteString(`{"_meta":`)
+	buf.Write(meta)
+	start := buf.Len()
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(res); err != nil {
+		panic(fmt.Sprintf("exampleserver: marshal: %v", err))
+	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if len(b) == start+2 { // res is empty: {"_meta":META}
+		return append(b[:start], '}')
+	}
+	b[start] = ',' // res's '{' joins its members to meta
+	return b
 }
 
 func methodNotFound(name string, stateless bool) *rpcError {

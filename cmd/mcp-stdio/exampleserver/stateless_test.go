@@ -3,6 +3,7 @@ package exampleserver
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -297,17 +298,64 @@ func TestTwoListensEachGetTheirEvents(t *testing.T) {
 	is.Equal(strings.Join(got, "|"), "notifications/resources/updated 2|notifications/tools/list_changed 1| 3")
 }
 
-// The written-out paths of the reserved _meta keys are what gjson.Escape
-// makes of the keys, and they find the keys in a request.
+// The written-out path of the reserved log level key is what gjson.Escape
+// makes of the key, and it finds the key in a request.
 func TestMetaPathsEscapeTheirKeys(t *testing.T) {
 	is := is.New(t)
-	for path, key := range map[string]string{
-		pathProtocolVersion:    metaProtocolVersion,
-		pathClientCapabilities: metaClientCapabilities,
-		pathLogLevel:           metaLogLevel,
+	is.Equal(pathLogLevel, "_meta."+gjson.Escape(metaLogLevel))
+	params := gjson.Parse(`{"_meta":{"io.modelcontextprotocol":{"x":1},"` + metaLogLevel + `":"found"}}`)
+	is.Equal(params.Get(pathLogLevel).Str, "found")
+}
+
+// envelopeOf's one pass over _meta finds what a path walk to each key
+// finds, in every shape a valid request's params can take: keys missing,
+// escaped, behind a decoy object named like their prefix, or a _meta
+// that is not an object.
+func TestEnvelopeOfReadsWhatPathsRead(t *testing.T) {
+	is := is.New(t)
+	version := "_meta." + gjson.Escape(metaProtocolVersion)
+	caps := "_meta." + gjson.Escape(metaClientCapabilities)
+	for _, params := range []string{
+		`{}`,
+		`{"name":"echo"}`,
+		`{"_meta":{}}`,
+		`{"_meta":"2026-07-28"}`,
+		`{"_meta":["io.modelcontextprotocol/protocolVersion"]}`,
+		`{"_meta":null}`,
+		`{"_meta":{"io.modelcontextprotocol":{"protocolVersion":"x"}}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
+		`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}`,
+		`{"name":"echo","arguments":{"_meta":{"io.modelcontextprotocol/protocolVersion":"no"}},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"}}}`,
+		`{"_meta":{"io.modelcontextprotocol\/protocolVersion":7,"io.modelcontextprotocol\u002fclientCapabilities":[]}}`,
+		`{"_meta":{"progressToken":1,"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
 	} {
-		is.Equal(path, "_meta."+gjson.Escape(key))
-		params := gjson.Parse(`{"_meta":{"io.modelcontextprotocol":{"x":1},` + `"` + key + `":"found"}}`)
-		is.Equal(params.Get(path).Str, "found")
+		p := gjson.Parse(params)
+		gotVersion, gotCaps := envelopeOf(p)
+		is.Equal(gotVersion.Raw, p.Get(version).Raw) // version of params
+		is.Equal(gotVersion.Index, p.Get(version).Index)
+		is.Equal(gotCaps.Raw, p.Get(caps).Raw) // capabilities of params
+		is.Equal(gotCaps.Index, p.Get(caps).Index)
 	}
+}
+
+// marshalResult writes the bytes marshal writes for the result with the
+// server's _meta in it, whatever the result holds; metaSortsFirst says
+// when a member sorts before "_meta", which marshalResult is not for.
+func TestMarshalResultIsMarshalWithMeta(t *testing.T) {
+	is := is.New(t)
+	meta := marshal(object{metaServerInfo: serverIdentity{Name: "x <&> y", Version: "1"}})
+	for _, res := range []object{
+		{},
+		{"content": []any{object{"type": "text", "text": "hello, <serve> & \u2028"}}},
+		{"content": []any{}, "resultType": "complete", "ttlMs": int64(60_000), "cacheScope": "public"},
+		{"isError": true, "structuredContent": object{"b": 1, "a": json.RawMessage(`{"z": [1, 2]}`)}},
+		{"a": nil, "zz": "", "_metaphor": 1},
+	} {
+		is.True(metaSortsFirst(res))
+		got := string(marshalResult(res, meta))
+		res["_meta"] = json.RawMessage(meta)
+		is.Equal(got, string(marshal(res))) // the result as marshal writes it
+	}
+	is.True(!metaSortsFirst(object{"content": 1, "Zebra": 2}))
+	is.True(!metaSortsFirst(object{"$ref": 1}))
 }
