@@ -100,3 +100,13 @@ func BenchmarkParse16MiB(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkGetMeta(b *testing.B) {
+	m := frame.MustParse(callLine)
+	b.ReportAllocs()
+	for b.Loop() {
+		if m.Get("params._meta.progressToken").Int() != 7 {
+			b.Fatal("bad")
+		}
+	}
+}

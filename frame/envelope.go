@@ -192,6 +192,28 @@ type envelope struct {
 	// paramsLen locate the params member's value when it is an object
 	// and the only params (paramsLen 0 otherwise).
 	idAt, paramsAt, paramsLen int
+	// metaAt and metaLen locate the value of the first params's _meta
+	// member when it is an object and the only _meta (metaLen 0
+	// otherwise); metaSeen says a _meta was read.
+	metaAt, metaLen int
+	metaSeen        bool
+}
+
+// paramsMeta takes in the value of a _meta member of the first params
+// object, len bytes from byte at of the message; object says it is one.
+func (e *envelope) paramsMeta(at, n int, object bool) {
+	if e.metaSeen || e.seen&hasParams != 0 {
+		// A second _meta, or a _meta in a second params (Invalid
+		// messages): gjson, reading a path under _meta, goes on to the
+		// next when the first lacks the rest, so such reads walk params.
+		e.metaLen = 0
+		e.metaSeen = true
+		return
+	}
+	e.metaSeen = true
+	if object {
+		e.metaAt, e.metaLen = at, n
+	}
 }
 
 // member takes in the member name whose value is the valid JSON raw, which
@@ -302,6 +324,9 @@ func classify(raw []byte, e *envelope) Message {
 	// 4 GiB keeps none (its reads walk it, as before).
 	if e.paramsLen > 0 && e.paramsAt+e.paramsLen <= math.MaxUint32 {
 		m.paramsAt, m.paramsLen = uint32(e.paramsAt), uint32(e.paramsLen)
+		if e.metaLen > 0 && e.metaAt > e.paramsAt && e.metaAt+e.metaLen < e.paramsAt+e.paramsLen {
+			m.metaAt, m.metaLen = uint32(e.metaAt-e.paramsAt), uint32(e.metaLen)
+		}
 	}
 	if seen&hasID != 0 && e.idAt <= math.MaxUint32 {
 		m.idAt = uint32(e.idAt)

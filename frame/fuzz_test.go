@@ -377,6 +377,13 @@ func FuzzParamsPath(f *testing.F) {
 		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"a":{"b":1}}}`, `a.#`},
 		{"{\n\"jsonrpc\":\"2.0\",\"id\":7,\n\"method\":\"m\",\"params\":{\"a\":\"\xff\"}}", `a`},
 		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"":{"":1}}}`, `.`},
+		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":{"a":1},"x":2}}`, `_meta`},
+		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":{"a":{"b":[1]}}}}`, `_meta.a.b.0`},
+		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":{},"_meta":{"a":1}}}`, `_meta.a`},
+		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":{"a":1}},"params":{"_meta":{"a":2}}}`, `_meta.a`},
+		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"_m\u0065ta":{"a":1}}}`, `_meta.a`},
+		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":[{"a":1}]}}`, `_meta.0.a`},
+		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"x":{"_meta":{"a":1}},"_meta":"s"}}`, `_meta`},
 	} {
 		f.Add([]byte(s.msg), s.path, "\"mcp-stdio-router-123\"")
 	}

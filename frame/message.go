@@ -137,6 +137,10 @@ type Message struct {
 	// where the id's value starts (0: not known), so that a new id is
 	// spliced in without one.
 	paramsAt, paramsLen, idAt uint32
+	// metaAt and metaLen locate the value of params._meta, from paramsAt,
+	// when params is located, _meta is an object and the only one
+	// (metaLen 0 otherwise), so that reads under it skip the walk to it.
+	metaAt, metaLen uint32
 }
 
 // Errors returned by [Parse].
@@ -333,13 +337,33 @@ func (m Message) Get(path string) gjson.Result {
 		return gjson.Result{}
 	}
 	if rest, ok := strings.CutPrefix(path, "params."); ok && m.paramsLen > 0 && plainPath(rest) {
-		r := gjson.Get(m.paramsRaw(), rest)
-		if r.Index > 0 { // 0: not found, or no index
-			r.Index += int(m.paramsAt)
+		if m.metaLen > 0 && strings.HasPrefix(rest, "_meta") {
+			switch sub := rest[len("_meta"):]; {
+			case sub == "":
+				return gjson.Result{Type: gjson.JSON, Raw: m.metaRaw(), Index: int(m.paramsAt + m.metaAt)}
+			case sub[0] == '.' && plainPath(sub[1:]):
+				return at(gjson.Get(m.metaRaw(), sub[1:]), int(m.paramsAt+m.metaAt))
+			}
 		}
-		return r
+		return at(gjson.Get(m.paramsRaw(), rest), int(m.paramsAt))
 	}
 	return view(m.raw).Get(path)
+}
+
+// at returns r, read from bytes that start at byte offset of the message,
+// with its index in the message.
+func at(r gjson.Result, offset int) gjson.Result {
+	if r.Index > 0 { // 0: not found, or no index
+		r.Index += offset
+	}
+	return r
+}
+
+// metaRaw returns the bytes of params._meta; m.metaLen must not be 0.
+func (m Message) metaRaw() string {
+	from := m.paramsAt + m.metaAt
+	raw := m.raw[from : from+m.metaLen]
+	return unsafe.String(unsafe.SliceData(raw), len(raw))
 }
 
 // Params returns the message's params member, as Get("params") does,

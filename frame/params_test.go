@@ -60,3 +60,40 @@ func TestParamsFollowTheID(t *testing.T) {
 		}
 	}
 }
+
+// Reads under params._meta find what gjson finds in the whole message, in
+// every place _meta can be, before and after the id changes length.
+func TestMetaFollowsTheID(t *testing.T) {
+	is := is.New(t)
+	for _, raw := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"x","_meta":{"progressToken":7,"a":{"b":"x"}}}}`,
+		`{"jsonrpc":"2.0","params":{"_meta":{"progressToken":7,"a":{"b":"x"}},"name":"x"},"method":"m","id":"client-1"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_m\u0065ta":{"progressToken":7,"a":{"b":"x"}}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"a":{}},"_meta":{"progressToken":7,"a":{"b":"x"}}}}`,      // Invalid: gjson reads on
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"progressToken":7,"a":{"b":"x"}}},"params":{"_meta":{}}}`, // Invalid
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":[{"progressToken":7}]}}`,
+	} {
+		m := frame.MustParse(raw)
+		same := func(m frame.Message) {
+			t.Helper()
+			for _, path := range []string{"params._meta", "params._meta.progressToken", "params._meta.a.b", "params._meta.0.progressToken", "params._meta.missing"} {
+				want := gjson.GetBytes(m.Bytes(), path)
+				got := m.Get(path)
+				is.Equal(got.Raw, want.Raw)     // value
+				is.Equal(got.Index, want.Index) // where it is in the bytes
+			}
+		}
+		same(m)
+		if m.Kind() == frame.Invalid {
+			continue
+		}
+		for _, id := range []frame.ID{`"mcp-stdio/serve/AbCdEfGhIjKlMnOp/123456"`, "7"} {
+			n, err := m.WithID(id)
+			is.NoErr(err)
+			same(n)
+			n, err = n.Set("params.z", []byte("true"))
+			is.NoErr(err)
+			same(n)
+		}
+	}
+}

@@ -81,6 +81,7 @@ type scanner struct {
 
 	env      envelope // what the envelope's members say, while tracking
 	member   int      // where the value of the envelope member being read starts, or -1
+	meta     int      // where the value of params._meta being read starts, or -1
 	dup      string   // where a member name first repeated, as a path
 	repeated bool     // a member name repeated (dup says where)
 	tooDeep  bool     // a value went past the limit (and was skipped)
@@ -95,7 +96,7 @@ type scanner struct {
 // member names of the first levels of an object are checked (s.dup).
 func (s *scanner) scan(b []byte, max int, names bool) error {
 	s.tracking = names && len(b) > 0 && b[0] == '{'
-	s.member = -1
+	s.member, s.meta = -1, -1
 	var (
 		i   int
 		c   byte
@@ -176,8 +177,13 @@ member:
 		return ErrSyntax
 	}
 	i = skipSpace(b, i+1)
-	if s.tracking && s.depth == 1 {
-		s.member = i // the value of an envelope member starts here
+	if s.tracking {
+		switch {
+		case s.depth == 1:
+			s.member = i // the value of an envelope member starts here
+		case s.depth == 2 && s.path[1] == "_meta" && s.path[0] == "params":
+			s.meta = i // params is an object, and its _meta's value starts here
+		}
 	}
 	goto value
 
@@ -186,6 +192,10 @@ next:
 	if s.member >= 0 && s.depth == 1 {
 		s.env.member(s.path[0], s.member, unsafe.String(&b[s.member], i-s.member))
 		s.member = -1
+	}
+	if s.meta >= 0 && s.depth == 2 {
+		s.env.paramsMeta(s.meta, i-s.meta, b[s.meta] == '{')
+		s.meta = -1
 	}
 	i = skipSpace(b, i)
 	if s.depth == 0 {
