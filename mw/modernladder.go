@@ -134,7 +134,7 @@ func (l *ladder) check(ctx context.Context, m frame.Message) error {
 	if err := repeatedRoutingHeader(m); err != nil {
 		return err
 	}
-	meta := uniqueMember(messageParams(m), "_meta")
+	meta := m.Get("params._meta") // names are unique there (see uniqueMember)
 	version, caps := metaClaims(meta)
 	switch {
 	case !meta.IsObject():

@@ -192,7 +192,7 @@ func (p *paramCheck) check(ctx context.Context, call frame.Message) error {
 		return nil // the child answers a call without a name
 	}
 	p.watchConn(ctx)
-	tools, err := p.listed(ctx, callVersion(params))
+	tools, err := p.listed(ctx, call)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -215,8 +215,8 @@ func (p *paramCheck) check(ctx context.Context, call frame.Message) error {
 }
 
 // callVersion returns the protocol version a call claims in its _meta.
-func callVersion(params gjson.Result) string {
-	if v := uniqueMember(uniqueMember(params, "_meta"), MetaProtocolVersion); v.Type == gjson.String {
+func callVersion(call frame.Message) string {
+	if v := uniqueMember(call.Get("params._meta"), MetaProtocolVersion); v.Type == gjson.String {
 		return v.Str
 	}
 	return ModernVersion
@@ -313,8 +313,9 @@ func isJSONNumber(s string) bool {
 }
 
 // listed returns the child's tools: what was learned, else the listing
-// under way, else a new one. It fails when the listing does, or ctx ends.
-func (p *paramCheck) listed(ctx context.Context, version string) (*listedTools, error) {
+// under way, else a new one, under the protocol version call claims. It
+// fails when the listing does, or ctx ends.
+func (p *paramCheck) listed(ctx context.Context, call frame.Message) (*listedTools, error) {
 	p.mu.Lock()
 	if t := p.tools; t != nil {
 		p.mu.Unlock()
@@ -329,7 +330,7 @@ func (p *paramCheck) listed(ctx context.Context, version string) (*listedTools, 
 		// call's client goes away, so that the calls waiting for it get it,
 		// and is bounded by ListTimeout and the child's life instead.
 		base := WithExchange(context.WithoutCancel(ctx), nil)
-		go p.fetch(base, f, gen, version)
+		go p.fetch(base, f, gen, callVersion(call))
 	}
 	p.mu.Unlock()
 	select {
