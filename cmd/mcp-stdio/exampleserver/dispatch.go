@@ -189,7 +189,7 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 		return s.acceptInitialize(req)
 	}
 
-	pv, caps := envelopeOf(req.params)
+	pv, caps := envelopeOf(m.Get("params._meta"))
 	switch {
 	case !pv.Exists() && s.era == eraStateless:
 		return nil, invalidParams("this connection speaks MCP %s: params._meta[%q] is required", statelessVersion, metaProtocolVersion)
@@ -227,12 +227,12 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 }
 
 // envelopeOf reads the protocol version and the client capabilities a
-// 2026-07-28 request carries in params._meta, in one pass over _meta
+// 2026-07-28 request carries in its params._meta, meta, in one pass
 // rather than a path walk for each. A repeated member name there makes
 // the message invalid before it is classified (frame.Parse), so the
-// first of each is the only one, as params.Get(path) would find it.
-func envelopeOf(params gjson.Result) (version, caps gjson.Result) {
-	params.Get("_meta").ForEach(func(k, v gjson.Result) bool {
+// first of each is the only one, as a path would find it.
+func envelopeOf(meta gjson.Result) (version, caps gjson.Result) {
+	meta.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case metaProtocolVersion:
 			if !version.Exists() {

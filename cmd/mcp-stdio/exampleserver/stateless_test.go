@@ -330,7 +330,7 @@ func TestEnvelopeOfReadsWhatPathsRead(t *testing.T) {
 		`{"_meta":{"progressToken":1,"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
 	} {
 		p := gjson.Parse(params)
-		gotVersion, gotCaps := envelopeOf(p)
+		gotVersion, gotCaps := envelopeOf(p.Get("_meta"))
 		is.Equal(gotVersion.Raw, p.Get(version).Raw) // version of params
 		is.Equal(gotVersion.Index, p.Get(version).Index)
 		is.Equal(gotCaps.Raw, p.Get(caps).Raw) // capabilities of params
