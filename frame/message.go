@@ -307,6 +307,13 @@ func (m Message) String() string { return string(m.raw) }
 // Len returns the size of the message in bytes.
 func (m Message) Len() int { return len(m.raw) }
 
+// Contains reports whether s is within the message's bytes, as they stand
+// (a JSON escape is not the character it stands for): a quick test before
+// a read that can only find a token that is there as it stands.
+func (m Message) Contains(s string) bool {
+	return strings.Contains(unsafe.String(unsafe.SliceData(m.raw), len(m.raw)), s)
+}
+
 // Kind returns the message's shape.
 func (m Message) Kind() Kind { return m.kind }
 

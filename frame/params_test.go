@@ -21,6 +21,15 @@ func ExampleMessage_Params() {
 	// 2026-07-28
 }
 
+func ExampleMessage_Contains() {
+	m := frame.MustParse(`{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/subscriptionId":"mcp-stdio\/serve\/x\/1"}}}`)
+	fmt.Println(m.Contains(`"mcp-stdio\/serve\/x\/1"`))
+	fmt.Println(m.Contains(`"mcp-stdio/serve/x/1"`)) // as it stands, not as it reads
+	// Output:
+	// true
+	// false
+}
+
 // TestParamsFollowTheID: reads under params give gjson's value and index
 // after the id is replaced by a longer or a shorter one, whether params
 // come after the id or before it, after Set, and when params is not an
