@@ -149,7 +149,7 @@ func (l *ladder) check(ctx context.Context, m frame.Message) error {
 	if version.Type == gjson.String {
 		claimed = version.Str
 	}
-	if vs := h.Values(frame.HeaderProtocolVersion); len(vs) == 0 {
+	if vs := h[frame.HeaderProtocolVersion]; len(vs) == 0 {
 		return mismatch(id, "the MCP-Protocol-Version header is missing")
 	} else if vs[0] != claimed {
 		return mismatch(id, "the MCP-Protocol-Version header does not match params._meta's protocolVersion")
@@ -192,13 +192,17 @@ func (l *ladder) claim(m frame.Message) (frame.Message, error) {
 }
 
 // routingHeaders are the headers a 2026-07-28 request may send once only.
+// They, and the other header names the ladder reads, are canonical (as
+// the side channel's keys are: net/http's), so the ladder indexes the
+// header map with them, without h.Values's canonicalization of the name
+// on every read.
 var routingHeaders = []string{frame.HeaderProtocolVersion, frame.HeaderMethod, frame.HeaderName}
 
 // repeatedRoutingHeader refuses m when it sends a routing header twice.
 func repeatedRoutingHeader(m frame.Message) error {
 	h := m.Header()
 	for _, k := range routingHeaders {
-		if len(h.Values(k)) > 1 {
+		if len(h[k]) > 1 {
 			return mismatch(m.ID(), "the "+k+" header is sent more than once")
 		}
 	}
@@ -210,7 +214,7 @@ func repeatedRoutingHeader(m frame.Message) error {
 // no mismatch.
 func routingMismatch(m frame.Message, onlySent bool) error {
 	h, id := m.Header(), m.ID()
-	if vs := h.Values(frame.HeaderMethod); len(vs) == 0 {
+	if vs := h[frame.HeaderMethod]; len(vs) == 0 {
 		if !onlySent {
 			return mismatch(id, "the Mcp-Method header is missing")
 		}
@@ -222,7 +226,7 @@ func routingMismatch(m frame.Message, onlySent bool) error {
 		return nil
 	}
 	body := uniqueMember(messageParams(m), key)
-	vs := h.Values(frame.HeaderName)
+	vs := h[frame.HeaderName]
 	switch {
 	case len(vs) == 0 && body.Type == gjson.String && !onlySent:
 		return mismatch(id, "the Mcp-Name header is missing")
