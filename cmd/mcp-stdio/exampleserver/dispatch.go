@@ -59,9 +59,9 @@ type request struct {
 	method    string
 	params    gjson.Result // the request's params (points into its bytes)
 	stateless bool         // answered under 2026-07-28 rules
-	// metaFirst: the result's "_meta" is the server's own, written first
-	// by marshalResult.
-	metaFirst bool
+	// stamped: the result's "_meta" and resultType are the server's
+	// stamps, written around the handler's members by marshalStamped.
+	stamped bool
 	// caps are the client capabilities in force: the request's own on a
 	// 2026-07-28 request, initialize's on a session-era one.
 	caps gjson.Result
@@ -309,46 +309,51 @@ func (s *server) call(ctx context.Context, req *request) (object, error) {
 	if err != nil || !req.stateless {
 		return res, err
 	}
-	if res["resultType"] == nil {
-		res["resultType"] = "complete"
-	}
-	if res["resultType"] == "complete" && spec.cache != nil {
+	complete := res["resultType"] == nil // the handler's result is complete
+	if (complete || res["resultType"] == "complete") && spec.cache != nil {
 		h := spec.cache(s, req)
 		res["ttlMs"], res["cacheScope"] = h.ttlMs, h.scope
 	}
 	meta, _ := res["_meta"].(object)
-	switch {
-	case meta == nil && metaSortsFirst(res):
-		// The common case: the result's encoding starts with s.resultMeta,
-		// encoded once (see marshalResult).
+	if meta == nil && complete && stampsAround(res) {
+		// The common case: marshalStamped writes s.resultMeta, encoded
+		// once, and the resultType around the handler's members.
 		delete(res, "_meta")
-		req.metaFirst = true
-	case meta == nil:
-		res["_meta"] = s.resultMeta
-	default:
-		meta[metaServerInfo] = s.identity
+		req.stamped = true
+		return res, nil
 	}
+	if complete {
+		res["resultType"] = "complete"
+	}
+	if meta == nil {
+		res["_meta"] = s.resultMeta
+		return res, nil
+	}
+	meta[metaServerInfo] = s.identity
 	return res, nil
 }
 
-// metaSortsFirst reports whether a "_meta" member would come first in
-// res's encoding: encoding/json writes a map's members in the order of
-// their names, and no other name sorts before "_meta".
-func metaSortsFirst(res object) bool {
+// stampsAround reports whether a "_meta" member would come first in res's
+// encoding and a "resultType" member last: encoding/json writes a map's
+// members in the order of their names, and res has no other name (but
+// "_meta", which is replaced) before "_meta" or after "resultType".
+func stampsAround(res object) bool {
 	for k := range res {
-		if k < "_meta" {
+		if k < "_meta" || k >= "resultType" {
 			return false
 		}
 	}
 	return true
 }
 
-// marshalResult encodes res with meta, which is JSON as marshal writes it,
-// as its "_meta" member, when "_meta" sorts first in res (see
-// metaSortsFirst): the bytes marshal would write for res with
-// res["_meta"] = json.RawMessage(meta), without encoding/json checking and
-// compacting meta again for every result.
-func marshalResult(res object, meta []byte) []byte {
+// marshalStamped encodes res, for which stampsAround holds, with meta
+// (JSON as marshal writes it) as its "_meta" member and "complete" as its
+// resultType: the bytes marshal would write for res with
+// res["_meta"] = json.RawMessage(meta) and res["resultType"] = "complete",
+// without encoding/json checking and compacting meta again for every
+// result, or sorting two more names.
+func marshalStamped(res object, meta []byte) []byte {
+	const last = `"resultType":"complete"}`
 	var buf bytes.Buffer
 	buf.WriteString(`{"_meta":`)
 	buf.Write(meta)
@@ -359,11 +364,11 @@ func marshalResult(res object, meta []byte) []byte {
 		panic(fmt.Sprintf("exampleserver: marshal: %v", err))
 	}
 	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	if len(b) == start+2 { // res is empty: {"_meta":META}
-		return append(b[:start], '}')
+	if len(b) == start+2 { // res is empty: {"_meta":META,"resultType":"complete"}
+		return append(append(b[:start], ','), last...)
 	}
-	b[start] = ',' // res's '{' joins its members to meta
-	return b
+	b[start] = ','                                    // res's '{' joins its members to meta
+	return append(append(b[:len(b)-1], ','), last...) // and its '}' them to the resultType
 }
 
 func methodNotFound(name string, stateless bool) *rpcError {

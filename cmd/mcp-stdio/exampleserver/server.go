@@ -438,8 +438,8 @@ func (s *server) handle(ctx context.Context, cancel context.CancelCauseFunc, req
 		s.send(rerr.response(req.id))
 		return
 	}
-	if req.metaFirst {
-		s.send(frame.ResultResponse(req.id, marshalResult(res, s.resultMeta)))
+	if req.stamped {
+		s.send(frame.ResultResponse(req.id, marshalStamped(res, s.resultMeta)))
 		return
 	}
 	s.send(frame.ResultResponse(req.id, marshal(res)))

@@ -338,24 +338,29 @@ func TestEnvelopeOfReadsWhatPathsRead(t *testing.T) {
 	}
 }
 
-// marshalResult writes the bytes marshal writes for the result with the
-// server's _meta in it, whatever the result holds; metaSortsFirst says
-// when a member sorts before "_meta", which marshalResult is not for.
-func TestMarshalResultIsMarshalWithMeta(t *testing.T) {
+// marshalStamped writes the bytes marshal writes for the result with the
+// server's _meta and resultType in it, whatever the result holds;
+// stampsAround says when a member sorts before "_meta" or after
+// "resultType", which marshalStamped is not for.
+func TestMarshalStampedIsMarshalWithStamps(t *testing.T) {
 	is := is.New(t)
 	meta := marshal(object{metaServerInfo: serverIdentity{Name: "x <&> y", Version: "1"}})
 	for _, res := range []object{
 		{},
 		{"content": []any{object{"type": "text", "text": "hello, <serve> & \u2028"}}},
-		{"content": []any{}, "resultType": "complete", "ttlMs": int64(60_000), "cacheScope": "public"},
-		{"isError": true, "structuredContent": object{"b": 1, "a": json.RawMessage(`{"z": [1, 2]}`)}},
-		{"a": nil, "zz": "", "_metaphor": 1},
+		{"content": []any{}, "cacheScope": "public", "nextCursor": "c"},
+		{"isError": true, "content": object{"b": 1, "a": json.RawMessage(`{"z": [1, 2]}`)}},
+		{"a": nil, "resultTyp": "", "_metaphor": 1},
 	} {
-		is.True(metaSortsFirst(res))
-		got := string(marshalResult(res, meta))
+		is.True(stampsAround(res))
+		got := string(marshalStamped(res, meta))
 		res["_meta"] = json.RawMessage(meta)
+		res["resultType"] = "complete"
 		is.Equal(got, string(marshal(res))) // the result as marshal writes it
 	}
-	is.True(!metaSortsFirst(object{"content": 1, "Zebra": 2}))
-	is.True(!metaSortsFirst(object{"$ref": 1}))
+	is.True(!stampsAround(object{"content": 1, "Zebra": 2}))
+	is.True(!stampsAround(object{"$ref": 1}))
+	is.True(!stampsAround(object{"content": 1, "structuredContent": 2}))
+	is.True(!stampsAround(object{"ttlMs": 1}))
+	is.True(!stampsAround(object{"resultType": "incomplete"}))
 }
