@@ -110,3 +110,13 @@ func BenchmarkGetMeta(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkGetMetaAbsent(b *testing.B) {
+	m := frame.MustParse(callLine)
+	b.ReportAllocs()
+	for b.Loop() {
+		if m.Get("params._meta.traceparent").Exists() {
+			b.Fatal("bad")
+		}
+	}
+}

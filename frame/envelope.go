@@ -197,11 +197,13 @@ type envelope struct {
 	// otherwise); metaSeen says a _meta was read.
 	metaAt, metaLen int
 	metaSeen        bool
+	metaNames       uint64 // the name signature of its members (see nameBit)
 }
 
 // paramsMeta takes in the value of a _meta member of the first params
-// object, len bytes from byte at of the message; object says it is one.
-func (e *envelope) paramsMeta(at, n int, object bool) {
+// object, len bytes from byte at of the message; object says it is one,
+// and names is the name signature of its members (see nameBit).
+func (e *envelope) paramsMeta(at, n int, object bool, names uint64) {
 	if e.metaSeen || e.seen&hasParams != 0 {
 		// A second _meta, or a _meta in a second params (Invalid
 		// messages): gjson, reading a path under _meta, goes on to the
@@ -212,7 +214,7 @@ func (e *envelope) paramsMeta(at, n int, object bool) {
 	}
 	e.metaSeen = true
 	if object {
-		e.metaAt, e.metaLen = at, n
+		e.metaAt, e.metaLen, e.metaNames = at, n, names
 	}
 }
 
@@ -325,7 +327,7 @@ func classify(raw []byte, e *envelope) Message {
 	if e.paramsLen > 0 && e.paramsAt+e.paramsLen <= math.MaxUint32 {
 		m.paramsAt, m.paramsLen = uint32(e.paramsAt), uint32(e.paramsLen)
 		if e.metaLen > 0 && e.metaAt > e.paramsAt && e.metaAt+e.metaLen < e.paramsAt+e.paramsLen {
-			m.metaAt, m.metaLen = uint32(e.metaAt-e.paramsAt), uint32(e.metaLen)
+			m.metaAt, m.metaLen, m.metaNames = uint32(e.metaAt-e.paramsAt), uint32(e.metaLen), e.metaNames
 		}
 	}
 	if seen&hasID != 0 && e.idAt <= math.MaxUint32 {

@@ -384,6 +384,8 @@ func FuzzParamsPath(f *testing.F) {
 		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"_m\u0065ta":{"a":1}}}`, `_meta.a`},
 		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":[{"a":1}]}}`, `_meta.0.a`},
 		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"x":{"_meta":{"a":1}},"_meta":"s"}}`, `_meta`},
+		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":{"tr\u0061ce":{"a":1}}}}`, `_meta.trace.a`},
+		{`{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":{"a.b":1,"c":"a\"b"}}}`, `_meta.a\.b`},
 	} {
 		f.Add([]byte(s.msg), s.path, "\"mcp-stdio-router-123\"")
 	}

@@ -141,6 +141,9 @@ type Message struct {
 	// when params is located, _meta is an object and the only one
 	// (metaLen 0 otherwise), so that reads under it skip the walk to it.
 	metaAt, metaLen uint32
+	// metaNames is the name signature of _meta's members (see nameBit),
+	// so that a read of a member it lacks reads nothing.
+	metaNames uint64
 }
 
 // Errors returned by [Parse].
@@ -349,6 +352,9 @@ func (m Message) Get(path string) gjson.Result {
 			case sub == "":
 				return gjson.Result{Type: gjson.JSON, Raw: m.metaRaw(), Index: int(m.paramsAt + m.metaAt)}
 			case sub[0] == '.' && plainPath(sub[1:]):
+				if name, _, _ := strings.Cut(sub[1:], "."); m.metaNames&nameBit(name) == 0 && strings.IndexByte(name, '\\') < 0 {
+					return gjson.Result{} // _meta has no member of that name
+				}
 				return at(gjson.Get(m.metaRaw(), sub[1:]), int(m.paramsAt+m.metaAt))
 			}
 		}

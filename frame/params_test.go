@@ -81,6 +81,8 @@ func TestMetaFollowsTheID(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"a":{}},"_meta":{"progressToken":7,"a":{"b":"x"}}}}`,      // Invalid: gjson reads on
 		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"progressToken":7,"a":{"b":"x"}}},"params":{"_meta":{}}}`, // Invalid
 		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":[{"progressToken":7}]}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"progress\u0054oken":7,"a":{"b":"x"}}}}`, // the name escaped
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"a":{"b":"x"}},"progressToken":7}}`,      // the name elsewhere
 	} {
 		m := frame.MustParse(raw)
 		same := func(m frame.Message) {

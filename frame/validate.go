@@ -79,13 +79,16 @@ type scanner struct {
 	// value is being read, while that value is a container.
 	path [uniqueLevels - 1]string
 
-	env      envelope // what the envelope's members say, while tracking
-	member   int      // where the value of the envelope member being read starts, or -1
-	meta     int      // where the value of params._meta being read starts, or -1
-	dup      string   // where a member name first repeated, as a path
-	repeated bool     // a member name repeated (dup says where)
-	tooDeep  bool     // a value went past the limit (and was skipped)
-	tracking bool     // names are checked: the message is an object
+	env    envelope // what the envelope's members say, while tracking
+	member int      // where the value of the envelope member being read starts, or -1
+	meta   int      // where the value of params._meta being read starts, or -1
+	// metaNames is the name signature (see nameBit) of the members of
+	// params._meta read so far.
+	metaNames uint64
+	dup       string // where a member name first repeated, as a path
+	repeated  bool   // a member name repeated (dup says where)
+	tooDeep   bool   // a value went past the limit (and was skipped)
+	tracking  bool   // names are checked: the message is an object
 }
 
 // scan validates b, which must hold no surrounding whitespace worth
@@ -194,7 +197,7 @@ next:
 		s.member = -1
 	}
 	if s.meta >= 0 && s.depth == 2 {
-		s.env.paramsMeta(s.meta, i-s.meta, b[s.meta] == '{')
+		s.env.paramsMeta(s.meta, i-s.meta, b[s.meta] == '{', s.metaNames)
 		s.meta = -1
 	}
 	i = skipSpace(b, i)
@@ -282,6 +285,13 @@ func (s *scanner) objectAt(level int) bool {
 func (s *scanner) name(raw []byte, esc bool) {
 	n := memberName(raw, esc)
 	level := s.depth
+	if level == 3 && s.path[1] == "_meta" && s.path[0] == "params" {
+		if esc {
+			s.metaNames = allNames // escaped: what gjson compares is not sure
+		} else {
+			s.metaNames |= nameBit(n)
+		}
+	}
 	if s.names[level-1].add(n) && !s.repeated {
 		s.repeated, s.dup = true, s.pathTo(n)
 	}
@@ -341,6 +351,20 @@ func memberName(raw []byte, esc bool) string {
 		return string(raw)
 	}
 	return n
+}
+
+// allNames is the name signature that may hold any name.
+const allNames = ^uint64(0)
+
+// nameBit returns the bit of name in a name signature: the set of the
+// bits of an object's member names, so that a name whose bit is not in
+// it is none of them (a bit that is there may be another name's). It
+// reads three bytes of the name, whatever its length.
+func nameBit(name string) uint64 {
+	if name == "" {
+		return 1
+	}
+	return 1 << ((uint(len(name))*7 + uint(name[0]) + 3*uint(name[len(name)-1])) % 64)
 }
 
 // nameSet is the member names of one object. The first few are compared
