@@ -355,6 +355,7 @@ func stampsAround(res object) bool {
 func marshalStamped(res object, meta []byte) []byte {
 	const last = `"resultType":"complete"}`
 	var buf bytes.Buffer
+	buf.Grow(len(meta) + 128) // a short result's encoding fits at once
 	buf.WriteString(`{"_meta":`)
 	buf.Write(meta)
 	start := buf.Len()
