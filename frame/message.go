@@ -488,7 +488,7 @@ func (m Message) spliceID(id ID) (Message, bool) {
 	out = append(out, m.raw[r.Index+len(r.Raw):]...)
 	n := m
 	n.raw = out
-	n.id = ID(strings.Clone(string(id)))
+	n.id = ID(unsafe.String(&out[r.Index], len(id))) // a view of n's bytes, as a parsed message's id is
 	n.idAt = uint32(r.Index)
 	if n.paramsLen > 0 && int(n.paramsAt) > r.Index { // params comes after the id
 		shifted := int(n.paramsAt) + len(id) - len(r.Raw)
