@@ -95,10 +95,14 @@ func (p *Pool) Handle(ctx context.Context, m frame.Message) error {
 		return err
 	}
 	select {
-	case <-e.ready:
-	case <-ctx.Done():
-		p.release(e)
-		return ctx.Err()
+	case <-e.ready: // started: the case of every request but the first few
+	default:
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			p.release(e)
+			return ctx.Err()
+		}
 	}
 	if e.err != nil {
 		p.release(e)
