@@ -33,7 +33,7 @@ const pinEnv = "MCP_STDIO_BENCH_PIN"
 // calls on each path, in rotating blocks of rawEraBlock calls. serve and
 // floorserve (see buildFloorServe) each run the example server. What the
 // go-sdk client costs in BenchmarkServeModern (most of that benchmark's
-// CPU) is left out. The metrics are each path's throughput and p50, the
+// CPU) is left out. The metrics are each path's throughput, p50 and p99, the
 // gateway's CPU time per call and the gateway's and its children's
 // together (from /proc's schedstat, in nanoseconds), and the ratios
 // serve-2026/serve-throughput, floor-2026/serve-throughput and
@@ -137,6 +137,7 @@ func BenchmarkServeModernRaw(b *testing.B) {
 		sums[p.name] = s
 		b.ReportMetric(s.perSecond, p.name+"-req/s")
 		b.ReportMetric(us(s.p50), p.name+"-p50-µs")
+		b.ReportMetric(us(s.p99), p.name+"-p99-µs")
 		if cpuOK {
 			b.ReportMetric(us(p.cpu)/float64(len(p.lat)), p.name+"-CPU-µs/call")
 			b.ReportMetric(us(p.all)/float64(len(p.lat)), p.name+"+children-CPU-µs/call")
