@@ -347,7 +347,9 @@ func (s *server) receiveRequest(ctx context.Context, m frame.Message) {
 		s.send(rerr.response(id))
 		return
 	}
-	s.log.Debug("request", "id", id, "method", req.method, "stateless", req.stateless)
+	if s.log.Enabled(ctx, slog.LevelDebug) { // its arguments cost every request otherwise
+		s.log.Debug("request", "id", id, "method", req.method, "stateless", req.stateless)
+	}
 	// Only the read loop adds to inflight, so the id is still free.
 	rctx, cancel := context.WithCancelCause(ctx)
 	s.mu.Lock()
