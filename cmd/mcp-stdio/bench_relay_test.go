@@ -135,13 +135,10 @@ func benchRelayVsDirect(b *testing.B, url string, srv *testServer) {
 // procCPU returns the user plus system CPU time a process has used, from
 // /proc/<pid>/stat (in clock ticks of 10ms).
 func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	fields, err := procStatFields(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The command name (field 2) may hold spaces; fields count from after it.
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	if len(fields) < 13 {
 		return 0, fmt.Errorf("short /proc/%d/stat", pid)
 	}
@@ -152,6 +149,18 @@ func procCPU(pid int) (time.Duration, error) {
 	}
 	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
 	return time.Duration(utime+stime) * tick, nil
+}
+
+// procStatFields returns the fields of /proc/PID/stat after the command
+// name (field 2, which may hold spaces): the process state is fields[0],
+// the parent's pid fields[1], utime and stime fields[11] and fields[12].
+func procStatFields(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:]), nil
 }
 
 // latencies summarises one path's call times.
@@ -179,6 +188,28 @@ func summarize(ds []time.Duration) latencies {
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// pathSummaries are the latencies of a benchmark's paths, by name.
+type pathSummaries map[string]latencies
+
+// report summarizes the call times of path name, keeps the summary and
+// reports its throughput, p50 and p99 as name-req/s, name-p50-µs and
+// name-p99-µs.
+func (ps pathSummaries) report(b *testing.B, name string, times []time.Duration) {
+	s := summarize(times)
+	ps[name] = s
+	b.ReportMetric(s.perSecond, name+"-req/s")
+	b.ReportMetric(us(s.p50), name+"-p50-µs")
+	b.ReportMetric(us(s.p99), name+"-p99-µs")
+}
+
+// ratio reports the throughput of path over other's, as
+// path/other-throughput, when both were reported and answered.
+func (ps pathSummaries) ratio(b *testing.B, path, other string) {
+	if p, o := ps[path], ps[other]; p.perSecond > 0 && o.perSecond > 0 {
+		b.ReportMetric(p.perSecond/o.perSecond, path+"/"+other+"-throughput")
+	}
+}
 
 // relayIdleWait is how long the relay sits idle before its RSS is read.
 const relayIdleWait = time.Second

@@ -126,27 +126,18 @@ func BenchmarkServeModern(b *testing.B) {
 			p.times = append(p.times, p.call(b, ctx, params))
 		}
 	}
-	sums := make(map[string]latencies)
+	sums := make(pathSummaries)
 	for _, p := range paths {
-		s := summarize(p.times)
-		sums[p.name] = s
-		b.ReportMetric(s.perSecond, p.name+"-req/s")
-		b.ReportMetric(us(s.p50), p.name+"-p50-µs")
-		b.ReportMetric(us(s.p99), p.name+"-p99-µs")
+		sums.report(b, p.name, p.times)
 	}
 	if cpuAfterErr == nil && cpuErr == nil && i > 0 {
 		b.ReportMetric(us(cpuAfter-cpuBefore)/float64(2*i), "serve-CPU-µs/call")
 	}
-	ratio := func(path, other string) {
-		if p, o := sums[path], sums[other]; p.perSecond > 0 && o.perSecond > 0 {
-			b.ReportMetric(p.perSecond/o.perSecond, path+"/"+other+"-throughput")
-		}
-	}
-	ratio(modernPath(gwServe), modernPath(gwSupergateway))
-	ratio(modernPath(gwServe), gwServe)
-	ratio(modernPath(gwFloor), modernPath(gwSupergateway))
-	ratio(modernPath(gwServe), modernPath(gwFloor))
-	ratio(modernPath(gwFloor), gwServe)
+	sums.ratio(b, modernPath(gwServe), modernPath(gwSupergateway))
+	sums.ratio(b, modernPath(gwServe), gwServe)
+	sums.ratio(b, modernPath(gwFloor), modernPath(gwSupergateway))
+	sums.ratio(b, modernPath(gwServe), modernPath(gwFloor))
+	sums.ratio(b, modernPath(gwFloor), gwServe)
 }
 
 // buildFloorServe builds cmd/mcp-stdio/internal/floorserve, statically as

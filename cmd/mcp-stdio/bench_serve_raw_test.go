@@ -131,26 +131,17 @@ func BenchmarkServeModernRaw(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	sums := make(map[string]latencies)
+	sums := make(pathSummaries)
 	for _, p := range paths {
-		s := summarize(p.lat)
-		sums[p.name] = s
-		b.ReportMetric(s.perSecond, p.name+"-req/s")
-		b.ReportMetric(us(s.p50), p.name+"-p50-µs")
-		b.ReportMetric(us(s.p99), p.name+"-p99-µs")
+		sums.report(b, p.name, p.lat)
 		if cpuOK {
 			b.ReportMetric(us(p.cpu)/float64(len(p.lat)), p.name+"-CPU-µs/call")
 			b.ReportMetric(us(p.all)/float64(len(p.lat)), p.name+"+children-CPU-µs/call")
 		}
 	}
-	ratio := func(path, other string) {
-		if p, o := sums[path], sums[other]; p.perSecond > 0 && o.perSecond > 0 {
-			b.ReportMetric(p.perSecond/o.perSecond, path+"/"+other+"-throughput")
-		}
-	}
-	ratio(modernPath(gwServe), gwServe)
-	ratio(modernPath(gwFloor), gwServe)
-	ratio(modernPath(gwServe), modernPath(gwFloor))
+	sums.ratio(b, modernPath(gwServe), gwServe)
+	sums.ratio(b, modernPath(gwFloor), gwServe)
+	sums.ratio(b, modernPath(gwServe), modernPath(gwFloor))
 }
 
 // pinBenchmark pins the processes pids (and what they start later) to the
@@ -227,12 +218,10 @@ func descends(parent map[int]int, p, root int) bool {
 
 // parentPID reads the parent of process pid from /proc.
 func parentPID(pid int) (int, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	fields, err := procStatFields(pid)
 	if err != nil {
 		return 0, err
 	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	if len(fields) < 2 {
 		return 0, os.ErrInvalid
 	}

@@ -403,13 +403,9 @@ func benchServeVsPeers(b *testing.B, ctx context.Context, paths []*benchPath) {
 		i++
 	}
 
-	sums := make(map[string]latencies)
+	sums := make(pathSummaries)
 	for _, p := range paths {
-		s := summarize(p.times)
-		sums[p.name] = s
-		b.ReportMetric(s.perSecond, p.name+"-req/s")
-		b.ReportMetric(us(s.p50), p.name+"-p50-µs")
-		b.ReportMetric(us(s.p99), p.name+"-p99-µs")
+		sums.report(b, p.name, p.times)
 		if p.gw == nil {
 			continue
 		}
@@ -422,11 +418,8 @@ func benchServeVsPeers(b *testing.B, ctx context.Context, paths []*benchPath) {
 			b.ReportMetric(float64(kb)/1024, p.name+"-peak-RSS-MiB")
 		}
 	}
-	serve := sums[gwServe]
 	for _, other := range []string{gwDirect, gwSupergateway, gwMCPProxy} {
-		if o, ok := sums[other]; ok && o.perSecond > 0 {
-			b.ReportMetric(serve.perSecond/o.perSecond, "serve/"+other+"-throughput")
-		}
+		sums.ratio(b, gwServe, other)
 	}
 }
 
