@@ -135,7 +135,7 @@ func (l *ladder) check(ctx context.Context, m frame.Message) error {
 		return err
 	}
 	meta := m.Get("params._meta") // names are unique there (see uniqueMember)
-	version, caps := metaClaims(meta)
+	version, caps := mcp.Claims(meta)
 	switch {
 	case !meta.IsObject():
 		return Refuse(http.StatusBadRequest, id, frame.CodeInvalidParams, "Invalid params: params._meta is required on a 2026-07-28 request")
@@ -267,21 +267,3 @@ func versionData(supported []string, requested string) []byte {
 // messageParams returns m's params member (names are unique at the top
 // level: see uniqueMember).
 func messageParams(m frame.Message) gjson.Result { return m.Params() }
-
-// metaClaims returns the protocol version and the client capabilities a
-// request's params._meta claims, read in one pass over it.
-func metaClaims(meta gjson.Result) (version, caps gjson.Result) {
-	if !meta.IsObject() {
-		return
-	}
-	meta.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case MetaProtocolVersion:
-			version = v
-		case MetaClientCapabilities:
-			caps = v
-		}
-		return !version.Exists() || !caps.Exists()
-	})
-	return
-}

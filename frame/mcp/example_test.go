@@ -3,6 +3,8 @@ package mcp_test
 import (
 	"fmt"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
@@ -32,4 +34,12 @@ func Example() {
 	// resources/read cacheable: true replay-safe: true
 	// ping in 2026-07-28: false
 	// {"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
+}
+
+func ExampleClaims() {
+	meta := gjson.Parse(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`)
+	version, caps := mcp.Claims(meta)
+	fmt.Println(version.Str, caps.Raw)
+	// Output:
+	// 2026-07-28 {"sampling":{}}
 }

@@ -1,5 +1,7 @@
 package mcp
 
+import "github.com/tidwall/gjson"
+
 // MetaPrefix is the reserved prefix of MCP's own _meta keys.
 const MetaPrefix = "io.modelcontextprotocol/"
 
@@ -50,4 +52,30 @@ func IsModernMetaKey(key string) bool {
 		return true
 	}
 	return false
+}
+
+// Claims returns the protocol version and the client capabilities a
+// 2026-07-28 request claims in its params._meta, meta (MetaProtocolVersion
+// and MetaClientCapabilities), read in one pass over meta rather than a
+// path walk for each; a missing one, or a meta that is not an object,
+// reads as not there. frame refuses a message that gives a name there
+// twice, so each is the only one, as a path would find it.
+func Claims(meta gjson.Result) (version, caps gjson.Result) {
+	if !meta.IsObject() {
+		return version, caps
+	}
+	meta.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case MetaProtocolVersion:
+			if !version.Exists() {
+				version = v
+			}
+		case MetaClientCapabilities:
+			if !caps.Exists() {
+				caps = v
+			}
+		}
+		return !version.Exists() || !caps.Exists()
+	})
+	return version, caps
 }

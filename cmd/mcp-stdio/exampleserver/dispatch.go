@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/mcp-stdio/mcp-stdio/frame"
+	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
 // Protocol versions.
@@ -189,7 +190,7 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 		return s.acceptInitialize(req)
 	}
 
-	pv, caps := envelopeOf(m.Get("params._meta"))
+	pv, caps := mcp.Claims(m.Get("params._meta"))
 	switch {
 	case !pv.Exists() && s.era == eraStateless:
 		return nil, invalidParams("this connection speaks MCP %s: params._meta[%q] is required", statelessVersion, metaProtocolVersion)
@@ -224,28 +225,6 @@ func (s *server) classify(m frame.Message) (*request, *rpcError) {
 	req.stateless = true
 	req.caps = caps
 	return req, nil
-}
-
-// envelopeOf reads the protocol version and the client capabilities a
-// 2026-07-28 request carries in its params._meta, meta, in one pass
-// rather than a path walk for each. A repeated member name there makes
-// the message invalid before it is classified (frame.Parse), so the
-// first of each is the only one, as a path would find it.
-func envelopeOf(meta gjson.Result) (version, caps gjson.Result) {
-	meta.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case metaProtocolVersion:
-			if !version.Exists() {
-				version = v
-			}
-		case metaClientCapabilities:
-			if !caps.Exists() {
-				caps = v
-			}
-		}
-		return !version.Exists() || !caps.Exists()
-	})
-	return version, caps
 }
 
 // acceptInitialize puts the connection in the session era on an
