@@ -352,19 +352,25 @@ func (r *modernRouter) deliverResponse(ctx context.Context, m frame.Message) err
 	if err != nil {
 		return err
 	}
-	// A subscription id that is the minted id, token for token, can only
-	// be in bytes that hold the token: most responses hold none.
-	if !out.Contains(string(c.minted)) {
-		c.deliver(ctx, out, true, r.log)
-		return nil
-	}
-	if sid := uniqueMember(out.Get("result._meta"), mcp.MetaSubscriptionID); sid.Exists() && frame.ID(sid.Raw) == c.minted {
+	if mintedSubscription(out, c.minted) {
 		if out, err = out.Set(mcp.ResultSubscriptionID, []byte(c.client)); err != nil {
 			return err
 		}
 	}
 	c.deliver(ctx, out, true, r.log)
 	return nil
+}
+
+// mintedSubscription reports whether response m's result._meta carries
+// minted as its subscription id. The id is compared token for token, so
+// it can only be there in bytes that hold the token: most responses hold
+// none, and are not walked for it.
+func mintedSubscription(m frame.Message, minted frame.ID) bool {
+	if !m.Contains(string(minted)) {
+		return false
+	}
+	sid := uniqueMember(m.Get("result._meta"), mcp.MetaSubscriptionID)
+	return sid.Exists() && frame.ID(sid.Raw) == minted
 }
 
 func (r *modernRouter) deliverNotification(ctx context.Context, m frame.Message) error {
