@@ -338,12 +338,7 @@ func marshalStamped(res object, meta []byte) []byte {
 	buf.WriteString(`{"_meta":`)
 	buf.Write(meta)
 	start := buf.Len()
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(res); err != nil {
-		panic(fmt.Sprintf("exampleserver: marshal: %v", err))
-	}
-	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	b := encodeTo(&buf, res)
 	if len(b) == start+2 { // res is empty: {"_meta":META,"resultType":"complete"}
 		return append(append(b[:start], ','), last...)
 	}
@@ -472,7 +467,13 @@ func page(key string, items any, next string) object {
 // marshal encodes v, which the server built itself, without HTML escaping.
 func marshal(v any) []byte {
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	return encodeTo(&buf, v)
+}
+
+// encodeTo appends v's JSON to buf, as marshal writes it, and returns
+// buf's bytes.
+func encodeTo(buf *bytes.Buffer, v any) []byte {
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		// Only unsupported Go values fail; the server builds none.
