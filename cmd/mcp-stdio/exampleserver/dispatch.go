@@ -26,13 +26,13 @@ const (
 // initialize negotiates), newest first.
 var sessionEraVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
-// Reserved _meta keys of MCP 2026-07-28.
+// Reserved _meta keys of MCP 2026-07-28, from the protocol's vocabulary.
 const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaLogLevel           = "io.modelcontextprotocol/logLevel"
-	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
-	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+	metaProtocolVersion    = mcp.MetaProtocolVersion
+	metaClientCapabilities = mcp.MetaClientCapabilities
+	metaLogLevel           = mcp.MetaLogLevel
+	metaServerInfo         = mcp.MetaServerInfo
+	metaSubscriptionID     = mcp.MetaSubscriptionID
 )
 
 // pathLogLevel is the gjson path, from a request's params, of the
