@@ -114,6 +114,12 @@ type Options struct {
 	// server that keeps answering 403 insufficient_scope cannot loop the
 	// user through the browser; 0 means [DefaultStepUpLimit].
 	StepUpLimit int
+	// Advice, when set, says what the user can do about a sign-in that
+	// failed with err (a certificate that no authority the program trusts
+	// signed, say), or "" for nothing: the warning logged for the failure
+	// ends with it. The error the sign-in returns carries none, so that
+	// whoever reports it to the user adds their own advice once.
+	Advice func(err error) string
 }
 
 // ReservedAuthParam says why an authorization request parameter the
@@ -540,12 +546,22 @@ func (c *Client) startFlightLocked(ctx context.Context, hints challengeHints, ex
 		}
 		c.mu.Unlock()
 		if err != nil {
-			c.log.Warn("oauth: "+err.Error(), "server", frame.DisplayURLString(c.resource))
+			c.log.Warn("oauth: "+c.advised(err), "server", frame.DisplayURLString(c.resource))
 		}
 		fl.err = err
 		close(fl.done)
 	}()
 	return fl
+}
+
+// advised returns err's text followed by Options.Advice's, if any.
+func (c *Client) advised(err error) string {
+	if c.opts.Advice != nil {
+		if advice := c.opts.Advice(err); advice != "" {
+			return err.Error() + "; " + advice
+		}
+	}
+	return err.Error()
 }
 
 // errNoRefreshToken means the grant has no refresh token to spend.

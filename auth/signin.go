@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -126,16 +125,8 @@ func (c *Client) flowError(ctx context.Context, err error) error {
 	if cause := context.Cause(ctx); errors.Is(cause, errSignInTimeout) {
 		err = cause
 	}
-	var unknown x509.UnknownAuthorityError
-	if errors.As(err, &unknown) {
-		return fmt.Errorf("sign-in failed: %w; %s", err, untrustedCAHint)
-	}
 	return fmt.Errorf("sign-in failed: %w", err)
 }
-
-// untrustedCAHint is what to do about a certificate no trusted authority
-// signed.
-const untrustedCAHint = "if your organisation's CA (a TLS-inspecting proxy) or the server's own signs its certificate, trust it with --ca-file PEM"
 
 // signInLockPath is the per-server lock file of interactive sign-ins.
 func (c *Client) signInLockPath() string {

@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +17,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/mcp-stdio/mcp-stdio/auth/authtest"
+	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // last returns the last recorded request to path.
@@ -466,4 +469,38 @@ func TestCallbackOnAFixedPort(t *testing.T) {
 	is.NoErr(err)
 	defer cb.close()
 	is.Equal(cb.redirectURI(), fmt.Sprintf("http://127.0.0.1:%d/callback", port))
+}
+
+// A sign-in that fails says what to do (Options.Advice) in the warning it
+// logs, and only there: the error it returns carries no advice, so that the
+// relay, which reports it with a request's failure, adds its own once.
+func TestSignInFailureAdvice(t *testing.T) {
+	is := is.New(t)
+	ca := transporttest.NewCA(t)
+	srv := authtest.NewServer(t, authtest.Options{TLS: ca.ServerConfig(t, "127.0.0.1")})
+	const advice = "trust the server's CA"
+	var asked []error
+	h := newHarness(t, srv, func(o *Options) {
+		o.Advice = func(err error) string {
+			asked = append(asked, err)
+			var unknown x509.UnknownAuthorityError
+			if errors.As(err, &unknown) {
+				return advice
+			}
+			return ""
+		}
+	})
+	err := h.c.SignIn(context.Background())
+	is.True(err != nil)
+	is.True(strings.HasPrefix(err.Error(), "sign-in failed: "))
+	is.True(!strings.Contains(err.Error(), advice)) // the error carries none
+	is.Equal(len(asked), 1)                         // asked once, about the error returned
+	is.Equal(asked[0], err)
+	line := ""
+	for l := range strings.Lines(h.log.String()) {
+		if strings.Contains(l, "oauth: sign-in failed") {
+			line = l
+		}
+	}
+	is.True(strings.Contains(line, "certificate signed by unknown authority; "+advice)) // the warning ends with it
 }

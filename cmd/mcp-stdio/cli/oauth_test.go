@@ -179,4 +179,22 @@ func TestRelayOAuthWithCAFile(t *testing.T) {
 	<-done
 	is.True(strings.Contains(line[0], "--ca-file PEM")) // the sign-in's failure too
 	is.True(strings.Contains(outb.String(), "--ca-file PEM"))
+
+	// With a --ca-file that holds another CA, the sign-in's failure says
+	// to check the file, as the request's does, not to pass it.
+	var wrongOut, wrongErr transporttest.SyncBuffer
+	signInFailed = wrongErr.Watch(regexp.MustCompile(`sign-in failed.*`))
+	stdin, feed = io.Pipe()
+	go func() {
+		done <- cli.Relay(context.Background(), []string{"--oauth-device", "--oauth-eager", "--transport", "streamable-http", "--ca-file", transporttest.NewCA(t).WriteFile(t), as.MCPURL()},
+			func(k string) string { return env[k] }, stdin, &wrongOut, &wrongErr, cli.Options{Version: "test"})
+	}()
+	_, err = io.WriteString(feed, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	is.NoErr(err)
+	line = signInFailed.Next(t, time.Minute)
+	feed.Close()
+	<-done
+	is.True(strings.Contains(line[0], "check that the file holds the CA that signs it"))
+	is.True(!strings.Contains(line[0], "trust it with --ca-file"))
+	is.True(strings.Contains(wrongOut.String(), "check that the file holds the CA that signs it"))
 }

@@ -333,6 +333,7 @@ func (f *relayFlags) oauthClient(cfg *pipeline.RelayConfig, getenv func(string) 
 		Getenv:            getenv,
 		Stderr:            stderr,
 		Logger:            logger,
+		Advice:            func(err error) string { return certificateAdvice(err, len(f.caFiles) > 0) },
 	})
 	if err != nil {
 		return nil, err
