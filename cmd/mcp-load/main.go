@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/internal/modernclient"
+	"github.com/mcp-stdio/mcp-stdio/cmd/internal/procfs"
 	"github.com/mcp-stdio/mcp-stdio/transport"
 )
 
@@ -367,38 +368,13 @@ func readProc(pid int) (procStats, error) {
 	if pid <= 0 {
 		return s, errors.New("no process")
 	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	rss, err := procfs.StatusKB(pid, "VmRSS")
 	if err != nil {
 		return s, err
 	}
-	for line := range strings.Lines(string(status)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			s.RSSKiB, _ = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err == nil {
-		s.FDs = len(fds)
-	}
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		if _, err := strconv.Atoi(p.Name()); err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + p.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so after the last ')'.
-		i := strings.LastIndexByte(string(stat), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			s.Children++
-		}
-	}
+	s.RSSKiB = int64(rss)
+	s.FDs, _ = procfs.FDs(pid)
+	s.Children = len(procfs.Children(pid))
 	return s, nil
 }
 

@@ -3,45 +3,27 @@
 package main
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/mcp-stdio/mcp-stdio/cmd/internal/procfs"
 )
 
-// Figures of a process, read from /proc (Linux only).
+// Figures of a process, read from /proc (Linux only); -1 when unknown.
 
 // rssKiB returns the resident set size of pid in KiB (VmRSS).
-func rssKiB(pid int) int64 { return statusField(pid, "VmRSS:") }
+func rssKiB(pid int) int64 { return orUnknown(procfs.StatusKB(pid, "VmRSS")) }
 
 // threads returns the number of threads of pid.
-func threads(pid int) int64 { return statusField(pid, "Threads:") }
-
-func statusField(pid int, name string) int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return -1
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, name); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				return n
-			}
-		}
-	}
-	return -1
-}
+func threads(pid int) int64 { return orUnknown(procfs.StatusCount(pid, "Threads")) }
 
 // fds returns the number of open file descriptors of pid.
-func fds(pid int) int64 {
-	es, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+func fds(pid int) int64 { return orUnknown(procfs.FDs(pid)) }
+
+func orUnknown(n int, err error) int64 {
 	if err != nil {
 		return -1
 	}
-	return int64(len(es))
+	return int64(n)
 }
 
 // proc is one process seen in /proc.
@@ -54,12 +36,7 @@ type proc struct {
 // processes lists every process of the machine.
 func processes() map[int]proc {
 	out := map[int]proc{}
-	es, _ := os.ReadDir("/proc")
-	for _, e := range es {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range procfs.PIDs() {
 		if p, ok := readProc(pid); ok {
 			out[pid] = p
 		}
@@ -68,23 +45,12 @@ func processes() map[int]proc {
 }
 
 func readProc(pid int) (proc, bool) {
-	dir := filepath.Join("/proc", strconv.Itoa(pid))
-	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+	st, err := procfs.ReadStat(pid)
 	if err != nil {
 		return proc{}, false
 	}
-	// pid (comm) state ppid ... : comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return proc{}, false
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 20 {
-		return proc{}, false
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	cmd, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
-	return proc{pid: pid, ppid: ppid, start: f[19], cmdline: strings.TrimSpace(string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))}, true
+	cmd, _ := procfs.Cmdline(pid)
+	return proc{pid: pid, ppid: st.PPID, start: st.Start, cmdline: cmd}, true
 }
 
 // descendants lists the processes under pid, at any depth.
@@ -110,16 +76,8 @@ func descendants(pid int) []proc {
 // alive tells whether p still runs (the same process, not a reused pid)
 // and is not a zombie waiting for its parent.
 func alive(p proc) bool {
-	now, ok := readProc(p.pid)
-	if !ok || now.start != p.start {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || len(stat) < i+3 || stat[i+2] != 'Z'
+	now, err := procfs.ReadStat(p.pid)
+	return err == nil && now.Start == p.start && now.State != 'Z'
 }
 
 // servers keeps the MCP server processes of ps: the example servers, not

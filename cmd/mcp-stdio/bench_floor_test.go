@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
+	"github.com/mcp-stdio/mcp-stdio/cmd/internal/procfs"
 )
 
 // BenchmarkIdleRSSFloor measures the idle memory of testdata/rssfloor, a
@@ -59,7 +59,7 @@ func BenchmarkIdleRSSFloor(b *testing.B) {
 		// with nothing to do".
 		time.Sleep(relayIdleWait)
 		for i, field := range []string{"VmRSS", "RssAnon", "RssFile"} {
-			kb, err := transporttest.ProcStatusKB(cmd.Process.Pid, field)
+			kb, err := procfs.StatusKB(cmd.Process.Pid, field)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-stdio/mcp-stdio/cmd/internal/procfs"
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
@@ -127,7 +127,7 @@ func benchRelayVsDirect(b *testing.B, url string, srv *testServer) {
 			b.ReportMetric(float64(srv.connections(ss.ID()))*1000/float64(len(relayTimes)+50), metric)
 		}
 	}
-	if kb, err := transporttest.ProcStatusKB(pid, "VmHWM"); err == nil {
+	if kb, err := procfs.StatusKB(pid, "VmHWM"); err == nil {
 		b.ReportMetric(float64(kb)/1024, "relay-peak-RSS-MiB")
 	}
 }
@@ -135,32 +135,11 @@ func benchRelayVsDirect(b *testing.B, url string, srv *testServer) {
 // procCPU returns the user plus system CPU time a process has used, from
 // /proc/<pid>/stat (in clock ticks of 10ms).
 func procCPU(pid int) (time.Duration, error) {
-	fields, err := procStatFields(pid)
+	st, err := procfs.ReadStat(pid)
 	if err != nil {
 		return 0, err
 	}
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("bad /proc/%d/stat", pid)
-	}
-	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
-	return time.Duration(utime+stime) * tick, nil
-}
-
-// procStatFields returns the fields of /proc/PID/stat after the command
-// name (field 2, which may hold spaces): the process state is fields[0],
-// the parent's pid fields[1], utime and stime fields[11] and fields[12].
-func procStatFields(pid int) ([]string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil, err
-	}
-	s := string(b)
-	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:]), nil
+	return st.CPU(), nil
 }
 
 // latencies summarises one path's call times.
@@ -236,7 +215,7 @@ func BenchmarkRelayIdleRSS(b *testing.B) {
 	n := 0
 	read := func(pid int, sums *[3]float64) {
 		for i, field := range []string{"VmRSS", "RssAnon", "RssFile"} {
-			kb, err := transporttest.ProcStatusKB(pid, field)
+			kb, err := procfs.StatusKB(pid, field)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
+	"github.com/mcp-stdio/mcp-stdio/cmd/internal/procfs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -231,7 +231,7 @@ func BenchmarkServeModernConcurrent(b *testing.B) {
 			if childrenOK {
 				b.ReportMetric(float64(children), "children")
 			}
-			if kb, err := transporttest.ProcStatusKB(serve.pid(), "VmHWM"); err == nil {
+			if kb, err := procfs.StatusKB(serve.pid(), "VmHWM"); err == nil {
 				b.ReportMetric(float64(kb)/1024, "serve-peak-RSS-MiB")
 			}
 		})
@@ -291,7 +291,7 @@ func BenchmarkServeModernIdleRSS(b *testing.B) {
 				sums[p.name] = s
 			}
 			for i, field := range []string{"VmRSS", "RssAnon", "RssFile"} {
-				kb, err := transporttest.ProcStatusKB(p.gw.pid(), field)
+				kb, err := procfs.StatusKB(p.gw.pid(), field)
 				if err != nil {
 					b.Fatal(err)
 				}

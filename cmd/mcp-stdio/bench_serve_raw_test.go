@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-stdio/mcp-stdio/cmd/internal/procfs"
 )
 
 // rawEraBlock is how many calls BenchmarkServeModernRaw makes on one path
@@ -218,14 +220,8 @@ func descends(parent map[int]int, p, root int) bool {
 
 // parentPID reads the parent of process pid from /proc.
 func parentPID(pid int) (int, error) {
-	fields, err := procStatFields(pid)
-	if err != nil {
-		return 0, err
-	}
-	if len(fields) < 2 {
-		return 0, os.ErrInvalid
-	}
-	return strconv.Atoi(fields[1])
+	st, err := procfs.ReadStat(pid)
+	return st.PPID, err
 }
 
 // threadsCPU sums the run time of every thread of process pid, from

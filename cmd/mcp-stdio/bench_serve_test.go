@@ -21,8 +21,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-stdio/mcp-stdio/cmd/internal/procfs"
 	"github.com/mcp-stdio/mcp-stdio/frame"
-	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // Serve's benchmarks, side by side with the npm gateways that do the same
@@ -414,7 +414,7 @@ func benchServeVsPeers(b *testing.B, ctx context.Context, paths []*benchPath) {
 				b.ReportMetric(us(after-before)/float64(len(p.times)), p.name+"-CPU-µs/call")
 			}
 		}
-		if kb, err := transporttest.ProcStatusKB(p.gw.pid(), "VmHWM"); err == nil {
+		if kb, err := procfs.StatusKB(p.gw.pid(), "VmHWM"); err == nil {
 			b.ReportMetric(float64(kb)/1024, p.name+"-peak-RSS-MiB")
 		}
 	}
@@ -470,7 +470,7 @@ func BenchmarkServeIdleRSS(b *testing.B) {
 				field string
 				sum   *float64
 			}{{"VmRSS", &t.rss}, {"RssAnon", &t.anon}, {"RssFile", &t.file}} {
-				kb, err := transporttest.ProcStatusKB(p.gw.pid(), f.field)
+				kb, err := procfs.StatusKB(p.gw.pid(), f.field)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -562,7 +562,7 @@ func BenchmarkServeLargeBody(b *testing.B) {
 			g := startBenchGateway(b, v.gateway, bin, peers, node, v.extra...)
 			rs := openRawSession(b, g)
 			defer func() {
-				if kb, err := transporttest.ProcStatusKB(g.pid(), "VmHWM"); err == nil {
+				if kb, err := procfs.StatusKB(g.pid(), "VmHWM"); err == nil {
 					b.ReportMetric(float64(kb)/1024, "peak-RSS-MiB")
 				}
 			}()

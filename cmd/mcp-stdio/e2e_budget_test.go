@@ -13,8 +13,8 @@ import (
 	"github.com/matryer/is"
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-stdio/mcp-stdio/cmd/internal/procfs"
 	"github.com/mcp-stdio/mcp-stdio/frame"
-	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
 // bigEventServer is a Streamable HTTP server whose tool "big" answers
@@ -103,7 +103,7 @@ func TestRelayMemoryBudgetAcrossCalls(t *testing.T) {
 	_, line := next()
 	is.True(gjson.Get(line, "result.serverInfo").Exists())
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	baseline, err := transporttest.ProcStatusKB(relay.Process.Pid, "VmHWM")
+	baseline, err := procfs.StatusKB(relay.Process.Pid, "VmHWM")
 	is.NoErr(err)
 
 	const calls = 10
@@ -125,7 +125,7 @@ func TestRelayMemoryBudgetAcrossCalls(t *testing.T) {
 		_, line := next()
 		is.True(gjson.Get(line, "error").Exists())
 	}
-	hwm, err := transporttest.ProcStatusKB(relay.Process.Pid, "VmHWM")
+	hwm, err := procfs.StatusKB(relay.Process.Pid, "VmHWM")
 	is.NoErr(err)
 	t.Logf("relay VmHWM: %d MiB at start, %d MiB after 10 × 60 MiB events", baseline>>10, hwm>>10)
 	// KiB. The soft memory limit is 2 × 128 + 64 = 320 MiB; the events

@@ -5,8 +5,6 @@ package main_test
 import (
 	"bytes"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-stdio/mcp-stdio/cmd/internal/procfs"
 	"github.com/mcp-stdio/mcp-stdio/frame"
 )
 
@@ -65,7 +64,7 @@ func askInFlight(t *testing.T, g *servedGateway) (sid string, stream *http.Respo
 // processGroup returns the process group of pid, from /proc.
 func processGroup(t *testing.T, pid int) int {
 	t.Helper()
-	pgrp, ok := procGroup(strconv.Itoa(pid))
+	pgrp, ok := procGroup(pid)
 	if !ok {
 		t.Fatalf("no process %d", pid)
 	}
@@ -75,31 +74,20 @@ func processGroup(t *testing.T, pid int) int {
 // procGroup reads the process group from /proc/PID/stat; a zombie (dead,
 // not yet reaped by its parent, which may be an init that reaps late) has
 // none.
-func procGroup(pid string) (int, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
-	if err != nil {
+func procGroup(pid int) (int, bool) {
+	st, err := procfs.ReadStat(pid)
+	if err != nil || st.State == 'Z' {
 		return 0, false
 	}
-	// pid (comm) state ppid pgrp ...: comm may hold anything but ends at the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 3 || f[0] == "Z" {
-		return 0, false
-	}
-	pgrp, err := strconv.Atoi(f[2])
-	return pgrp, err == nil
+	return st.PGRP, true
 }
 
 // groupMembers returns the pids of the live processes in group pgrp.
-func groupMembers(pgrp int) []string {
-	dirs, _ := os.ReadDir("/proc")
-	var pids []string
-	for _, d := range dirs {
-		if _, err := strconv.Atoi(d.Name()); err != nil {
-			continue
-		}
-		if g, ok := procGroup(d.Name()); ok && g == pgrp {
-			pids = append(pids, d.Name())
+func groupMembers(pgrp int) []int {
+	var pids []int
+	for _, pid := range procfs.PIDs() {
+		if g, ok := procGroup(pid); ok && g == pgrp {
+			pids = append(pids, pid)
 		}
 	}
 	return pids

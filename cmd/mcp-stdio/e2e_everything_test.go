@@ -4,7 +4,6 @@ package main_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/mcp-stdio/mcp-stdio/cmd/internal/procfs"
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
@@ -248,24 +248,7 @@ func launcherLayout(t *testing.T) string {
 // childrenOf returns the processes whose parent is pid, from /proc.
 func childrenOf(t *testing.T, pid int) []int {
 	t.Helper()
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kids []int
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// pid (comm) state ppid …: comm may hold spaces and parentheses.
-		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
-			kid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-			kids = append(kids, kid)
-		}
-	}
-	return kids
+	return procfs.Children(pid)
 }
 
 // The npm launcher and serve end together, with the server processes,

@@ -15,6 +15,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-stdio/mcp-stdio/cmd/internal/procfs"
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
@@ -190,7 +191,7 @@ func TestServeRefusesDeeplyNestedRequests(t *testing.T) {
 
 	finish()
 	alive(t, ctx, g)
-	if hwm, err := transporttest.ProcStatusKB(g.pid(), "VmHWM"); err == nil {
+	if hwm, err := procfs.StatusKB(g.pid(), "VmHWM"); err == nil {
 		t.Logf("serve's peak resident memory: %d kB", hwm)
 		if hwm > 160<<10 {
 			t.Errorf("serve peaked at %d kB for a 12 MB body", hwm)

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 
+	"github.com/mcp-stdio/mcp-stdio/cmd/internal/procfs"
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
@@ -161,7 +162,7 @@ func TestRelayReleasesItsStartupPagesWhenQuiet(t *testing.T) {
 	is.Equal(resultText(res), "before")
 	m := e.relay.stderr.Watch(regexp.MustCompile(`msg="released the program pages start-up mapped" .*kB=(\d+)`)).Next(t, 30*time.Second)
 	released, _ := strconv.Atoi(m[1])
-	resident, err := transporttest.ProcStatusKB(e.relay.cmd.Process.Pid, "RssFile")
+	resident, err := procfs.StatusKB(e.relay.cmd.Process.Pid, "RssFile")
 	is.NoErr(err)
 	t.Logf("released %d kB; RssFile now %d kB", released, resident)
 	is.True(released > 0 && resident < released)

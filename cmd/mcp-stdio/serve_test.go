@@ -19,6 +19,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-stdio/mcp-stdio/cmd/internal/procfs"
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/cli"
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
@@ -197,7 +198,7 @@ func TestServeReleasesItsStartupPages(t *testing.T) {
 	gw, lines, _ := startGateway(t)
 	m := lines.Watch(regexp.MustCompile(`msg="released the program pages start-up mapped" .*kB=(\d+)`)).Next(t, cmdTestWait)
 	released, _ := strconv.Atoi(m[1])
-	resident, err := transporttest.ProcStatusKB(gw.Process.Pid, "RssFile")
+	resident, err := procfs.StatusKB(gw.Process.Pid, "RssFile")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	"github.com/mcp-stdio/mcp-stdio/cmd/internal/procfs"
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
@@ -97,7 +98,7 @@ func TestReleaseStartupPages(t *testing.T) {
 // rssFileKB returns this process's RssFile.
 func rssFileKB(t *testing.T) int {
 	t.Helper()
-	kb, err := transporttest.ProcStatusKB(os.Getpid(), "RssFile")
+	kb, err := procfs.StatusKB(os.Getpid(), "RssFile")
 	if err != nil {
 		t.Fatal(err)
 	}
