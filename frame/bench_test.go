@@ -120,3 +120,24 @@ func BenchmarkGetMetaAbsent(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseEras parses one echo call as each era's client sends it to
+// a pooled child through serve: the 2026-07-28 one under a minted id and
+// with the _meta every such request carries, the session-era one bare.
+func BenchmarkParseEras(b *testing.B) {
+	for _, era := range []struct{ name, line string }{
+		{"2026", `{"jsonrpc":"2.0","id":"mcp-stdio/serve/AbCdEfGhIjKlMnOp/12345","method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench-raw","version":"1"}}}}`},
+		{"session", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`},
+	} {
+		b.Run("era="+era.name, func(b *testing.B) {
+			in := []byte(era.line)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				if m, err := frame.Parse(in); err != nil || m.Kind() != frame.Request {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
