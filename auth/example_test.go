@@ -2,9 +2,13 @@ package auth_test
 
 import (
 	"context"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,4 +169,37 @@ func tokenPrinter(tok string) ([]string, func()) {
 		panic(err)
 	}
 	return []string{exe, "token-command", dir}, func() { os.RemoveAll(dir) }
+}
+
+// ExampleOptions_advice has a failed sign-in say what to do about it: the
+// advice ends the warning the Client logs, and the error the sign-in
+// returns carries none, for its caller to add its own.
+func ExampleOptions_advice() {
+	srv := httptest.NewTLSServer(http.NotFoundHandler()) // its certificate: no trusted authority signed it
+	defer srv.Close()
+	dir, _ := os.MkdirTemp("", "mcp-stdio-example")
+	defer os.RemoveAll(dir)
+	var logged strings.Builder
+	c, err := auth.New(auth.Options{
+		ServerURL: srv.URL + "/mcp",
+		StorePath: filepath.Join(dir, "tokens.json"),
+		Stderr:    io.Discard,
+		Logger:    slog.New(slog.NewTextHandler(&logged, nil)),
+		Advice: func(err error) string {
+			if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
+				return "trust the server's CA with --ca-file PEM"
+			}
+			return ""
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = c.SignIn(context.Background())
+	fmt.Println("the error advises:", strings.Contains(err.Error(), "--ca-file"))
+	fmt.Println("the warning advises:", strings.Contains(logged.String(), "; trust the server's CA with --ca-file PEM"))
+	// Output:
+	// the error advises: false
+	// the warning advises: true
 }
