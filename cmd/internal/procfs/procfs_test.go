@@ -71,7 +71,7 @@ func TestLive(t *testing.T) {
 	self, err := ReadStat(os.Getpid())
 	is.NoErr(err)
 	is.Equal(self.PPID, os.Getppid())
-	is.Equal(self.State, byte('R')) // reading its own stat
+	is.True(strings.IndexByte("RSD", self.State) >= 0) // alive: its main thread runs or waits (another may be the one reading)
 	rss, err := StatusKB(os.Getpid(), "VmRSS")
 	is.NoErr(err)
 	is.True(rss > 0)
