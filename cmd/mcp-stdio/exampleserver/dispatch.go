@@ -35,11 +35,11 @@ const (
 	metaSubscriptionID     = mcp.MetaSubscriptionID
 )
 
-// pathLogLevel is the gjson path, from a request's params, of the
-// reserved _meta key of its log level. The key holds '.' and '/', so the
-// path escapes them (as gjson.Escape does: TestMetaPathsEscapeTheirKeys);
-// it is written out so that reading it builds no string.
-const pathLogLevel = `_meta.io\.modelcontextprotocol\/logLevel`
+// pathLogLevel returns the gjson path, from a request's params, of the
+// reserved _meta key of its log level: the vocabulary's path from the
+// message (mcp.ParamsLogLevel) without its "params.", so that reading it
+// builds no string.
+func pathLogLevel() string { return strings.TrimPrefix(mcp.ParamsLogLevel, "params.") }
 
 // era is the generation of the protocol a connection or request speaks.
 type era uint8

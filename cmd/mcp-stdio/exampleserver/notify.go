@@ -80,7 +80,7 @@ func (s *server) progress(req *request, done, total float64, message string) {
 func (s *server) clientLog(req *request, level string, data any) {
 	var threshold string
 	if req.stateless {
-		threshold = req.params.Get(pathLogLevel).String()
+		threshold = req.params.Get(pathLogLevel()).String()
 	} else {
 		s.mu.Lock()
 		threshold = s.logLevel

@@ -302,9 +302,9 @@ func TestTwoListensEachGetTheirEvents(t *testing.T) {
 // makes of the key, and it finds the key in a request.
 func TestMetaPathsEscapeTheirKeys(t *testing.T) {
 	is := is.New(t)
-	is.Equal(pathLogLevel, "_meta."+gjson.Escape(metaLogLevel))
+	is.Equal(pathLogLevel(), "_meta."+gjson.Escape(metaLogLevel))
 	params := gjson.Parse(`{"_meta":{"io.modelcontextprotocol":{"x":1},"` + metaLogLevel + `":"found"}}`)
-	is.Equal(params.Get(pathLogLevel).Str, "found")
+	is.Equal(params.Get(pathLogLevel()).Str, "found")
 }
 
 // marshalStamped writes the bytes marshal writes for the result with the
