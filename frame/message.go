@@ -351,7 +351,9 @@ func (m Message) Get(path string) gjson.Result {
 			switch sub := rest[len("_meta"):]; {
 			case sub == "":
 				return gjson.Result{Type: gjson.JSON, Raw: m.metaRaw(), Index: int(m.paramsAt + m.metaAt)}
-			case sub[0] == '.' && plainPath(sub[1:]):
+			case sub[0] == '.' && len(sub) > 1 && sub[1] != '.':
+				// rest is a plain path, and so is what follows "_meta."
+				// when plainPath would take it: not empty, no leading '.'.
 				if name, _, _ := strings.Cut(sub[1:], "."); m.metaNames&nameBit(name) == 0 && strings.IndexByte(name, '\\') < 0 {
 					return gjson.Result{} // _meta has no member of that name
 				}
