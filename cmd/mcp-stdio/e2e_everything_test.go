@@ -245,12 +245,6 @@ func launcherLayout(t *testing.T) string {
 	return launcher
 }
 
-// childrenOf returns the processes whose parent is pid, from /proc.
-func childrenOf(t *testing.T, pid int) []int {
-	t.Helper()
-	return procfs.Children(pid)
-}
-
 // The npm launcher and serve end together, with the server processes,
 // however the launcher's end comes: its parent sends it SIGTERM (passed
 // on to serve, which drains and exits), it is killed (serve gets its
@@ -307,11 +301,11 @@ func TestServeEndsWithItsLauncher(t *testing.T) {
 
 			launcherPID := cmd.Process.Pid
 			if viaShell {
-				kids := childrenOf(t, cmd.Process.Pid)
+				kids := procfs.Children(cmd.Process.Pid)
 				is.Equal(len(kids), 1)
 				launcherPID = kids[0]
 			}
-			kids := childrenOf(t, launcherPID)
+			kids := procfs.Children(launcherPID)
 			is.Equal(len(kids), 1)
 			procs["serve"] = kids[0]
 			procs["launcher"] = launcherPID
