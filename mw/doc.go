@@ -117,6 +117,8 @@
 //	  CheckVersionHeader     MCP-Protocol-Version names a revision
 //	  RefuseNewSessions      while serve drains: a new session (an initialize
 //	                         without one, an HTTP+SSE stream) gets 503
+//	  RefuseAfterDrain       once the drain is over: a session's request or
+//	                         new stream gets 404, untaken
 //	  TraceContext           the traceparent header into _meta; a server span
 //	  Sessions               one session (Conn, chain, child) per initialize,
 //	                         or (Sessions.SSE) per HTTP+SSE stream
@@ -134,6 +136,7 @@
 //	  AccessLog
 //	  ValidateModern         the checks that need no child (_meta, routing
 //	                         headers, version, method): 400/404/406
+//	  RefuseAfterDrain       once the drain is over: 503, untaken
 //	  TraceContext
 //	  Pool                   one child per principal (PrincipalOf), started
 //	                         on first use by StartChild's policy,

@@ -45,10 +45,7 @@ type DrainOptions struct {
 // finishes and a request waiting for its client gets its answer. Nothing
 // passes to the client side but what passes through.
 func RefuseNewSessions(o DrainOptions) Middleware {
-	if o.RetryAfter <= 0 {
-		o.RetryAfter = DefaultDrainRetryAfter
-	}
-	retryAfter := strconv.FormatInt(int64((o.RetryAfter+time.Second-1)/time.Second), 10)
+	retryAfter := drainRetryAfter(o.RetryAfter)
 	msg := "the gateway is draining before it shuts down and opens no new session: retry after " + retryAfter + "s (behind a load balancer, the retry reaches another replica)"
 	return func(next Duplex) Duplex {
 		return Duplex{
@@ -64,6 +61,16 @@ func RefuseNewSessions(o DrainOptions) Middleware {
 			ToClient: next.ToClient,
 		}
 	}
+}
+
+// drainRetryAfter returns the Retry-After of a drain's refusals for d:
+// whole seconds, rounded up; DefaultDrainRetryAfter when d is not
+// positive.
+func drainRetryAfter(d time.Duration) string {
+	if d <= 0 {
+		d = DefaultDrainRetryAfter
+	}
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }
 
 // opensSession reports whether m would open a session at the session stage

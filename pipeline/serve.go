@@ -324,6 +324,7 @@ type Server struct {
 	endLife  context.CancelFunc
 	probes   sync.WaitGroup
 	draining atomic.Bool
+	drained  atomic.Bool // the drain is over: see mw.RefuseAfterDrain
 
 	drainOnce sync.Once
 	drainErr  error
@@ -562,6 +563,7 @@ func (s *Server) sessionEra() mw.Handler {
 		s.modernOnly(), // nil unless ModernOnly; see serveladder.go
 		mw.CheckVersionHeader(),
 		mw.RefuseNewSessions(mw.DrainOptions{Draining: s.Draining}),
+		mw.RefuseAfterDrain(mw.AfterDrainOptions{Drained: s.drained.Load}),
 		s.traceContext(eraSession),
 	)(mw.Duplex{ToServer: s.sessions, ToClient: mw.Discard()}).ToServer
 }
@@ -574,6 +576,7 @@ func (s *Server) modernEra() mw.Handler {
 		s.countRequests(eraModern),
 		s.accessLog(eraModern),
 		mw.ValidateModern(mw.ModernLadderOptions{AcceptClaimlessResourceRead: s.cfg.AcceptClaimlessResourceRead, Logger: s.log}),
+		mw.RefuseAfterDrain(mw.AfterDrainOptions{Drained: s.drained.Load}),
 		s.traceContext(eraModern),
 	)(mw.Duplex{ToServer: s.pool, ToClient: mw.Discard()}).ToServer
 }
@@ -587,6 +590,7 @@ func (s *Server) sseSessionEra() mw.Handler {
 		s.accessLog(eraSSE),
 		mw.CheckVersionHeader(),
 		mw.RefuseNewSessions(mw.DrainOptions{Draining: s.Draining, SSE: true}),
+		mw.RefuseAfterDrain(mw.AfterDrainOptions{Drained: s.drained.Load}),
 		s.traceContext(eraSSE),
 	)(mw.Duplex{ToServer: s.sessions.SSE(), ToClient: mw.Discard()}).ToServer
 }

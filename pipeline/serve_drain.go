@@ -35,11 +35,17 @@ func (s *Server) Draining() bool { return s.draining.Load() }
 //     once), and returns nil; or
 //     at DrainTimeout, returning an error matching
 //     context.DeadlineExceeded; or when ctx ends, returning ctx's error.
+//   - Once it is over, however it ended, nothing new is taken (see
+//     mw.RefuseAfterDrain): a request or GET of a session gets 404, so
+//     that its client starts a new session elsewhere, and a 2026-07-28
+//     request 503 with Retry-After. Close would only cut them. A request
+//     taken just before that is waited for, within DrainTimeout.
 //
 // It logs one line at the start and one at the end, with counts. Sessions
-// and their streams are left open: [Server.Close] ends them (a request
-// still waiting gets an error) and stops the children. Only the first call
-// drains; later ones wait for it to end and return what it returned.
+// and the streams already open are left open: [Server.Close] ends them (a
+// request still waiting gets an error) and stops the children. Only the
+// first call drains; later ones wait for it to end and return what it
+// returned.
 func (s *Server) Drain(ctx context.Context) error {
 	s.drainOnce.Do(func() { s.drainErr = s.drain(ctx) })
 	return s.drainErr
@@ -55,6 +61,15 @@ func (s *Server) drain(ctx context.Context) error {
 	defer cancel()
 	// A listen lasts until it is ended: end them first, gracefully.
 	err := errors.Join(s.sharedListens.Close(dctx), s.listens.Close(dctx))
+	if err == nil {
+		err = s.http.WaitIdle(dctx)
+	}
+	// From here on a new request would only be cut when Close ends the
+	// sessions and stops the children: it is refused before it is taken
+	// (mw.RefuseAfterDrain). A request is counted in flight before it
+	// reaches that stage, so one that passed the stage just before this
+	// store is counted by now, and the second wait sees it through.
+	s.drained.Store(true)
 	if err == nil {
 		err = s.http.WaitIdle(dctx)
 	}

@@ -6,11 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,6 +67,42 @@ func (g *drainGateway) startDrain(t *testing.T, ctx context.Context) <-chan erro
 	return drained
 }
 
+// askCall is a call of the child's ask tool, in flight: it waits for its
+// client to answer the elicitation it sent.
+type askCall struct {
+	events *frame.SSEReader
+	elicit frame.Message
+}
+
+// ask starts the ask tool's call (id 2) in session sid, and returns once
+// the call waits for its client. The response's body is closed at the
+// test's end.
+func (g *drainGateway) ask(t *testing.T, sid string) *askCall {
+	t.Helper()
+	resp := g.post(t, sid, acceptBoth, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask"}}`)
+	t.Cleanup(func() { resp.Body.Close() })
+	a := &askCall{events: frame.NewSSEReader(resp.Body, 0)}
+	a.elicit = nextEvent(t, a.events)
+	if a.elicit.Method() != "elicitation/create" {
+		t.Fatalf("the ask call sent %s, want elicitation/create", a.elicit.Bytes())
+	}
+	return a
+}
+
+// answer answers the elicitation, and checks that the call then ends
+// with its result.
+func (a *askCall) answer(t *testing.T, g *drainGateway, sid string) {
+	t.Helper()
+	answer := `{"jsonrpc":"2.0","id":` + string(a.elicit.ID()) + `,"result":{"action":"accept","content":{"name":"Ada"}}}`
+	if st := g.status(t, http.MethodPost, sid, answer); st != http.StatusAccepted {
+		t.Fatalf("the elicitation's answer: %d, want 202", st)
+	}
+	result := nextEvent(t, a.events)
+	if result.ID() != "2" || result.Get("result.content.0.text").Str != "hello Ada" {
+		t.Fatalf("the ask call ended with %s, want its result", result.Bytes())
+	}
+}
+
 // drained waits for the drain's result.
 func drained(t *testing.T, c <-chan error) error {
 	t.Helper()
@@ -85,11 +124,7 @@ func TestServeDrainRefusesNewSessionsAndServesTheRest(t *testing.T) {
 	g := newDrainGateway(t, serveTestWait)
 	ended := g.logs.Watch(drainEndedLine)
 	sid := g.open(t)
-	ask := g.post(t, sid, acceptBoth, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask"}}`)
-	defer ask.Body.Close()
-	events := frame.NewSSEReader(ask.Body, 0)
-	elicit := nextEvent(t, events)
-	is.Equal(elicit.Method(), "elicitation/create") // the call waits for its client
+	ask := g.ask(t, sid)
 
 	done := g.startDrain(t, context.Background())
 	is.True(g.srv.Draining())
@@ -114,11 +149,7 @@ func TestServeDrainRefusesNewSessionsAndServesTheRest(t *testing.T) {
 	is.True(strings.Contains(body, `"text":"modern"`)) // a 2026-07-28 request is served
 
 	is.True(len(done) == 0) // the call is still in flight
-	answer := `{"jsonrpc":"2.0","id":` + string(elicit.ID()) + `,"result":{"action":"accept","content":{"name":"Ada"}}}`
-	is.Equal(g.status(t, "POST", sid, answer), http.StatusAccepted)
-	result := nextEvent(t, events)
-	is.Equal(result.ID(), frame.ID("2"))
-	is.Equal(result.Get("result.content.0.text").Str, "hello Ada")
+	ask.answer(t, g, sid)   // the call gets its answer and finishes
 
 	is.NoErr(drained(t, done))
 	m := ended.Next(t, serveTestWait)
@@ -185,6 +216,125 @@ func TestServeDrainTimeoutThenCloseEndsTheStreams(t *testing.T) {
 	_, err = frame.NewSSEReader(get.Body, 0).Next()
 	is.True(err != nil) // so did the GET stream
 	is.True(transporttest.ProcessGone(t, pid, 0))
+}
+
+// Requests of open sessions that keep coming as the drain ends and Close
+// follows are each either answered by the child, or refused with 404
+// before they were taken, so that their clients start a new session
+// elsewhere. None is taken and then cut with "session ended".
+func TestServeDrainEndTakesNothingCloseWouldCut(t *testing.T) {
+	is := is.New(t)
+	g := newDrainGateway(t, serveTestWait)
+	const clients, callsBeforeDrain = 8, 64
+	sids := make([]string, clients)
+	for i := range sids {
+		sids[i] = g.open(t)
+	}
+	var (
+		answered, refused atomic.Int64
+		mu                sync.Mutex
+		bad               []string // what no client may see
+		warm              = make(chan struct{})
+		warmOnce          sync.Once
+		wg                sync.WaitGroup
+	)
+	for i, sid := range sids {
+		wg.Go(func() {
+			for j := 0; ; j++ {
+				text := fmt.Sprintf("client %d call %d", i, j)
+				body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(j) + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + text + `"}}}`
+				status, msg := drainCall(g, sid, body)
+				switch {
+				case status == http.StatusOK && msg.Get("result.content.0.text").Str == text:
+					if answered.Add(1) == callsBeforeDrain {
+						warmOnce.Do(func() { close(warm) })
+					}
+					continue
+				case status == http.StatusNotFound:
+					refused.Add(1) // not taken: its client would start a new session
+				default:
+					mu.Lock()
+					bad = append(bad, fmt.Sprintf("%s: %d %s", text, status, msg.Bytes()))
+					mu.Unlock()
+				}
+				return
+			}
+		})
+	}
+	select {
+	case <-warm:
+	case <-time.After(serveTestWait):
+		t.Fatal("the clients made too few calls")
+	}
+	is.NoErr(drained(t, g.startDrain(t, context.Background())))
+	is.NoErr(g.srv.Close(context.Background()))
+	wg.Wait()
+	t.Logf("%d calls answered, %d refused once the drain was over", answered.Load(), refused.Load())
+	is.Equal(bad, []string(nil))
+	is.Equal(refused.Load(), int64(clients)) // each client's last call, refused untaken
+}
+
+// Once the drain is over, a new GET of a session gets 404 with a JSON-RPC
+// error saying the session ended, and a 2026-07-28 request 503 with
+// Retry-After; a notification of a session still passes. So does a
+// response that a request in flight waits for, which then finishes.
+func TestServeDrainOverRefusesNewWork(t *testing.T) {
+	is := is.New(t)
+	g := newDrainGateway(t, 50*time.Millisecond)
+	sid := g.open(t)
+	ask := g.ask(t, sid)
+	err := drained(t, g.startDrain(t, context.Background()))
+	is.True(errors.Is(err, context.DeadlineExceeded)) // over, with the call in flight
+
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestWait)
+	defer cancel()
+	resp := g.do(t, ctx, http.MethodGet, sid, "text/event-stream", "")
+	defer resp.Body.Close()
+	is.Equal(resp.StatusCode, http.StatusNotFound) // no new stream
+	msgs := readAnswer(t, resp)
+	is.Equal(len(msgs), 1)
+	is.True(strings.HasPrefix(msgs[0].Get("error.message").Str, "session ended: the gateway has drained"))
+
+	msgs, resp = g.call(t, sid, acceptJSON, `{"jsonrpc":"2.0","id":"late","method":"tools/call","params":{"name":"echo","arguments":{"text":"late"}}}`)
+	is.Equal(resp.StatusCode, http.StatusNotFound) // not taken
+	is.Equal(msgs[0].ID(), frame.ID(`"late"`))
+	is.Equal(msgs[0].Get("error.code").Int(), int64(frame.CodeGateway))
+
+	is.Equal(g.status(t, http.MethodPost, sid, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`), http.StatusAccepted)
+
+	resp = g.do(t, ctx, http.MethodPost, "", acceptBoth, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"modern"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "echo")
+	defer resp.Body.Close()
+	is.Equal(resp.StatusCode, http.StatusServiceUnavailable) // for another replica
+	is.Equal(resp.Header.Get("Retry-After"), "1")
+	msgs = readAnswer(t, resp)
+	is.Equal(len(msgs), 1)
+	is.Equal(msgs[0].ID(), frame.ID("4"))
+
+	ask.answer(t, g, sid) // the call in flight gets its answer and finishes
+}
+
+// drainCall posts body under sid and returns the status and the one
+// message answered (an empty one when there is none).
+func drainCall(g *drainGateway, sid, body string) (int, frame.Message) {
+	req, err := http.NewRequest(http.MethodPost, g.url, strings.NewReader(body))
+	if err != nil {
+		return 0, frame.Message{}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", acceptJSON)
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return 0, frame.MustParse(fmt.Sprintf(`{"jsonrpc":"2.0","id":null,"error":{"code":0,"message":%q}}`, err))
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	m, perr := frame.Parse(b)
+	if err != nil || perr != nil {
+		return resp.StatusCode, frame.Message{}
+	}
+	return resp.StatusCode, m
 }
 
 // A drain interrupted (ctx ends: a second SIGTERM) ends at once.
