@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -85,26 +86,31 @@ func (c *callCounter) await(t *testing.T, n int64) {
 	}
 }
 
-// TestReplicasSurviveSIGTERMAndSIGKILL runs 64 clients through the shipped
-// HAProxy configuration in front of three replicas: 48 at 2026-07-28 (the
-// go-sdk client straight to the proxy) and 16 of the session era (the
-// go-sdk client at 2025-11-25 behind the relay, --era session), each
-// calling echo in a loop. One replica gets SIGTERM: it drains (its
-// /readyz turns 503, HAProxy stops sending it new work, its open sessions
-// and 2026-07-28 requests are still served) and exits 0. Later another
-// gets SIGKILL. No 2026-07-28 call fails (HAProxy retries elsewhere what a
-// dead replica never answered); no session-era call fails either (the
-// relay initializes a new session when its session's replica is gone and
-// sends the call again); and no process of either replica's servers
-// remains.
+// TestReplicasSurviveSIGTERMAndSIGKILL runs 64 clients through each
+// shipped proxy configuration (deploy/haproxy.cfg, deploy/nginx.conf) in
+// front of three replicas: 48 at 2026-07-28 (the go-sdk client straight
+// to the proxy) and 16 of the session era (the go-sdk client at
+// 2025-11-25 behind the relay, --era session), each calling echo in a
+// loop. One replica gets SIGTERM: it drains (its /readyz turns 503, which
+// HAProxy acts on; its open sessions and 2026-07-28 requests are still
+// served; once the drain is over it takes nothing new: 404 for a
+// session, 503 otherwise, which both proxies retry elsewhere) and exits
+// 0. Later another gets SIGKILL. No 2026-07-28 call fails (the proxy
+// retries elsewhere what a dead replica never answered); no session-era
+// call fails either (the relay initializes a new session when its
+// session's replica is gone, a 404, and sends the call again); and no
+// process of either replica's servers remains.
 func TestReplicasSurviveSIGTERMAndSIGKILL(t *testing.T) {
-	rs := startReplicas(t, nil, "--log-level", "debug", "--drain-timeout", chaosDrainTimeout.String())
-	var rule proxyRule
-	for _, r := range proxyRules {
-		if r.name == "haproxy" {
-			rule = r
+	for _, rule := range proxyRules {
+		if rule.control {
+			continue
 		}
+		t.Run(rule.name, func(t *testing.T) { replicasSurviveSIGTERMAndSIGKILL(t, rule) })
 	}
+}
+
+func replicasSurviveSIGTERMAndSIGKILL(t *testing.T, rule proxyRule) {
+	rs := startReplicas(t, nil, "--log-level", "debug", "--drain-timeout", chaosDrainTimeout.String())
 	p := rule.start(t, rs)
 	bin := relayBinary(t)
 
@@ -208,4 +214,44 @@ func TestReplicasSurviveSIGTERMAndSIGKILL(t *testing.T) {
 // for all of them.
 func newChaosHTTPClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: chaosModernClients}}
+}
+
+// Behind the shipped nginx configuration, a request of a session whose
+// replica is gone gets 404 and a JSON-RPC error (nginx's own 502 mapped),
+// the answer a client starts a new session on; a new session, which has
+// no replica yet, opens on another replica.
+func TestNginxAnswers404ForASessionWhoseReplicaIsGone(t *testing.T) {
+	rs := startReplicas(t, nil)
+	var rule proxyRule
+	for _, r := range proxyRules {
+		if r.name == "nginx" && !r.control {
+			rule = r
+		}
+	}
+	p := rule.start(t, rs)
+	// A gateway's client, sent through the proxy.
+	g := &servedGateway{url: p.url + "/mcp", client: &http.Client{Transport: &http.Transport{}, Timeout: replicaWait}}
+	defer g.client.CloseIdleConnections()
+	sid := g.initialize(t)
+	var home *replica
+	for _, r := range rs.replicas {
+		if strings.HasPrefix(sid, r.id+".") {
+			home = r
+		}
+	}
+	if home == nil {
+		t.Fatalf("session id %q names no replica", sid)
+	}
+	if err := home.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-home.exited
+
+	status, answer, _ := g.post(t, sid, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if status != http.StatusNotFound || answer != `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"session not found: its replica is unreachable"}}` {
+		t.Errorf("a request of the killed replica's session: %d %s, want 404 and a JSON-RPC error", status, answer)
+	}
+	if again := g.initialize(t); strings.HasPrefix(again, home.id+".") {
+		t.Errorf("a new session opened on the killed replica %s: %q", home.id, again)
+	}
 }
