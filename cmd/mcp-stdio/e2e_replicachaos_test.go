@@ -20,11 +20,13 @@ import (
 	"github.com/mcp-stdio/mcp-stdio/transport/transporttest"
 )
 
-// Chaos settings: clients at once (modern ones and session-era ones behind
-// the relay), and the calls answered between the steps.
+// Chaos settings: clients at once (modern ones; session-era ones behind
+// the relay, in the session era and bridged to 2026-07-28), and the calls
+// answered between the steps.
 const (
 	chaosModernClients  = 48
 	chaosSessionClients = 16
+	chaosBridgedClients = 8
 	chaosCallsPerStep   = 400
 	chaosDrainTimeout   = 5 * time.Second
 )
@@ -86,11 +88,12 @@ func (c *callCounter) await(t *testing.T, n int64) {
 	}
 }
 
-// TestReplicasSurviveSIGTERMAndSIGKILL runs 64 clients through each
+// TestReplicasSurviveSIGTERMAndSIGKILL runs 72 clients through each
 // shipped proxy configuration (deploy/haproxy.cfg, deploy/nginx.conf) in
 // front of three replicas: 48 at 2026-07-28 (the go-sdk client straight
-// to the proxy) and 16 of the session era (the go-sdk client at
-// 2025-11-25 behind the relay, --era session), each calling echo in a
+// to the proxy), 16 of the session era (the go-sdk client at 2025-11-25
+// behind the relay, --era session) and 8 of the session era bridged to
+// 2026-07-28 (behind the relay, --era modern), each calling echo in a
 // loop. One replica gets SIGTERM: it drains (its /readyz turns 503, which
 // HAProxy acts on; its open sessions and 2026-07-28 requests are still
 // served; once the drain is over it takes nothing new: 404 for a
@@ -151,16 +154,21 @@ func replicasSurviveSIGTERMAndSIGKILL(t *testing.T, rule proxyRule) {
 		}
 		wg.Go(func() { loop("modern", &modern, cs, i) })
 	}
-	for i := range chaosSessionClients {
-		relay := exec.Command(bin, "--era", "session", p.url+"/mcp")
-		cctx, ccancel := context.WithTimeout(ctx, replicaWait)
-		cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: relay}, &mcp.ClientSessionOptions{ProtocolVersion: clientVersion})
-		ccancel()
-		if err != nil {
-			t.Fatalf("session-era client %d: %v", i, err)
+	var bridged chaosTally
+	relayClients := func(kind, era string, n int, tally *chaosTally) {
+		for i := range n {
+			relay := exec.Command(bin, "--era", era, p.url+"/mcp")
+			cctx, ccancel := context.WithTimeout(ctx, replicaWait)
+			cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: relay}, &mcp.ClientSessionOptions{ProtocolVersion: clientVersion})
+			ccancel()
+			if err != nil {
+				t.Fatalf("%s client %d: %v", kind, i, err)
+			}
+			wg.Go(func() { loop(kind, tally, cs, i) })
 		}
-		wg.Go(func() { loop("session", &session, cs, i) })
 	}
+	relayClients("session", "session", chaosSessionClients, &session)
+	relayClients("bridged", "modern", chaosBridgedClients, &bridged)
 	defer func() { cancel(); wg.Wait() }()
 
 	calls.await(t, chaosCallsPerStep)
@@ -187,16 +195,21 @@ func replicasSurviveSIGTERMAndSIGKILL(t *testing.T, rule proxyRule) {
 	cancel()
 	wg.Wait()
 
-	t.Logf("2026-07-28 calls: %d answered, %d failed; session-era calls behind the relay: %d answered, %d failed",
-		modern.ok.Load(), modern.failed.Load(), session.ok.Load(), session.failed.Load())
-	if modern.failed.Load() != 0 {
-		t.Errorf("%d 2026-07-28 calls failed, want none; first ones:\n%v", modern.failed.Load(), modern.errs)
-	}
-	if session.failed.Load() != 0 {
-		t.Errorf("%d session-era calls behind the relay failed, want none; first ones:\n%v", session.failed.Load(), session.errs)
-	}
-	if modern.ok.Load() == 0 || session.ok.Load() == 0 {
-		t.Errorf("a kind of client made no call")
+	for _, k := range []struct {
+		what  string
+		tally *chaosTally
+	}{
+		{"2026-07-28 calls", &modern},
+		{"session-era calls behind the relay", &session},
+		{"session-era calls bridged to 2026-07-28 by the relay", &bridged},
+	} {
+		t.Logf("%s: %d answered, %d failed", k.what, k.tally.ok.Load(), k.tally.failed.Load())
+		if k.tally.failed.Load() != 0 {
+			t.Errorf("%d %s failed, want none; first ones:\n%v", k.tally.failed.Load(), k.what, k.tally.errs)
+		}
+		if k.tally.ok.Load() == 0 {
+			t.Errorf("no %s were answered", k.what)
+		}
 	}
 	// No process of the ended replicas' servers remains.
 	for _, r := range []*replica{term, kill} {
