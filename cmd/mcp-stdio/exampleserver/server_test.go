@@ -274,6 +274,7 @@ func TestHandlerGoroutinesAreReused(t *testing.T) {
 		is := is.New(t)
 		c := start(t, Options{})
 		c.initialize("2025-11-25", `{}`)
+		synctest.Wait() // the initialize's handler, which answered before it waits idle, waits
 		const burst = maxIdleHandlers + 3
 		for i := range burst {
 			c.sendf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"slow","arguments":{"seconds":1,"steps":1}}}`, i)
