@@ -28,18 +28,21 @@ const rawEraBlock = 100
 // the paths. Unset, nothing is pinned.
 const pinEnv = "MCP_STDIO_BENCH_PIN"
 
-// BenchmarkServeModernRaw measures serve's two eras, and the floor's
-// 2026-07-28 path, without a client library: a raw HTTP client POSTs the
-// same bytes every call (a 2026-07-28 tools/call echo with its _meta and
-// routing headers; a session-era one in an initialized session), b.N
-// calls on each path, in rotating blocks of rawEraBlock calls. serve and
-// floorserve (see buildFloorServe) each run the example server. What the
-// go-sdk client costs in BenchmarkServeModern (most of that benchmark's
-// CPU) is left out. The metrics are each path's throughput, p50 and p99, the
-// gateway's CPU time per call and the gateway's and its children's
-// together (from /proc's schedstat, in nanoseconds), and the ratios
-// serve-2026/serve-throughput, floor-2026/serve-throughput and
-// serve-2026/floor-2026-throughput. With MCP_STDIO_BENCH_PIN=1 the
+// BenchmarkServeModernRaw measures serve's two eras, and the floor's,
+// without a client library: a raw HTTP client POSTs the same bytes every
+// call (a 2026-07-28 tools/call echo with its _meta and routing headers; a
+// session-era one in an initialized session), b.N calls on each path, in
+// rotating blocks of rawEraBlock calls. serve and floorserve (see
+// buildFloorServe) each run the example server. What the go-sdk client
+// costs in BenchmarkServeModern (most of that benchmark's CPU) is left
+// out. The metrics are each path's throughput, p50 and p99, the gateway's
+// CPU time per call and the gateway's and its children's together (from
+// /proc's schedstat, in nanoseconds), and the ratios
+// serve-2026/serve-throughput, floor-2026/serve-throughput,
+// serve-2026/floor-2026-throughput and floor-2026/floor-throughput: the
+// last is what the 2026-07-28 messages themselves cost the client, the
+// child and the kernel against the session era's, through a gateway that
+// does the same on both. With MCP_STDIO_BENCH_PIN=1 the
 // processes are pinned (see pinEnv). Figures in BENCHMARKS.md, "serve at
 // 2026-07-28":
 //
@@ -80,21 +83,29 @@ func BenchmarkServeModernRaw(b *testing.B) {
 	modern.Set("Mcp-Protocol-Version", "2026-07-28")
 	modern.Set("Mcp-Method", "tools/call")
 	modern.Set("Mcp-Name", "echo")
-	session := base.Clone()
-	hdr := post(serve.url, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+clientVersion+`","capabilities":{},"clientInfo":{"name":"bench-raw","version":"1"}}}`), session)
-	session.Set("Mcp-Session-Id", hdr.Get("Mcp-Session-Id"))
-	session.Set("Mcp-Protocol-Version", clientVersion)
-	req, err := http.NewRequest(http.MethodPost, serve.url, bytes.NewReader([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
-	if err != nil {
-		b.Fatal(err)
+	// open starts a session on the gateway at url: its initialize, its
+	// notifications/initialized, and the headers of its later requests.
+	open := func(url string) http.Header {
+		session := base.Clone()
+		hdr := post(url, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+clientVersion+`","capabilities":{},"clientInfo":{"name":"bench-raw","version":"1"}}}`), session)
+		session.Set("Mcp-Session-Id", hdr.Get("Mcp-Session-Id"))
+		session.Set("Mcp-Protocol-Version", clientVersion)
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header = session.Clone()
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return session
 	}
-	req.Header = session.Clone()
-	resp, err := hc.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	session := open(serve.url)
+	floorSession := open(floor.url)
+	sessionBody := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + serveBenchText + `"}}}`)
 
 	modernBody := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + serveBenchText + `"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench-raw","version":"1"}}}}`)
 	paths := []struct {
@@ -106,8 +117,9 @@ func BenchmarkServeModernRaw(b *testing.B) {
 		lat      []time.Duration
 	}{
 		{name: modernPath(gwServe), gw: serve, hdr: modern, body: modernBody},
-		{name: gwServe, gw: serve, hdr: session, body: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + serveBenchText + `"}}}`)},
+		{name: gwServe, gw: serve, hdr: session, body: sessionBody},
 		{name: modernPath(gwFloor), gw: floor, hdr: modern, body: modernBody},
+		{name: gwFloor, gw: floor, hdr: floorSession, body: sessionBody},
 	}
 	for range serveBenchWarmup {
 		for _, p := range paths {
@@ -144,6 +156,7 @@ func BenchmarkServeModernRaw(b *testing.B) {
 	sums.ratio(b, modernPath(gwServe), gwServe)
 	sums.ratio(b, modernPath(gwFloor), gwServe)
 	sums.ratio(b, modernPath(gwServe), modernPath(gwFloor))
+	sums.ratio(b, modernPath(gwFloor), gwFloor)
 }
 
 // pinBenchmark pins the processes pids (and what they start later) to the
