@@ -80,7 +80,8 @@ const (
 // LimitConnections returns a listener that accepts from ln and keeps at
 // most max connections open at once (max <= 0 means
 // [DefaultMaxConnections]); a connection counts from its accept until it
-// is closed.
+// is closed. On Linux the connections it returns read and write as
+// [HTTP1Server]'s do.
 //
 // No connection a client may be using is closed to make room: a
 // keep-alive connection between two requests may have the client's next
@@ -212,7 +213,7 @@ func (l *LimitedListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		lc := &limitedConn{Conn: c, l: l}
+		lc := &limitedConn{Conn: rawConnOf(c), l: l}
 		taken, victim := l.admit(lc)
 		if victim != nil {
 			if ok, unlogged := l.evictLogs.Allow(time.Now(), ""); ok {

@@ -26,7 +26,10 @@ import (
 // is written, up to each flush. Ten thousand keep-alive clients then cost
 // a few kilobytes each, not the twenty or so of http.Server. A request
 // that begins is served by a goroutine that has served one before, when
-// one is free, so that it does not pay a new goroutine's stack growth.
+// one is free, so that it does not pay a new goroutine's stack growth. On
+// Linux a TCP or Unix connection is read and written with system calls
+// that skip the runtime's bookkeeping (see [NewStdio]); ConnState is still
+// given the connection the listener returned.
 //
 // Requests are parsed by http.ReadRequest. What it serves:
 //
@@ -214,7 +217,7 @@ func (s *HTTP1Server) trackListener(ln *net.Listener, add bool) bool {
 // startConn takes rwc in: it waits, on a goroutine of its own, for its
 // first request.
 func (s *HTTP1Server) startConn(base context.Context, rwc net.Conn) {
-	c := &h1conn{srv: s, rwc: rwc}
+	c := &h1conn{srv: s, accepted: rwc, rwc: rawConnOf(rwc)}
 	ctx := context.WithValue(base, http.LocalAddrContextKey, rwc.LocalAddr())
 	if s.ConnContext != nil {
 		ctx = s.ConnContext(ctx, rwc)
@@ -240,7 +243,7 @@ func (s *HTTP1Server) startConn(base context.Context, rwc net.Conn) {
 // setState calls ConnState, if set.
 func (s *HTTP1Server) setState(c *h1conn, st http.ConnState) {
 	if s.ConnState != nil {
-		s.ConnState(c.rwc, st)
+		s.ConnState(c.accepted, st)
 	}
 }
 
@@ -400,10 +403,14 @@ const (
 
 // h1conn is a connection of an HTTP1Server.
 type h1conn struct {
-	srv   *HTTP1Server
-	rwc   net.Conn
-	ctx   context.Context
-	state atomic.Int32
+	srv *HTTP1Server
+	// accepted is the connection as the listener returned it, which
+	// ConnState is given; rwc is the same, read and written as
+	// rawConnOf makes it.
+	accepted net.Conn
+	rwc      net.Conn
+	ctx      context.Context
+	state    atomic.Int32
 
 	// Owned by the goroutine serving the connection; handed from one to
 	// the next through mu.

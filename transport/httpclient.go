@@ -58,7 +58,8 @@ const (
 // method (307, 308): a 301, 302 or 303 would turn a POST into a GET and lose
 // the message, so it is returned to the transport, which reports it as a
 // status error. The client transports add their own rule about where a
-// redirect may lead (see [StreamableClient.FollowRedirects]).
+// redirect may lead (see [StreamableClient.FollowRedirects]). On Linux its
+// connections are read and written as [NewStdio] says.
 func NewHTTPClient(o HTTPOptions) *http.Client {
 	return &http.Client{
 		Transport:     newHTTPTransport(o),
@@ -89,7 +90,7 @@ func newHTTPTransport(o HTTPOptions) *http.Transport {
 	}
 	return &http.Transport{
 		Proxy:                 proxyFunc(o.Getenv),
-		DialContext:           newDialer(o).DialContext,
+		DialContext:           rawDial(newDialer(o).DialContext),
 		TLSClientConfig:       o.TLSClientConfig,
 		TLSHandshakeTimeout:   connect,
 		ResponseHeaderTimeout: read,
@@ -98,6 +99,18 @@ func newHTTPTransport(o HTTPOptions) *http.Transport {
 		MaxIdleConnsPerHost:   32,
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// rawDial returns dial with what it dials read and written as
+// rawConnOf does.
+func rawDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return rawConnOf(c), nil
 	}
 }
 

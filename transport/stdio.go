@@ -85,14 +85,19 @@ type Stdio struct {
 	w   *frame.Writer
 }
 
-// NewStdio returns the stdio transport over in and out.
+// NewStdio returns the stdio transport over in and out. On Linux, where in
+// or out is a non-blocking descriptor the runtime polls (one end of
+// os.Pipe, a connection), its reads or writes are made as system calls
+// that skip the runtime's bookkeeping, which would otherwise wake its
+// monitor thread at each one: see rawio_linux.go. A blocking descriptor
+// (a terminal, a file) is read and written as the os package does.
 func NewStdio(in io.Reader, out io.Writer, cfg StdioConfig) *Stdio {
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = DefaultDrainTimeout
 	}
-	s := &Stdio{cfg: cfg, log: orDiscard(cfg.Logger), in: in, w: frame.NewWriter(out)}
+	s := &Stdio{cfg: cfg, log: orDiscard(cfg.Logger), in: in, w: frame.NewWriter(rawWriter(out))}
 	if in != nil {
-		s.rd = frame.NewReader(in, cfg.MaxMessageSize)
+		s.rd = frame.NewReader(rawReader(in), cfg.MaxMessageSize)
 		s.rd.SetBudget(cfg.Budget)
 		s.rd.SetMaxDepth(cfg.MaxDepth)
 	}

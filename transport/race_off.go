@@ -1,0 +1,6 @@
+//go:build !race
+
+package transport
+
+// raceEnabled is true in a build with the race detector.
+const raceEnabled = false

@@ -1,0 +1,303 @@
+package transport
+
+import (
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"unsafe"
+)
+
+// rawIO makes the read(2) and write(2) calls of one non-blocking
+// descriptor that the runtime polls with syscall.RawSyscall, inside the
+// poller's callbacks (syscall.RawConn's Read and Write): what the
+// standard library's reads and writes do, less the runtime's system-call
+// bookkeeping. That bookkeeping wakes the runtime's monitor thread
+// whenever a goroutine enters a system call while the process was idle,
+// which for a gateway waiting between calls is every read and write of a
+// call; the monitor then wakes every 20 µs until the process is idle
+// again, two context switches each time. On the 2-core machine of
+// BENCHMARKS.md that was about a third of serve's CPU per call.
+//
+// Neither call can block: the descriptor is non-blocking, and EAGAIN hands
+// the wait to the poller, with the descriptor's deadlines. The copy a
+// call makes is bounded by the kernel's buffer, so the thread is held no
+// longer than a memmove of that size.
+type rawIO struct {
+	rc syscall.RawConn
+
+	rmu   sync.Mutex // one Read at a time; guards the fields below it
+	rp    []byte
+	rn    int
+	rerr  syscall.Errno
+	readF func(uintptr) bool
+
+	wmu    sync.Mutex // one Write at a time; guards the fields below it
+	wp     []byte
+	wn     int
+	werr   syscall.Errno
+	wshort bool // write(2) wrote nothing and gave no error
+	writeF func(uintptr) bool
+}
+
+// newRawIO returns c's raw reads and writes, or nil when c's descriptor is
+// not non-blocking (a terminal, a regular file, a blocking pipe).
+func newRawIO(c syscall.Conn) *rawIO {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	nonblocking := false
+	if err := rc.Control(func(fd uintptr) {
+		flags, _, errno := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
+		nonblocking = errno == 0 && flags&syscall.O_NONBLOCK != 0
+	}); err != nil || !nonblocking {
+		return nil
+	}
+	r := &rawIO{rc: rc}
+	r.readF = r.read
+	r.writeF = r.write
+	return r
+}
+
+// read is the poller's read callback: false asks it to wait.
+func (r *rawIO) read(fd uintptr) bool {
+	for {
+		n, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&r.rp[0])), uintptr(len(r.rp)))
+		switch errno {
+		case 0:
+			r.rn = int(n)
+			return true
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			r.rerr = errno
+			return true
+		}
+	}
+}
+
+// write is the poller's write callback: false asks it to wait.
+func (r *rawIO) write(fd uintptr) bool {
+	for len(r.wp) > 0 {
+		n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&r.wp[0])), uintptr(len(r.wp)))
+		switch {
+		case errno == 0 && n == 0:
+			r.wshort = true
+			return true
+		case errno == 0:
+			r.wn += int(n)
+			r.wp = r.wp[n:]
+		case errno == syscall.EINTR:
+		case errno == syscall.EAGAIN:
+			return false
+		default:
+			r.werr = errno
+			return true
+		}
+	}
+	return true
+}
+
+// Read reads into p, which is not empty. polled is false when the
+// poller failed the read (the descriptor was closed, or its deadline
+// passed): the caller then reads as it would without rawIO, which says
+// why in its own words. n is 0 with no error at the end of the input.
+func (r *rawIO) Read(p []byte) (n int, polled bool, err error) {
+	r.rmu.Lock()
+	defer r.rmu.Unlock()
+	r.rp, r.rn, r.rerr = p, 0, 0
+	pollErr := r.rc.Read(r.readF)
+	n, errno := r.rn, r.rerr
+	r.rp = nil
+	if errno != 0 {
+		err = errno
+	}
+	return n, pollErr == nil, err
+}
+
+// Write writes all of p, which is not empty, in as many calls as it
+// takes. polled is false when the poller failed the write after n bytes:
+// the caller then writes the rest as it would without rawIO.
+func (r *rawIO) Write(p []byte) (n int, polled bool, err error) {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	r.wp, r.wn, r.werr, r.wshort = p, 0, 0, false
+	pollErr := r.rc.Write(r.writeF)
+	n, errno := r.wn, r.werr
+	r.wp = nil
+	switch {
+	case errno != 0:
+		err = errno
+	case r.wshort:
+		err = io.ErrUnexpectedEOF
+	}
+	return n, pollErr == nil, err
+}
+
+// rawConn is a net.Conn whose Read and Write go through rawIO; its errors
+// are the net package's (*net.OpError, wrapping the errno).
+type rawConn struct {
+	net.Conn
+	raw *rawIO
+}
+
+// newRawConn returns c with rawIO's reads and writes, or c itself when its
+// descriptor is not one the runtime polls without blocking.
+func newRawConn(c net.Conn) net.Conn {
+	if sc, ok := c.(syscall.Conn); ok {
+		if raw := newRawIO(sc); raw != nil {
+			return &rawConn{Conn: c, raw: raw}
+		}
+	}
+	return c
+}
+
+func (c *rawConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, polled, err := c.raw.Read(p)
+	switch {
+	case !polled:
+		return c.Conn.Read(p)
+	case err != nil:
+		return 0, c.opError("read", err)
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (c *rawConn) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, polled, err := c.raw.Write(p)
+	switch {
+	case !polled:
+		m, err := c.Conn.Write(p[n:])
+		return n + m, err
+	case err != nil:
+		return n, c.opError("write", err)
+	}
+	return n, nil
+}
+
+func (c *rawConn) opError(op string, err error) error {
+	if errno, ok := err.(syscall.Errno); ok {
+		err = os.NewSyscallError(op, errno)
+	}
+	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+}
+
+// SyscallConn returns the connection's own, for what reads its state.
+func (c *rawConn) SyscallConn() (syscall.RawConn, error) { return c.raw.rc, nil }
+
+// CloseWrite shuts the writing side down where the connection can (TCP,
+// Unix).
+func (c *rawConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return &net.OpError{Op: "close", Net: c.LocalAddr().Network(), Err: syscall.ENOTSUP}
+}
+
+// rawFile is an *os.File whose Read and Write go through rawIO; its
+// errors are the os package's (*os.PathError, wrapping the errno).
+type rawFile struct {
+	*os.File
+	raw *rawIO
+}
+
+func (f *rawFile) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, polled, err := f.raw.Read(p)
+	switch {
+	case !polled:
+		return f.File.Read(p)
+	case err != nil:
+		return 0, &os.PathError{Op: "read", Path: f.Name(), Err: err}
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (f *rawFile) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, polled, err := f.raw.Write(p)
+	switch {
+	case !polled:
+		m, err := f.File.Write(p[n:])
+		return n + m, err
+	case err != nil:
+		return n, &os.PathError{Op: "write", Path: f.Name(), Err: err}
+	}
+	return n, nil
+}
+
+// newRawFile returns f with rawIO's reads and writes, or nil when f is not
+// a descriptor the runtime polls without blocking (one end of os.Pipe
+// is).
+func newRawFile(f *os.File) *rawFile {
+	if raw := newRawIO(f); raw != nil {
+		return &rawFile{File: f, raw: raw}
+	}
+	return nil
+}
+
+// rawReader returns r with rawIO's reads when r is a net.Conn or an
+// *os.File the runtime polls without blocking, else r itself. Under the
+// race detector it returns r: rawIO's calls skip the annotations through
+// which the detector sees a write to a descriptor happen before the read
+// of it.
+func rawReader(r io.Reader) io.Reader {
+	if raceEnabled {
+		return r
+	}
+	switch v := r.(type) {
+	case *os.File:
+		if f := newRawFile(v); f != nil {
+			return f
+		}
+	case net.Conn:
+		return newRawConn(v)
+	}
+	return r
+}
+
+// rawWriter is rawReader for writes, but for the process's stdout and
+// stderr: the os package's writes to those end the process on a broken
+// pipe (SIGPIPE), as a writer to a closed pipeline expects.
+func rawWriter(w io.Writer) io.Writer {
+	if raceEnabled {
+		return w
+	}
+	switch v := w.(type) {
+	case *os.File:
+		if v == os.Stdout || v == os.Stderr {
+			return w
+		}
+		if f := newRawFile(v); f != nil {
+			return f
+		}
+	case net.Conn:
+		return newRawConn(v)
+	}
+	return w
+}
+
+// rawConnOf is rawReader for a connection, both ways.
+func rawConnOf(c net.Conn) net.Conn {
+	if raceEnabled {
+		return c
+	}
+	return newRawConn(c)
+}
