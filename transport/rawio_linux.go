@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -101,31 +102,30 @@ func (r *rawIO) write(fd uintptr) bool {
 	return true
 }
 
-// Read reads into p, which is not empty. polled is false when the
-// poller failed the read (the descriptor was closed, or its deadline
-// passed): the caller then reads as it would without rawIO, which says
-// why in its own words. n is 0 with no error at the end of the input.
-func (r *rawIO) Read(p []byte) (n int, polled bool, err error) {
+// Read reads into p, which is not empty. pollErr is the poller's error
+// (the descriptor was closed, or its deadline passed), err read(2)'s. n is
+// 0 with neither at the end of the input.
+func (r *rawIO) Read(p []byte) (n int, pollErr, err error) {
 	r.rmu.Lock()
 	defer r.rmu.Unlock()
 	r.rp, r.rn, r.rerr = p, 0, 0
-	pollErr := r.rc.Read(r.readF)
+	pollErr = r.rc.Read(r.readF)
 	n, errno := r.rn, r.rerr
 	r.rp = nil
 	if errno != 0 {
 		err = errno
 	}
-	return n, pollErr == nil, err
+	return n, pollErr, err
 }
 
 // Write writes all of p, which is not empty, in as many calls as it
-// takes. polled is false when the poller failed the write after n bytes:
-// the caller then writes the rest as it would without rawIO.
-func (r *rawIO) Write(p []byte) (n int, polled bool, err error) {
+// takes; n is what it wrote. pollErr is the poller's error (the
+// descriptor was closed, or its deadline passed), err write(2)'s.
+func (r *rawIO) Write(p []byte) (n int, pollErr, err error) {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	r.wp, r.wn, r.werr, r.wshort = p, 0, 0, false
-	pollErr := r.rc.Write(r.writeF)
+	pollErr = r.rc.Write(r.writeF)
 	n, errno := r.wn, r.werr
 	r.wp = nil
 	switch {
@@ -134,7 +134,7 @@ func (r *rawIO) Write(p []byte) (n int, polled bool, err error) {
 	case r.wshort:
 		err = io.ErrUnexpectedEOF
 	}
-	return n, pollErr == nil, err
+	return n, pollErr, err
 }
 
 // rawConn is a net.Conn whose Read and Write go through rawIO; its errors
@@ -159,10 +159,10 @@ func (c *rawConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, polled, err := c.raw.Read(p)
+	n, pollErr, err := c.raw.Read(p)
 	switch {
-	case !polled:
-		return c.Conn.Read(p)
+	case pollErr != nil:
+		return 0, c.pollError("read", pollErr)
 	case err != nil:
 		return 0, c.opError("read", err)
 	case n == 0:
@@ -175,15 +175,27 @@ func (c *rawConn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, polled, err := c.raw.Write(p)
+	n, pollErr, err := c.raw.Write(p)
 	switch {
-	case !polled:
-		m, err := c.Conn.Write(p[n:])
-		return n + m, err
+	case pollErr != nil:
+		return n, c.pollError("write", pollErr)
 	case err != nil:
 		return n, c.opError("write", err)
 	}
 	return n, nil
+}
+
+// pollError is what the net package returns for the poller's error:
+// syscall.RawConn gives it as the *net.OpError of a "raw-read" or
+// "raw-write", with the same error inside (net.ErrClosed,
+// os.ErrDeadlineExceeded).
+func (c *rawConn) pollError(op string, err error) error {
+	if oe, ok := err.(*net.OpError); ok {
+		e := *oe
+		e.Op = op
+		return &e
+	}
+	return c.opError(op, err)
 }
 
 func (c *rawConn) opError(op string, err error) error {
@@ -216,10 +228,10 @@ func (f *rawFile) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, polled, err := f.raw.Read(p)
+	n, pollErr, err := f.raw.Read(p)
 	switch {
-	case !polled:
-		return f.File.Read(p)
+	case pollErr != nil:
+		return 0, f.pollError("read", pollErr)
 	case err != nil:
 		return 0, &os.PathError{Op: "read", Path: f.Name(), Err: err}
 	case n == 0:
@@ -232,15 +244,24 @@ func (f *rawFile) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, polled, err := f.raw.Write(p)
+	n, pollErr, err := f.raw.Write(p)
 	switch {
-	case !polled:
-		m, err := f.File.Write(p[n:])
-		return n + m, err
+	case pollErr != nil:
+		return n, f.pollError("write", pollErr)
 	case err != nil:
 		return n, &os.PathError{Op: "write", Path: f.Name(), Err: err}
 	}
 	return n, nil
+}
+
+// pollError is what the os package returns for the poller's error: its
+// deadline, or else the file's closing, which os reports as os.ErrClosed
+// (the poller's own error for it is internal).
+func (f *rawFile) pollError(op string, err error) error {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		err = os.ErrClosed
+	}
+	return &os.PathError{Op: op, Path: f.Name(), Err: err}
 }
 
 // newRawFile returns f with rawIO's reads and writes, or nil when f is not
