@@ -28,13 +28,13 @@ import (
 type rawIO struct {
 	rc syscall.RawConn
 
-	rmu   sync.Mutex // one Read at a time; guards the fields below it
+	rmu   sync.Mutex // one read at a time; guards the fields below it
 	rp    []byte
 	rn    int
 	rerr  syscall.Errno
 	readF func(uintptr) bool
 
-	wmu    sync.Mutex // one Write at a time; guards the fields below it
+	wmu    sync.Mutex // one write at a time; guards the fields below it
 	wp     []byte
 	wn     int
 	werr   syscall.Errno
@@ -102,10 +102,10 @@ func (r *rawIO) write(fd uintptr) bool {
 	return true
 }
 
-// Read reads into p, which is not empty. pollErr is the poller's error
+// readRaw reads into p, which is not empty. pollErr is the poller's error
 // (the descriptor was closed, or its deadline passed), err read(2)'s. n is
 // 0 with neither at the end of the input.
-func (r *rawIO) Read(p []byte) (n int, pollErr, err error) {
+func (r *rawIO) readRaw(p []byte) (n int, pollErr, err error) {
 	r.rmu.Lock()
 	defer r.rmu.Unlock()
 	r.rp, r.rn, r.rerr = p, 0, 0
@@ -118,10 +118,10 @@ func (r *rawIO) Read(p []byte) (n int, pollErr, err error) {
 	return n, pollErr, err
 }
 
-// Write writes all of p, which is not empty, in as many calls as it
+// writeRaw writes all of p, which is not empty, in as many calls as it
 // takes; n is what it wrote. pollErr is the poller's error (the
 // descriptor was closed, or its deadline passed), err write(2)'s.
-func (r *rawIO) Write(p []byte) (n int, pollErr, err error) {
+func (r *rawIO) writeRaw(p []byte) (n int, pollErr, err error) {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	r.wp, r.wn, r.werr, r.wshort = p, 0, 0, false
@@ -135,6 +135,46 @@ func (r *rawIO) Write(p []byte) (n int, pollErr, err error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return n, pollErr, err
+}
+
+// rawErrors words a descriptor's errors as its package does.
+type rawErrors interface {
+	// pollError wraps the poller's error of op ("read" or "write").
+	pollError(op string, err error) error
+	// callError wraps read(2)'s or write(2)'s.
+	callError(op string, err error) error
+}
+
+// readFor reads into p as an io.Reader does, its errors worded by e.
+func (r *rawIO) readFor(e rawErrors, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, pollErr, err := r.readRaw(p)
+	switch {
+	case pollErr != nil:
+		return 0, e.pollError("read", pollErr)
+	case err != nil:
+		return 0, e.callError("read", err)
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// writeFor writes p as an io.Writer does, its errors worded by e.
+func (r *rawIO) writeFor(e rawErrors, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, pollErr, err := r.writeRaw(p)
+	switch {
+	case pollErr != nil:
+		return n, e.pollError("write", pollErr)
+	case err != nil:
+		return n, e.callError("write", err)
+	}
+	return n, nil
 }
 
 // rawConn is a net.Conn whose Read and Write go through rawIO; its errors
@@ -155,35 +195,8 @@ func newRawConn(c net.Conn) net.Conn {
 	return c
 }
 
-func (c *rawConn) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	n, pollErr, err := c.raw.Read(p)
-	switch {
-	case pollErr != nil:
-		return 0, c.pollError("read", pollErr)
-	case err != nil:
-		return 0, c.opError("read", err)
-	case n == 0:
-		return 0, io.EOF
-	}
-	return n, nil
-}
-
-func (c *rawConn) Write(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	n, pollErr, err := c.raw.Write(p)
-	switch {
-	case pollErr != nil:
-		return n, c.pollError("write", pollErr)
-	case err != nil:
-		return n, c.opError("write", err)
-	}
-	return n, nil
-}
+func (c *rawConn) Read(p []byte) (int, error)  { return c.raw.readFor(c, p) }
+func (c *rawConn) Write(p []byte) (int, error) { return c.raw.writeFor(c, p) }
 
 // pollError is what the net package returns for the poller's error:
 // syscall.RawConn gives it as the *net.OpError of a "raw-read" or
@@ -195,10 +208,12 @@ func (c *rawConn) pollError(op string, err error) error {
 		e.Op = op
 		return &e
 	}
-	return c.opError(op, err)
+	return c.callError(op, err)
 }
 
-func (c *rawConn) opError(op string, err error) error {
+// callError is what the net package returns for read(2)'s or write(2)'s
+// error.
+func (c *rawConn) callError(op string, err error) error {
 	if errno, ok := err.(syscall.Errno); ok {
 		err = os.NewSyscallError(op, errno)
 	}
@@ -224,34 +239,13 @@ type rawFile struct {
 	raw *rawIO
 }
 
-func (f *rawFile) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	n, pollErr, err := f.raw.Read(p)
-	switch {
-	case pollErr != nil:
-		return 0, f.pollError("read", pollErr)
-	case err != nil:
-		return 0, &os.PathError{Op: "read", Path: f.Name(), Err: err}
-	case n == 0:
-		return 0, io.EOF
-	}
-	return n, nil
-}
+func (f *rawFile) Read(p []byte) (int, error)  { return f.raw.readFor(f, p) }
+func (f *rawFile) Write(p []byte) (int, error) { return f.raw.writeFor(f, p) }
 
-func (f *rawFile) Write(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	n, pollErr, err := f.raw.Write(p)
-	switch {
-	case pollErr != nil:
-		return n, f.pollError("write", pollErr)
-	case err != nil:
-		return n, &os.PathError{Op: "write", Path: f.Name(), Err: err}
-	}
-	return n, nil
+// callError is what the os package returns for read(2)'s or write(2)'s
+// error.
+func (f *rawFile) callError(op string, err error) error {
+	return &os.PathError{Op: op, Path: f.Name(), Err: err}
 }
 
 // pollError is what the os package returns for the poller's error: its
@@ -280,16 +274,8 @@ func newRawFile(f *os.File) *rawFile {
 // which the detector sees a write to a descriptor happen before the read
 // of it.
 func rawReader(r io.Reader) io.Reader {
-	if raceEnabled {
-		return r
-	}
-	switch v := r.(type) {
-	case *os.File:
-		if f := newRawFile(v); f != nil {
-			return f
-		}
-	case net.Conn:
-		return newRawConn(v)
+	if raw := rawOf(r, false); raw != nil {
+		return raw
 	}
 	return r
 }
@@ -298,21 +284,33 @@ func rawReader(r io.Reader) io.Reader {
 // stderr: the os package's writes to those end the process on a broken
 // pipe (SIGPIPE), as a writer to a closed pipeline expects.
 func rawWriter(w io.Writer) io.Writer {
-	if raceEnabled {
-		return w
+	if raw := rawOf(w, true); raw != nil {
+		return raw
 	}
-	switch v := w.(type) {
+	return w
+}
+
+// rawOf returns v, an *os.File or a net.Conn, read and written through
+// rawIO, or nil where rawReader (or rawWriter, when writing) leaves it as
+// it is.
+func rawOf(v any, writing bool) io.ReadWriter {
+	if raceEnabled {
+		return nil
+	}
+	switch v := v.(type) {
 	case *os.File:
-		if v == os.Stdout || v == os.Stderr {
-			return w
+		if writing && (v == os.Stdout || v == os.Stderr) {
+			return nil
 		}
 		if f := newRawFile(v); f != nil {
 			return f
 		}
 	case net.Conn:
-		return newRawConn(v)
+		if c, ok := newRawConn(v).(*rawConn); ok {
+			return c
+		}
 	}
-	return w
+	return nil
 }
 
 // rawConnOf is rawReader for a connection, both ways.
