@@ -34,8 +34,19 @@ const (
 // chaosTally counts what the clients of one kind saw.
 type chaosTally struct {
 	ok, failed atomic.Int64
-	mu         sync.Mutex
-	errs       []string // the first few failures
+	// cut counts the session-era calls the relay reported cut mid-answer
+	// by the SIGKILL (see cutMidAnswer).
+	cut  atomic.Int64
+	mu   sync.Mutex
+	errs []string // the first few failures
+}
+
+// cutMidAnswer reports whether err is the relay's report of a tools/call
+// whose answer stream had begun on a replica that then died: resuming the
+// stream got 404 (the session is gone with its replica), and the relay
+// does not send a tools/call again once the server may have run it.
+func cutMidAnswer(err error) bool {
+	return strings.Contains(err.Error(), "stream ended before the response; resuming it failed: HTTP 404")
 }
 
 func (c *chaosTally) fail(format string, args ...any) {
@@ -101,7 +112,12 @@ func (c *callCounter) await(t *testing.T, n int64) {
 // 0. Later another gets SIGKILL. No 2026-07-28 call fails (the proxy
 // retries elsewhere what a dead replica never answered); no session-era
 // call fails either (the relay initializes a new session when its
-// session's replica is gone, a 404, and sends the call again); and no
+// session's replica is gone, a 404, and sends the call again), but one
+// whose answer stream the killed replica had begun (its header goes out
+// after HeaderHold, 10 ms, without an answer): the relay cannot resume
+// it, since the session went with the replica, and does not send a
+// tools/call again once the server may have run it, so it reports the
+// call cut (at most one a client, and only after the SIGKILL). No
 // process of either replica's servers remains.
 func TestReplicasSurviveSIGTERMAndSIGKILL(t *testing.T) {
 	for _, rule := range proxyRules {
@@ -121,6 +137,7 @@ func replicasSurviveSIGTERMAndSIGKILL(t *testing.T, rule proxyRule) {
 	defer cancel()
 	var modern, session chaosTally
 	var calls callCounter
+	var killed atomic.Bool // the SIGKILL has been sent
 	var wg sync.WaitGroup
 	hc := newChaosHTTPClient()
 	defer hc.CloseIdleConnections()
@@ -135,6 +152,8 @@ func replicasSurviveSIGTERMAndSIGKILL(t *testing.T, rule proxyRule) {
 			switch {
 			case ctx.Err() != nil:
 				return
+			case err != nil && kind == "session" && killed.Load() && cutMidAnswer(err):
+				tally.cut.Add(1)
 			case err != nil:
 				tally.fail("%s: %v", text, err)
 			case resultText(res) != text:
@@ -187,6 +206,7 @@ func replicasSurviveSIGTERMAndSIGKILL(t *testing.T, rule proxyRule) {
 		t.Fatalf("replica %s still runs %v after SIGTERM", term.id, chaosDrainTimeout+2*replicaWait)
 	}
 	t.Logf("replica %s exited; SIGKILL to replica %s after %d calls", term.id, kill.id, calls.n.Load())
+	killed.Store(true)
 	if err := kill.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +223,10 @@ func replicasSurviveSIGTERMAndSIGKILL(t *testing.T, rule proxyRule) {
 		{"session-era calls behind the relay", &session},
 		{"session-era calls bridged to 2026-07-28 by the relay", &bridged},
 	} {
-		t.Logf("%s: %d answered, %d failed", k.what, k.tally.ok.Load(), k.tally.failed.Load())
+		t.Logf("%s: %d answered, %d failed, %d cut mid-answer by the SIGKILL", k.what, k.tally.ok.Load(), k.tally.failed.Load(), k.tally.cut.Load())
+		if cut := k.tally.cut.Load(); cut > chaosSessionClients {
+			t.Errorf("%d %s cut mid-answer by the SIGKILL, want at most one a client (%d)", cut, k.what, chaosSessionClients)
+		}
 		if k.tally.failed.Load() != 0 {
 			t.Errorf("%d %s failed, want none; first ones:\n%v", k.tally.failed.Load(), k.what, k.tally.errs)
 		}
