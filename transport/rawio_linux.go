@@ -19,7 +19,7 @@ import (
 // which for a gateway waiting between calls is every read and write of a
 // call; the monitor then wakes every 20 µs until the process is idle
 // again, two context switches each time. On the 2-core machine of
-// BENCHMARKS.md that was about a third of serve's CPU per call.
+// BENCHMARKS.md that was a fifth to a third of serve's CPU per call.
 //
 // Neither call can block: the descriptor is non-blocking, and EAGAIN hands
 // the wait to the poller, with the descriptor's deadlines. The copy a
@@ -43,17 +43,25 @@ type rawIO struct {
 }
 
 // newRawIO returns c's raw reads and writes, or nil when c's descriptor is
-// not non-blocking (a terminal, a regular file, a blocking pipe).
+// not a non-blocking pipe or socket (a terminal, a regular file, a
+// blocking pipe): the kinds the runtime polls.
 func newRawIO(c syscall.Conn) *rawIO {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return nil
 	}
-	nonblocking := false
+	polled := false
 	if err := rc.Control(func(fd uintptr) {
+		var st syscall.Stat_t
+		if syscall.Fstat(int(fd), &st) != nil {
+			return
+		}
+		if kind := st.Mode & syscall.S_IFMT; kind != syscall.S_IFIFO && kind != syscall.S_IFSOCK {
+			return
+		}
 		flags, _, errno := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
-		nonblocking = errno == 0 && flags&syscall.O_NONBLOCK != 0
-	}); err != nil || !nonblocking {
+		polled = errno == 0 && flags&syscall.O_NONBLOCK != 0
+	}); err != nil || !polled {
 		return nil
 	}
 	r := &rawIO{rc: rc}

@@ -263,10 +263,10 @@ func TestRawIOLeavesBlockingDescriptorsAlone(t *testing.T) {
 	defer w.Close()
 	is.True(newRawFile(r) == nil)
 	is.True(rawReader(r) == io.Reader(r))
-	f, err := os.Create(t.TempDir() + "/file")
+	f, err := os.OpenFile(t.TempDir()+"/file", os.O_CREATE|os.O_RDWR|syscall.O_NONBLOCK, 0o600)
 	is.NoErr(err)
 	defer f.Close()
-	is.True(newRawFile(f) == nil)
+	is.True(newRawFile(f) == nil) // non-blocking, but a file: not polled
 	is.True(rawWriter(f) == io.Writer(f))
 	var b bytes.Buffer
 	is.True(rawWriter(&b) == io.Writer(&b))
