@@ -192,15 +192,15 @@ type rawConn struct {
 	raw *rawIO
 }
 
-// newRawConn returns c with rawIO's reads and writes, or c itself when its
+// newRawConn returns c with rawIO's reads and writes, or nil when its
 // descriptor is not one the runtime polls without blocking.
-func newRawConn(c net.Conn) net.Conn {
+func newRawConn(c net.Conn) *rawConn {
 	if sc, ok := c.(syscall.Conn); ok {
 		if raw := newRawIO(sc); raw != nil {
 			return &rawConn{Conn: c, raw: raw}
 		}
 	}
-	return c
+	return nil
 }
 
 func (c *rawConn) Read(p []byte) (int, error)  { return c.raw.readFor(c, p) }
@@ -314,7 +314,7 @@ func rawOf(v any, writing bool) io.ReadWriter {
 			return f
 		}
 	case net.Conn:
-		if c, ok := newRawConn(v).(*rawConn); ok {
+		if c := newRawConn(v); c != nil {
 			return c
 		}
 	}
@@ -323,8 +323,8 @@ func rawOf(v any, writing bool) io.ReadWriter {
 
 // rawConnOf is rawReader for a connection, both ways.
 func rawConnOf(c net.Conn) net.Conn {
-	if raceEnabled {
-		return c
+	if raw := rawOf(c, false); raw != nil {
+		return raw.(*rawConn)
 	}
-	return newRawConn(c)
+	return c
 }

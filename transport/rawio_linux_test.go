@@ -37,12 +37,10 @@ func tcpPair(t testing.TB) (client, server net.Conn) {
 	is.NoErr(err)
 	s := <-accepted
 	is.True(s != nil)
-	client, server = newRawConn(c), newRawConn(s)
-	_, ok1 := client.(*rawConn)
-	_, ok2 := server.(*rawConn)
-	is.True(ok1 && ok2) // TCP connections are polled, so they are wrapped
-	t.Cleanup(func() { client.Close(); server.Close() })
-	return client, server
+	rc, rs := newRawConn(c), newRawConn(s)
+	is.True(rc != nil && rs != nil) // TCP connections are polled, so they are wrapped
+	t.Cleanup(func() { rc.Close(); rs.Close() })
+	return rc, rs
 }
 
 // pipePair returns the two ends of os.Pipe, each read and written through

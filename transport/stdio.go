@@ -86,11 +86,13 @@ type Stdio struct {
 }
 
 // NewStdio returns the stdio transport over in and out. On Linux, where in
-// or out is a non-blocking descriptor the runtime polls (one end of
-// os.Pipe, a connection), its reads or writes are made as system calls
-// that skip the runtime's bookkeeping, which would otherwise wake its
-// monitor thread at each one: see rawio_linux.go. A blocking descriptor
-// (a terminal, a file) is read and written as the os package does.
+// or out is a non-blocking pipe or socket (one end of os.Pipe, a
+// connection: what the runtime polls), its reads or writes are made as
+// system calls that skip the runtime's bookkeeping, which would otherwise
+// wake its monitor thread at each one: see rawio_linux.go. Anything else
+// (a terminal, a file, a blocking pipe, stdout and stderr when written,
+// any descriptor in a build with the race detector) is read and written
+// as the os package does.
 func NewStdio(in io.Reader, out io.Writer, cfg StdioConfig) *Stdio {
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = DefaultDrainTimeout
