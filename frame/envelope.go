@@ -324,13 +324,13 @@ func classify(raw []byte, e *envelope) Message {
 		e.seen, e.version, e.idType, e.idRaw, e.methodType, e.method, e.params, e.result, e.errRaw
 	// The offsets are into raw, the bytes e was read from; a message past
 	// 4 GiB keeps none (its reads walk it, as before).
-	if e.paramsLen > 0 && e.paramsAt+e.paramsLen <= math.MaxUint32 {
+	if e.paramsLen > 0 && uint64(e.paramsAt+e.paramsLen) <= math.MaxUint32 {
 		m.paramsAt, m.paramsLen = uint32(e.paramsAt), uint32(e.paramsLen)
 		if e.metaLen > 0 && e.metaAt > e.paramsAt && e.metaAt+e.metaLen < e.paramsAt+e.paramsLen {
 			m.metaAt, m.metaLen, m.metaNames = uint32(e.metaAt-e.paramsAt), uint32(e.metaLen), e.metaNames
 		}
 	}
-	if seen&hasID != 0 && e.idAt <= math.MaxUint32 {
+	if seen&hasID != 0 && uint64(e.idAt) <= math.MaxUint32 {
 		m.idAt = uint32(e.idAt)
 	}
 

@@ -494,7 +494,7 @@ func (m Message) spliceID(id ID) (Message, bool) {
 	n.idAt = uint32(r.Index)
 	if n.paramsLen > 0 && int(n.paramsAt) > r.Index { // params comes after the id
 		shifted := int(n.paramsAt) + len(id) - len(r.Raw)
-		if shifted < 0 || shifted > math.MaxUint32 {
+		if shifted < 0 || uint64(shifted) > math.MaxUint32 {
 			n.paramsLen = 0
 		} else {
 			n.paramsAt = uint32(shifted)
