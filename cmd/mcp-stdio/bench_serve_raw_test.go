@@ -36,8 +36,9 @@ const pinEnv = "MCP_STDIO_BENCH_PIN"
 // buildFloorServe) each run the example server. What the go-sdk client
 // costs in BenchmarkServeModern (most of that benchmark's CPU) is left
 // out. The metrics are each path's throughput, p50 and p99, the gateway's
-// CPU time per call and the gateway's and its children's together (from
-// /proc's schedstat, in nanoseconds), and the ratios
+// CPU time per call, the gateway's and its children's together, and the
+// client's, this process's (from /proc's schedstat, in nanoseconds), and
+// the ratios
 // serve-2026/serve-throughput, floor-2026/serve-throughput,
 // serve-2026/floor-2026-throughput and floor-2026/floor-throughput: the
 // last is what the 2026-07-28 messages themselves cost the client, the
@@ -114,6 +115,7 @@ func BenchmarkServeModernRaw(b *testing.B) {
 		body     []byte
 		hdr      http.Header
 		cpu, all time.Duration // the gateway's; with its children
+		client   time.Duration // this process's: the client's
 		lat      []time.Duration
 	}{
 		{name: modernPath(gwServe), gw: serve, hdr: modern, body: modernBody},
@@ -133,15 +135,18 @@ func BenchmarkServeModernRaw(b *testing.B) {
 		for i := range paths {
 			p := &paths[(done/rawEraBlock+i)%len(paths)]
 			before, all0, err1 := treeCPU(p.gw.pid())
+			client0, err3 := threadsCPU(os.Getpid())
 			for range n {
 				t0 := time.Now()
 				post(p.gw.url, p.body, p.hdr)
 				p.lat = append(p.lat, time.Since(t0))
 			}
+			client1, err4 := threadsCPU(os.Getpid())
 			after, all1, err2 := treeCPU(p.gw.pid())
-			cpuOK = cpuOK && err1 == nil && err2 == nil
+			cpuOK = cpuOK && err1 == nil && err2 == nil && err3 == nil && err4 == nil
 			p.cpu += after - before
 			p.all += all1 - all0
+			p.client += client1 - client0
 		}
 	}
 	b.StopTimer()
@@ -151,6 +156,7 @@ func BenchmarkServeModernRaw(b *testing.B) {
 		if cpuOK {
 			b.ReportMetric(us(p.cpu)/float64(len(p.lat)), p.name+"-CPU-µs/call")
 			b.ReportMetric(us(p.all)/float64(len(p.lat)), p.name+"+children-CPU-µs/call")
+			b.ReportMetric(us(p.client)/float64(len(p.lat)), p.name+"-client-CPU-µs/call")
 		}
 	}
 	sums.ratio(b, modernPath(gwServe), gwServe)
