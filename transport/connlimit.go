@@ -533,13 +533,47 @@ func (c *limitedConn) busyLocked() {
 // Read reads from the connection; the first bytes after an idle spell
 // make it busy, before they are handed on.
 func (c *limitedConn) Read(p []byte) (int, error) {
-	if c.wake != nil && !c.awaitSlot() {
-		return 0, io.EOF // refused: the server closes it without a word
-	}
-	if c.evicted.Load() {
-		return 0, c.refuseEvicted()
+	if err := c.readable(); err != nil {
+		return 0, err
 	}
 	n, err := c.Conn.Read(p)
+	return c.haveRead(n, err)
+}
+
+// readsLazily reports whether the connection under c reads lazily (see
+// lazyReader).
+func (c *limitedConn) readsLazily() bool {
+	lr, ok := c.Conn.(lazyReader)
+	return ok && lr.readsLazily()
+}
+
+// readLazy is Read, reading lazily (see lazyReader); only when
+// readsLazily.
+func (c *limitedConn) readLazy(pool bufferPool) ([]byte, int, error) {
+	if err := c.readable(); err != nil {
+		return nil, 0, err
+	}
+	buf, n, err := c.Conn.(lazyReader).readLazy(pool)
+	n, err = c.haveRead(n, err) // n stays as it is
+	return buf, n, err
+}
+
+// readable waits for c's slot on its first read, and returns the error
+// that read returns instead when c is refused or was chosen to make room.
+func (c *limitedConn) readable() error {
+	if c.wake != nil && !c.awaitSlot() {
+		return io.EOF // refused: the server closes it without a word
+	}
+	if c.evicted.Load() {
+		return c.refuseEvicted()
+	}
+	return nil
+}
+
+// haveRead is what a read of c that returned n and err returns: a read
+// that found nothing after c was chosen to make room refuses it, and one
+// that found bytes reinstates it and makes it busy.
+func (c *limitedConn) haveRead(n int, err error) (int, error) {
 	if c.evicted.Load() {
 		if n == 0 {
 			return 0, c.refuseEvicted()

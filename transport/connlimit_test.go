@@ -204,11 +204,7 @@ func expired(time.Duration) <-chan time.Time {
 // wired to a server of kind as serve wires it, and returns the listener.
 func limitedServer(t *testing.T, kind string, max int, handler http.HandlerFunc, tune func(*LimitedListener)) *LimitedListener {
 	t.Helper()
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := LimitConnections(inner, max, nil)
+	ln := LimitConnections(listenFor(t, kind), max, nil)
 	if tune != nil {
 		tune(ln)
 	}
@@ -216,16 +212,36 @@ func limitedServer(t *testing.T, kind string, max int, handler http.HandlerFunc,
 	return ln
 }
 
-// Kinds of servers the LimitConnections tests run under: serve's own
-// and the standard library's.
+// listenFor returns a loopback listener for a server of kind: one whose
+// connections read lazily for serverHTTP1Lazy.
+func listenFor(t *testing.T, kind string) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kind == serverHTTP1Lazy {
+		return lazyListener(ln)
+	}
+	return ln
+}
+
+// Kinds of servers the LimitConnections tests run under: serve's own,
+// the same reading its connections lazily whatever the build (see
+// eachReadPath; limitedServer's only), and the standard library's.
 const (
-	serverHTTP1   = "server=http1"
-	serverNetHTTP = "server=net-http"
+	serverHTTP1     = "server=http1"
+	serverHTTP1Lazy = "server=http1-lazy"
+	serverNetHTTP   = "server=net-http"
 )
 
 // underEachServer runs test once under each kind of server.
 func underEachServer(t *testing.T, test func(t *testing.T, kind string)) {
-	for _, kind := range []string{serverHTTP1, serverNetHTTP} {
+	kinds := []string{serverHTTP1, serverNetHTTP}
+	if lazyReadsHere {
+		kinds = append(kinds, serverHTTP1Lazy)
+	}
+	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) { test(t, kind) })
 	}
 }
@@ -245,7 +261,7 @@ func serveLimitedUntil(t testing.TB, kind string, ln *LimitedListener, handler h
 	var serve func(net.Listener) error
 	var stop func() error
 	switch kind {
-	case serverHTTP1:
+	case serverHTTP1, serverHTTP1Lazy:
 		srv := &HTTP1Server{Handler: ln.Handler(handler), ConnState: ln.ConnState, ConnContext: ln.ConnContext}
 		serve, stop = srv.Serve, srv.Close
 	case serverNetHTTP:
@@ -560,8 +576,7 @@ func (l *LimitedListener) headsLen() int {
 func TestLimitConnectionsMakesRoomFromASlowHead(t *testing.T) {
 	underEachServer(t, func(t *testing.T, kind string) {
 		is := is.New(t)
-		inner, err := net.Listen("tcp", "127.0.0.1:0")
-		is.NoErr(err)
+		inner := listenFor(t, kind)
 		ln := LimitConnections(inner, 2, nil)
 		ln.after = expired
 		var clock atomic.Int64 // seconds
@@ -586,7 +601,7 @@ func TestLimitConnectionsMakesRoomFromASlowHead(t *testing.T) {
 		refusedWith503(t, addr) // too soon to call them slow
 		clock.Add(int64(slowHead / time.Second))
 		fresh := dialRaw(t, addr)
-		_, err = io.WriteString(fresh, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+		_, err := io.WriteString(fresh, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
 		is.NoErr(err)
 		resp, body := transporttest.ReadResponse(t, bufio.NewReader(fresh))
 		is.Equal(resp.StatusCode, http.StatusOK)
@@ -604,8 +619,7 @@ func TestLimitConnectionsRefusesASilentConnectionItMakesRoomOf(t *testing.T) {
 	underEachServer(t, func(t *testing.T, kind string) {
 		is := is.New(t)
 		var logs transporttest.SyncBuffer
-		inner, err := net.Listen("tcp", "127.0.0.1:0")
-		is.NoErr(err)
+		inner := listenFor(t, kind)
 		ln := LimitConnections(inner, 1, slog.New(slog.NewTextHandler(&logs, nil)))
 		ln.headWait = refuseWait // the refused client's request comes after the new one's answer: not within 0.5 s on a loaded machine
 		serveLimited(t, kind, ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))

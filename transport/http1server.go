@@ -94,6 +94,7 @@ type HTTP1Server struct {
 	initOnce sync.Once
 	log      *slog.Logger
 	readers  sync.Pool // *bufio.Reader of h1BufferSize
+	aheads   sync.Pool // *[h1BufferSize]byte, for reads ahead
 	outs     sync.Pool // *h1out
 	done     chan struct{}
 	doneOnce sync.Once
@@ -355,6 +356,19 @@ func (s *HTTP1Server) getReader(c *h1conn) *bufio.Reader {
 	return bufio.NewReaderSize((*h1source)(c), h1BufferSize)
 }
 
+// takeBuffer returns a buffer for a read ahead (see bufferPool).
+func (s *HTTP1Server) takeBuffer() []byte {
+	if b, ok := s.aheads.Get().(*[h1BufferSize]byte); ok {
+		return b[:]
+	}
+	return new([h1BufferSize]byte)[:]
+}
+
+// giveBuffer puts back a buffer of takeBuffer's (see bufferPool).
+func (s *HTTP1Server) giveBuffer(b []byte) {
+	s.aheads.Put((*[h1BufferSize]byte)(b[:h1BufferSize]))
+}
+
 // putReader puts br back in the pool.
 func (s *HTTP1Server) putReader(br *bufio.Reader) {
 	br.Reset(nil)
@@ -398,7 +412,7 @@ const (
 const (
 	bgNone    = iota // none started since the last request began
 	bgReading        // under way
-	bgDone           // over: a byte is pending, or bgErr says why not
+	bgDone           // over: bytes are pending, or bgErr says why not
 )
 
 // h1conn is a connection of an HTTP1Server.
@@ -417,11 +431,15 @@ type h1conn struct {
 	br      *bufio.Reader // nil while the connection waits for a request
 	remain  int64         // what the head may still read
 	addr    string        // RemoteAddr, once known
-	pending [1]byte       // read ahead by the background read
+	one     [1]byte       // what a read ahead that cannot read lazily reads into
 	readErr error         // the connection's last read error while a head was read
+	// ahead is what the background read read (a buffer of the aheads
+	// pool's), set before it says bgDone; aheadAt how much of it has
+	// been read since.
+	ahead   []byte
+	aheadAt int
 
 	mu         sync.Mutex
-	hasPending bool               // pending holds the next request's first byte
 	bg         int                // bgNone, bgReading or bgDone
 	bgErr      error              // why the background read ended without a byte
 	handedOver bool               // the background read serves the next request
@@ -429,7 +447,7 @@ type h1conn struct {
 }
 
 // h1source is the reader under an h1conn's pooled reader: it yields the
-// byte read ahead first, and no more than the head's limit.
+// bytes read ahead first, and no more than the head's limit.
 type h1source h1conn
 
 func (src *h1source) Read(p []byte) (int, error) {
@@ -443,11 +461,15 @@ func (src *h1source) Read(p []byte) (int, error) {
 	if int64(len(p)) > c.remain {
 		p = p[:c.remain]
 	}
-	if c.hasPending {
-		p[0] = c.pending[0]
-		c.hasPending = false
-		c.remain--
-		return 1, nil
+	if c.ahead != nil {
+		n := copy(p, c.ahead[c.aheadAt:])
+		c.aheadAt += n
+		c.remain -= int64(n)
+		if c.aheadAt == len(c.ahead) {
+			c.srv.giveBuffer(c.ahead)
+			c.ahead, c.aheadAt = nil, 0
+		}
+		return n, nil
 	}
 	n, err := c.rwc.Read(p)
 	c.remain -= int64(n)
@@ -457,16 +479,19 @@ func (src *h1source) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// backgroundRead reads one byte ahead: while a handler runs, to notice
-// the client closing its end (which ends the request's context); while
-// the connection waits for its next request (handedOver), as that wait,
-// after which this goroutine serves the request.
+// backgroundRead reads ahead: while a handler runs, to notice the client
+// closing its end (which ends the request's context); while the
+// connection waits for its next request (handedOver), as that wait, after
+// which this goroutine serves the request. Where the connection reads
+// lazily (see lazyReader) it reads what has come, the next request's
+// head as a rule, into a buffer taken once it has come; elsewhere one
+// byte. Either way a connection holds no buffer while it waits.
 func (c *h1conn) backgroundRead() {
-	n, err := c.rwc.Read(c.pending[:])
+	buf, n, err := readAhead(c.rwc, &c.one, c.srv)
 	c.mu.Lock()
 	c.bg = bgDone
 	if n > 0 {
-		c.hasPending = true
+		c.ahead, c.aheadAt = buf, 0
 	} else {
 		c.bgErr = err
 	}
@@ -765,7 +790,7 @@ func (c *h1conn) finish(w *h1response) bool {
 	keep := w.finish()
 	c.mu.Lock()
 	c.reqCancel = nil
-	bg, hasPending := c.bg, c.hasPending
+	bg, hasPending := c.bg, c.ahead != nil
 	c.mu.Unlock()
 	if !keep || (bg == bgDone && !hasPending) {
 		c.releaseReader()
@@ -808,7 +833,7 @@ func (c *h1conn) finish(w *h1response) bool {
 		return false
 	case bgDone: // it ended meanwhile
 		c.handedOver = false
-		hasPending = c.hasPending
+		hasPending = c.ahead != nil
 		c.mu.Unlock()
 		if !hasPending {
 			c.close()

@@ -28,9 +28,19 @@ import (
 // returns its address.
 func startHTTP1(t *testing.T, srv *HTTP1Server) string {
 	t.Helper()
+	return startHTTP1With(t, srv, nil)
+}
+
+// startHTTP1With is startHTTP1 on the listener wrap returns (nil: the
+// loopback listener itself).
+func startHTTP1With(t *testing.T, srv *HTTP1Server, wrap func(net.Listener) net.Listener) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		ln = wrap(ln)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -41,6 +51,22 @@ func startHTTP1(t *testing.T, srv *HTTP1Server) string {
 		}
 	})
 	return ln.Addr().String()
+}
+
+// eachReadPath runs f once for each way HTTP1Server reads its
+// connections, with start serving srv and returning its address: "served",
+// the connections as the listener gives them (read through rawIO on
+// Linux outside the race detector, else one byte ahead), and on Linux
+// "lazy", through rawIO whatever the build.
+func eachReadPath(t *testing.T, f func(t *testing.T, start func(*HTTP1Server) string)) {
+	t.Run("served", func(t *testing.T) {
+		f(t, func(srv *HTTP1Server) string { return startHTTP1(t, srv) })
+	})
+	if lazyReadsHere {
+		t.Run("lazy", func(t *testing.T) {
+			f(t, func(srv *HTTP1Server) string { return startHTTP1With(t, srv, lazyListener) })
+		})
+	}
 }
 
 // echoHandler answers with the method, the path and the body's length and
@@ -95,124 +121,155 @@ func (s *connStates) String() string {
 // at once (pipelined), answered in order; ConnState follows it as
 // http.Server's does.
 func TestHTTP1ServerKeepAliveAndPipelining(t *testing.T) {
-	is := is.New(t)
-	states := newConnStates()
-	addr := startHTTP1(t, &HTTP1Server{Handler: http.HandlerFunc(echoHandler), ConnState: states.record})
-	c := dialRaw(t, addr)
-	br := bufio.NewReader(c)
-	resp, body := rawGet(t, c, br, "/one")
-	is.Equal(resp.StatusCode, http.StatusOK)
-	is.Equal(body, echoed("GET", "/one", nil))
-	is.True(!resp.Close)
+	eachReadPath(t, func(t *testing.T, start func(*HTTP1Server) string) {
+		is := is.New(t)
+		states := newConnStates()
+		addr := start(&HTTP1Server{Handler: http.HandlerFunc(echoHandler), ConnState: states.record})
+		c := dialRaw(t, addr)
+		br := bufio.NewReader(c)
+		resp, body := rawGet(t, c, br, "/one")
+		is.Equal(resp.StatusCode, http.StatusOK)
+		is.Equal(body, echoed("GET", "/one", nil))
+		is.True(!resp.Close)
 
-	_, err := io.WriteString(c, "GET /two HTTP/1.1\r\nHost: a\r\n\r\n"+
-		"POST /three HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello"+
-		"POST /four HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
-	is.NoErr(err)
-	for _, want := range []string{echoed("GET", "/two", nil), echoed("POST", "/three", []byte("hello")), echoed("POST", "/four", []byte("abc"))} {
-		_, body = transporttest.ReadResponse(t, br)
-		is.Equal(body, want)
-	}
-	resp, body = rawGet(t, c, br, "/five")
-	is.Equal(body, echoed("GET", "/five", nil))
-	c.Close()
-	<-states.closed
-	is.Equal(states.String(), "new active idle active idle active idle active idle active idle closed")
+		_, err := io.WriteString(c, "GET /two HTTP/1.1\r\nHost: a\r\n\r\n"+
+			"POST /three HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello"+
+			"POST /four HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+		is.NoErr(err)
+		for _, want := range []string{echoed("GET", "/two", nil), echoed("POST", "/three", []byte("hello")), echoed("POST", "/four", []byte("abc"))} {
+			_, body = transporttest.ReadResponse(t, br)
+			is.Equal(body, want)
+		}
+		resp, body = rawGet(t, c, br, "/five")
+		is.Equal(body, echoed("GET", "/five", nil))
+		c.Close()
+		<-states.closed
+		is.Equal(states.String(), "new active idle active idle active idle active idle active idle closed")
+	})
+}
+
+// A head that comes in pieces, and heads longer than the buffer a read
+// ahead takes, are read whole.
+func TestHTTP1ServerHeadsInPiecesAndLong(t *testing.T) {
+	eachReadPath(t, func(t *testing.T, start func(*HTTP1Server) string) {
+		is := is.New(t)
+		addr := start(&HTTP1Server{Handler: http.HandlerFunc(echoHandler)})
+		c := dialRaw(t, addr)
+		br := bufio.NewReader(c)
+		for _, piece := range []string{"PO", "ST /pieces HTTP/1.1\r\nHo", "st: a\r\nContent-Length: 5\r\n", "\r\nhel", "lo"} {
+			_, err := io.WriteString(c, piece)
+			is.NoErr(err)
+		}
+		_, body := transporttest.ReadResponse(t, br)
+		is.Equal(body, echoed("POST", "/pieces", []byte("hello")))
+
+		long := "GET /long HTTP/1.1\r\nHost: a\r\nX-Long: " + strings.Repeat("x", 3*h1BufferSize) + "\r\n\r\n"
+		_, err := io.WriteString(c, long+long)
+		is.NoErr(err)
+		for range 2 {
+			_, body = transporttest.ReadResponse(t, br)
+			is.Equal(body, echoed("GET", "/long", nil))
+		}
+	})
 }
 
 // Go's HTTP client, 50 at once on keep-alive connections, with bodies from
 // none to 1 MiB, of known and unknown length: every answer is the echo of
 // its request, and connections are reused.
 func TestHTTP1ServerGoClients(t *testing.T) {
-	is := is.New(t)
-	addr := startHTTP1(t, &HTTP1Server{Handler: http.HandlerFunc(echoHandler)})
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 50}}
-	defer client.CloseIdleConnections()
-	var reused atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 50)
-	for g := range 50 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 8 {
-				size := (g*8 + i) * (1 << 20) / 400 // 0 .. 1 MiB
-				body := bytes.Repeat([]byte{byte('a' + g%26)}, size)
-				var rd io.Reader = bytes.NewReader(body)
-				if i%2 == 1 {
-					rd = io.MultiReader(rd) // unknown length: chunked
-				}
-				trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-					if info.Reused {
-						reused.Add(1)
+	eachReadPath(t, func(t *testing.T, start func(*HTTP1Server) string) {
+		is := is.New(t)
+		addr := start(&HTTP1Server{Handler: http.HandlerFunc(echoHandler)})
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 50}}
+		defer client.CloseIdleConnections()
+		var reused atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, 50)
+		for g := range 50 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 8 {
+					size := (g*8 + i) * (1 << 20) / 400 // 0 .. 1 MiB
+					body := bytes.Repeat([]byte{byte('a' + g%26)}, size)
+					var rd io.Reader = bytes.NewReader(body)
+					if i%2 == 1 {
+						rd = io.MultiReader(rd) // unknown length: chunked
 					}
-				}}
-				req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", "http://"+addr+"/echo", rd)
-				resp, err := client.Do(req)
-				if err != nil {
-					errs <- err
-					return
+					trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+						if info.Reused {
+							reused.Add(1)
+						}
+					}}
+					req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", "http://"+addr+"/echo", rd)
+					resp, err := client.Do(req)
+					if err != nil {
+						errs <- err
+						return
+					}
+					got, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if err != nil || string(got) != echoed("POST", "/echo", body) {
+						errs <- fmt.Errorf("size %d: %v %q", size, err, got)
+						return
+					}
 				}
-				got, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if err != nil || string(got) != echoed("POST", "/echo", body) {
-					errs <- fmt.Errorf("size %d: %v %q", size, err, got)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	is.True(reused.Load() > 0)
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		is.True(reused.Load() > 0)
+	})
 }
 
 // Expect: 100-continue: the 100 goes out when the handler reads the body;
 // a handler that answers without reading gets no 100 sent and the
 // connection closed after its answer; any other expectation gets 417.
 func TestHTTP1ServerExpectContinue(t *testing.T) {
-	is := is.New(t)
-	addr := startHTTP1(t, &HTTP1Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/refuse" {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		echoHandler(w, r)
-	})})
+	eachReadPath(t, func(t *testing.T, start func(*HTTP1Server) string) {
+		is := is.New(t)
+		addr := start(&HTTP1Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/refuse" {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			echoHandler(w, r)
+		})})
 
-	c := dialRaw(t, addr)
-	br := bufio.NewReader(c)
-	_, err := io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
-	is.NoErr(err)
-	line, err := br.ReadString('\n')
-	is.NoErr(err)
-	is.Equal(line, "HTTP/1.1 100 Continue\r\n")
-	line, _ = br.ReadString('\n')
-	is.Equal(line, "\r\n")
-	_, err = io.WriteString(c, "hello")
-	is.NoErr(err)
-	resp, body := transporttest.ReadResponse(t, br)
-	is.Equal(resp.StatusCode, http.StatusOK)
-	is.Equal(body, echoed("POST", "/echo", []byte("hello")))
-	is.True(!resp.Close)
+		c := dialRaw(t, addr)
+		br := bufio.NewReader(c)
+		_, err := io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+		is.NoErr(err)
+		line, err := br.ReadString('\n')
+		is.NoErr(err)
+		is.Equal(line, "HTTP/1.1 100 Continue\r\n")
+		line, _ = br.ReadString('\n')
+		is.Equal(line, "\r\n")
+		_, err = io.WriteString(c, "hello")
+		is.NoErr(err)
+		resp, body := transporttest.ReadResponse(t, br)
+		is.Equal(resp.StatusCode, http.StatusOK)
+		is.Equal(body, echoed("POST", "/echo", []byte("hello")))
+		is.True(!resp.Close)
 
-	_, err = io.WriteString(c, "POST /refuse HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
-	is.NoErr(err)
-	resp, _ = transporttest.ReadResponse(t, br) // not a 100: the answer
-	is.Equal(resp.StatusCode, http.StatusUnauthorized)
-	is.True(resp.Close)
-	is.True(transporttest.ClosedByPeer(br))
+		_, err = io.WriteString(c, "POST /refuse HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+		is.NoErr(err)
+		resp, _ = transporttest.ReadResponse(t, br) // not a 100: the answer
+		is.Equal(resp.StatusCode, http.StatusUnauthorized)
+		is.True(resp.Close)
+		is.True(transporttest.ClosedByPeer(br))
 
-	c = dialRaw(t, addr)
-	br = bufio.NewReader(c)
-	_, err = io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: a\r\nExpect: something-else\r\nContent-Length: 5\r\n\r\nhello")
-	is.NoErr(err)
-	resp, _ = transporttest.ReadResponse(t, br)
-	is.Equal(resp.StatusCode, http.StatusExpectationFailed)
-	is.True(resp.Close)
+		c = dialRaw(t, addr)
+		br = bufio.NewReader(c)
+		_, err = io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: a\r\nExpect: something-else\r\nContent-Length: 5\r\n\r\nhello")
+		is.NoErr(err)
+		resp, _ = transporttest.ReadResponse(t, br)
+		is.Equal(resp.StatusCode, http.StatusExpectationFailed)
+		is.True(resp.Close)
+	})
 }
 
 // How an answer's body is framed: Content-Length when the handler ends
@@ -300,26 +357,28 @@ func TestHTTP1ServerAnswerFraming(t *testing.T) {
 // A client's Connection: close, and a handler's, close the connection
 // after the answer, which says so.
 func TestHTTP1ServerConnectionClose(t *testing.T) {
-	is := is.New(t)
-	addr := startHTTP1(t, &HTTP1Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/bye" {
-			w.Header().Set("Connection", "close")
+	eachReadPath(t, func(t *testing.T, start func(*HTTP1Server) string) {
+		is := is.New(t)
+		addr := start(&HTTP1Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/bye" {
+				w.Header().Set("Connection", "close")
+			}
+			_, _ = io.WriteString(w, "ok")
+		})})
+		for _, req := range []string{
+			"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+			"GET /bye HTTP/1.1\r\nHost: a\r\n\r\n",
+		} {
+			c := dialRaw(t, addr)
+			br := bufio.NewReader(c)
+			_, err := io.WriteString(c, req)
+			is.NoErr(err)
+			resp, body := transporttest.ReadResponse(t, br)
+			is.Equal(body, "ok")
+			is.True(resp.Close)
+			is.True(transporttest.ClosedByPeer(br))
 		}
-		_, _ = io.WriteString(w, "ok")
-	})})
-	for _, req := range []string{
-		"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
-		"GET /bye HTTP/1.1\r\nHost: a\r\n\r\n",
-	} {
-		c := dialRaw(t, addr)
-		br := bufio.NewReader(c)
-		_, err := io.WriteString(c, req)
-		is.NoErr(err)
-		resp, body := transporttest.ReadResponse(t, br)
-		is.Equal(body, "ok")
-		is.True(resp.Close)
-		is.True(transporttest.ClosedByPeer(br))
-	}
+	})
 }
 
 // Heads that cannot be served get a plain answer and a close: 431 past
@@ -355,65 +414,69 @@ func TestHTTP1ServerRefusesBadHeads(t *testing.T) {
 // that carries no request for IdleTimeout, are closed; with no
 // IdleTimeout a connection waits as long as its client.
 func TestHTTP1ServerTimeouts(t *testing.T) {
-	is := is.New(t)
-	addr := startHTTP1(t, &HTTP1Server{Handler: http.HandlerFunc(echoHandler), ReadHeaderTimeout: 100 * time.Millisecond, IdleTimeout: 200 * time.Millisecond})
-	slow := dialRaw(t, addr)
-	_, err := io.WriteString(slow, "GET / HTTP/1.1\r\nHo")
-	is.NoErr(err)
-	start := time.Now()
-	got, err := io.ReadAll(slow) // until the server closes it (dialRaw's deadline bounds the wait)
-	is.NoErr(err)
-	is.Equal(string(got), "")
-	is.True(time.Since(start) >= 50*time.Millisecond)
+	eachReadPath(t, func(t *testing.T, start func(*HTTP1Server) string) {
+		is := is.New(t)
+		addr := start(&HTTP1Server{Handler: http.HandlerFunc(echoHandler), ReadHeaderTimeout: 100 * time.Millisecond, IdleTimeout: 200 * time.Millisecond})
+		slow := dialRaw(t, addr)
+		_, err := io.WriteString(slow, "GET / HTTP/1.1\r\nHo")
+		is.NoErr(err)
+		began := time.Now()
+		got, err := io.ReadAll(slow) // until the server closes it (dialRaw's deadline bounds the wait)
+		is.NoErr(err)
+		is.Equal(string(got), "")
+		is.True(time.Since(began) >= 50*time.Millisecond)
 
-	idle := dialRaw(t, addr)
-	br := bufio.NewReader(idle)
-	_, _ = rawGet(t, idle, br, "/")
-	answered := time.Now()
-	is.True(transporttest.ClosedByPeer(br))
-	is.True(time.Since(answered) >= 150*time.Millisecond)
+		idle := dialRaw(t, addr)
+		br := bufio.NewReader(idle)
+		_, _ = rawGet(t, idle, br, "/")
+		answered := time.Now()
+		is.True(transporttest.ClosedByPeer(br))
+		is.True(time.Since(answered) >= 150*time.Millisecond)
 
-	states := newConnStates()
-	addr = startHTTP1(t, &HTTP1Server{Handler: http.HandlerFunc(echoHandler), ConnState: states.record})
-	kept := dialRaw(t, addr)
-	br = bufio.NewReader(kept)
-	_, _ = rawGet(t, kept, br, "/")
-	_ = kept.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-	_, err = br.ReadByte()
-	var ne net.Error
-	is.True(errors.As(err, &ne) && ne.Timeout()) // still open: the client's read timed out
-	_ = kept.SetReadDeadline(time.Now().Add(serverTestWait))
-	_, body := rawGet(t, kept, br, "/again")
-	is.Equal(body, echoed("GET", "/again", nil))
+		states := newConnStates()
+		addr = start(&HTTP1Server{Handler: http.HandlerFunc(echoHandler), ConnState: states.record})
+		kept := dialRaw(t, addr)
+		br = bufio.NewReader(kept)
+		_, _ = rawGet(t, kept, br, "/")
+		_ = kept.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		_, err = br.ReadByte()
+		var ne net.Error
+		is.True(errors.As(err, &ne) && ne.Timeout()) // still open: the client's read timed out
+		_ = kept.SetReadDeadline(time.Now().Add(serverTestWait))
+		_, body := rawGet(t, kept, br, "/again")
+		is.Equal(body, echoed("GET", "/again", nil))
+	})
 }
 
 // A client that goes away ends its request's context: for a request
 // without a body, and for one whose body was read.
 func TestHTTP1ServerClientGoneEndsTheRequest(t *testing.T) {
-	is := is.New(t)
-	inHandler := make(chan struct{}, 1)
-	ended := make(chan error, 1)
-	addr := startHTTP1(t, &HTTP1Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.ReadAll(r.Body)
-		inHandler <- struct{}{}
-		select {
-		case <-r.Context().Done():
-			ended <- r.Context().Err()
-		case <-time.After(serverTestWait):
-			ended <- errors.New("the context never ended")
+	eachReadPath(t, func(t *testing.T, start func(*HTTP1Server) string) {
+		is := is.New(t)
+		inHandler := make(chan struct{}, 1)
+		ended := make(chan error, 1)
+		addr := start(&HTTP1Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.ReadAll(r.Body)
+			inHandler <- struct{}{}
+			select {
+			case <-r.Context().Done():
+				ended <- r.Context().Err()
+			case <-time.After(serverTestWait):
+				ended <- errors.New("the context never ended")
+			}
+		})})
+		for _, req := range []string{
+			"GET /wait HTTP/1.1\r\nHost: a\r\n\r\n",
+			"POST /wait HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
+		} {
+			c := dialRaw(t, addr)
+			_, err := io.WriteString(c, req)
+			is.NoErr(err)
+			<-inHandler
+			c.Close()
+			is.Equal(<-ended, context.Canceled)
 		}
-	})})
-	for _, req := range []string{
-		"GET /wait HTTP/1.1\r\nHost: a\r\n\r\n",
-		"POST /wait HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
-	} {
-		c := dialRaw(t, addr)
-		_, err := io.WriteString(c, req)
-		is.NoErr(err)
-		<-inHandler
-		c.Close()
-		is.Equal(<-ended, context.Canceled)
-	}
+	})
 }
 
 // A handler that panics has its connection closed and the panic logged
@@ -619,36 +682,39 @@ func TestHTTP1ServerCurl(t *testing.T) {
 	is.True(strings.Contains(stderr.String(), "Content-Length: "+strconv.Itoa(len(body))))
 }
 
-// Connections waiting for their next request hold no reader (and no
-// writer: an answer's is given back when it ends), however many they are.
+// Connections waiting for their next request hold no reader, nor bytes
+// read ahead (and no writer: an answer's is given back when it ends),
+// however many they are.
 func TestHTTP1ServerIdleConnectionsHoldNoBuffer(t *testing.T) {
-	is := is.New(t)
-	srv := &HTTP1Server{Handler: http.HandlerFunc(echoHandler)}
-	addr := startHTTP1(t, srv)
-	for i := range 50 {
-		c := dialRaw(t, addr)
-		br := bufio.NewReader(c)
-		_, err := io.WriteString(c, "POST /"+strconv.Itoa(i)+" HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello")
-		is.NoErr(err)
-		_, body := transporttest.ReadResponse(t, br)
-		is.Equal(body, echoed("POST", "/"+strconv.Itoa(i), []byte("hello")))
-	}
-	idle := func() (n int, holding int) {
-		srv.mu.Lock()
-		defer srv.mu.Unlock()
-		for c := range srv.conns {
-			c.mu.Lock() // the last server goroutine handed the connection over under it
-			if c.state.Load() == h1Idle && c.handedOver {
-				n++
-				if c.br != nil {
-					holding++
-				}
-			}
-			c.mu.Unlock()
+	eachReadPath(t, func(t *testing.T, start func(*HTTP1Server) string) {
+		is := is.New(t)
+		srv := &HTTP1Server{Handler: http.HandlerFunc(echoHandler)}
+		addr := start(srv)
+		for i := range 50 {
+			c := dialRaw(t, addr)
+			br := bufio.NewReader(c)
+			_, err := io.WriteString(c, "POST /"+strconv.Itoa(i)+" HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello")
+			is.NoErr(err)
+			_, body := transporttest.ReadResponse(t, br)
+			is.Equal(body, echoed("POST", "/"+strconv.Itoa(i), []byte("hello")))
 		}
-		return n, holding
-	}
-	waitUntil(t, "the connections never all waited for a request", func() bool { n, _ := idle(); return n == 50 })
-	_, holding := idle()
-	is.Equal(holding, 0)
+		idle := func() (n int, holding int) {
+			srv.mu.Lock()
+			defer srv.mu.Unlock()
+			for c := range srv.conns {
+				c.mu.Lock() // the last server goroutine handed the connection over under it
+				if c.state.Load() == h1Idle && c.handedOver {
+					n++
+					if c.br != nil || c.ahead != nil {
+						holding++
+					}
+				}
+				c.mu.Unlock()
+			}
+			return n, holding
+		}
+		waitUntil(t, "the connections never all waited for a request", func() bool { n, _ := idle(); return n == 50 })
+		_, holding := idle()
+		is.Equal(holding, 0)
+	})
 }

@@ -28,11 +28,13 @@ import (
 type rawIO struct {
 	rc syscall.RawConn
 
-	rmu   sync.Mutex // one read at a time; guards the fields below it
-	rp    []byte
-	rn    int
-	rerr  syscall.Errno
-	readF func(uintptr) bool
+	rmu       sync.Mutex // one read at a time; guards the fields below it
+	rp        []byte
+	rn        int
+	rerr      syscall.Errno
+	readF     func(uintptr) bool
+	rpool     bufferPool // readLazyFor's
+	readLazyF func(uintptr) bool
 
 	wmu    sync.Mutex // one write at a time; guards the fields below it
 	wp     []byte
@@ -66,6 +68,7 @@ func newRawIO(c syscall.Conn) *rawIO {
 	}
 	r := &rawIO{rc: rc}
 	r.readF = r.read
+	r.readLazyF = r.readLazy
 	r.writeF = r.write
 	return r
 }
@@ -82,6 +85,32 @@ func (r *rawIO) read(fd uintptr) bool {
 		case syscall.EAGAIN:
 			return false
 		default:
+			r.rerr = errno
+			return true
+		}
+	}
+}
+
+// readLazy is read, into a buffer taken from r.rpool for each attempt and
+// given back when the attempt finds nothing to read or fails.
+func (r *rawIO) readLazy(fd uintptr) bool {
+	b := r.rpool.takeBuffer()
+	for {
+		n, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch errno {
+		case 0:
+			if n == 0 {
+				r.rpool.giveBuffer(b)
+				return true
+			}
+			r.rp, r.rn = b, int(n)
+			return true
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			r.rpool.giveBuffer(b)
+			return false
+		default:
+			r.rpool.giveBuffer(b)
 			r.rerr = errno
 			return true
 		}
@@ -170,6 +199,28 @@ func (r *rawIO) readFor(e rawErrors, p []byte) (int, error) {
 	return n, nil
 }
 
+// readLazyFor reads as readFor does, into a buffer taken from pool only
+// while read(2) is made: a read that waits for bytes holds none. buf,
+// pool's, holds the n bytes read (nil when n is 0); it is the caller's to
+// give back.
+func (r *rawIO) readLazyFor(e rawErrors, pool bufferPool) (buf []byte, n int, err error) {
+	r.rmu.Lock()
+	r.rp, r.rn, r.rerr, r.rpool = nil, 0, 0, pool
+	pollErr := r.rc.Read(r.readLazyF)
+	buf, n, errno := r.rp, r.rn, r.rerr
+	r.rp, r.rpool = nil, nil
+	r.rmu.Unlock()
+	switch {
+	case pollErr != nil:
+		return nil, 0, e.pollError("read", pollErr)
+	case errno != 0:
+		return nil, 0, e.callError("read", errno)
+	case n == 0:
+		return nil, 0, io.EOF
+	}
+	return buf[:n], n, nil
+}
+
 // writeFor writes p as an io.Writer does, its errors worded by e.
 func (r *rawIO) writeFor(e rawErrors, p []byte) (int, error) {
 	if len(p) == 0 {
@@ -205,6 +256,15 @@ func newRawConn(c net.Conn) *rawConn {
 
 func (c *rawConn) Read(p []byte) (int, error)  { return c.raw.readFor(c, p) }
 func (c *rawConn) Write(p []byte) (int, error) { return c.raw.writeFor(c, p) }
+
+// readsLazily reports that readLazy works (see lazyReader).
+func (c *rawConn) readsLazily() bool { return true }
+
+// readLazy reads into a buffer of pool's taken once there is something to
+// read (see rawIO.readLazyFor).
+func (c *rawConn) readLazy(pool bufferPool) ([]byte, int, error) {
+	return c.raw.readLazyFor(c, pool)
+}
 
 // pollError is what the net package returns for the poller's error:
 // syscall.RawConn gives it as the *net.OpError of a "raw-read" or
@@ -313,6 +373,8 @@ func rawOf(v any, writing bool) io.ReadWriter {
 		if f := newRawFile(v); f != nil {
 			return f
 		}
+	case *rawConn:
+		return v // wrapped already
 	case net.Conn:
 		if c := newRawConn(v); c != nil {
 			return c

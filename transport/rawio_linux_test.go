@@ -365,3 +365,96 @@ func pipeForChild(read bool) (ours, childs *os.File, err error) {
 	}
 	return w, r, err
 }
+
+// countingPool is a bufferPool that counts the buffers it lends, and says
+// on gave each time one comes back.
+type countingPool struct {
+	mu    sync.Mutex
+	taken int
+	given int
+	gave  chan struct{}
+}
+
+func newCountingPool() *countingPool { return &countingPool{gave: make(chan struct{}, 16)} }
+
+func (p *countingPool) takeBuffer() []byte {
+	p.mu.Lock()
+	p.taken++
+	p.mu.Unlock()
+	return make([]byte, 4<<10)
+}
+
+func (p *countingPool) giveBuffer([]byte) {
+	p.mu.Lock()
+	p.given++
+	p.mu.Unlock()
+	p.gave <- struct{}{}
+}
+
+// out reports how many buffers are lent.
+func (p *countingPool) out() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.taken - p.given
+}
+
+// A lazy read holds no buffer while it waits: the attempt that finds
+// nothing gives its buffer back before the read waits, and the bytes that
+// come later arrive, all of what was sent, in a buffer taken for them.
+// The end of the input and the errors give back the buffer too, with the
+// errors Read gives.
+func TestRawIOLazyReadHoldsNoBufferWhileItWaits(t *testing.T) {
+	is := is.New(t)
+	client, server := tcpPair(t)
+	lr := server.(*rawConn)
+	is.True(lr.readsLazily())
+
+	pool := newCountingPool()
+	type read struct {
+		buf []byte
+		n   int
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		buf, n, err := lr.readLazy(pool)
+		done <- read{buf, n, err}
+	}()
+	<-pool.gave // the first attempt found nothing, gave its buffer back and waits
+	is.Equal(pool.out(), 0)
+	head := "POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}"
+	_, err := io.WriteString(client, head)
+	is.NoErr(err)
+	got := <-done
+	is.NoErr(got.err)
+	is.Equal(string(got.buf), head) // what was sent, in one read
+	is.Equal(got.n, len(head))
+	is.Equal(pool.out(), 1) // the caller's, to give back
+
+	// At the end of the input: nothing read, nothing lent.
+	is.NoErr(client.(*rawConn).CloseWrite())
+	buf, n, err := lr.readLazy(pool)
+	is.True(buf == nil && n == 0)
+	is.Equal(err, io.EOF)
+	is.Equal(pool.out(), 1)
+
+	// A deadline, and a closed connection: Read's errors.
+	_, _, lazyErr := func() ([]byte, int, error) {
+		_ = server.SetReadDeadline(time.Now().Add(-time.Second))
+		defer server.SetReadDeadline(time.Time{})
+		return lr.readLazy(pool)
+	}()
+	_, readErr := func() (int, error) {
+		_ = server.SetReadDeadline(time.Now().Add(-time.Second))
+		defer server.SetReadDeadline(time.Time{})
+		return server.Read(make([]byte, 1))
+	}()
+	is.True(errors.Is(lazyErr, os.ErrDeadlineExceeded))
+	is.Equal(lazyErr.Error(), readErr.Error())
+	server.Close()
+	_, _, lazyErr = lr.readLazy(pool)
+	_, readErr = server.Read(make([]byte, 1))
+	is.True(errors.Is(lazyErr, net.ErrClosed))
+	is.Equal(lazyErr.Error(), readErr.Error())
+	is.Equal(pool.out(), 1)
+}

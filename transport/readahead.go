@@ -1,0 +1,43 @@
+package transport
+
+import "io"
+
+// bufferPool lends the buffers a lazy read (see lazyReader) reads into.
+type bufferPool interface {
+	// takeBuffer returns a buffer, not empty, that is the caller's until
+	// it gives it back.
+	takeBuffer() []byte
+	// giveBuffer takes back a buffer takeBuffer returned, or a slice of
+	// one from its start.
+	giveBuffer(b []byte)
+}
+
+// lazyReader is a connection that can wait for bytes without holding a
+// buffer: the read takes one from a pool only once there is something
+// for it (rawConn's, on Linux).
+type lazyReader interface {
+	// readsLazily reports whether readLazy works; a wrapper whose
+	// connection cannot says false.
+	readsLazily() bool
+	// readLazy reads as Read does, into a buffer taken from pool: buf
+	// holds the n bytes read, nil when n is 0, and is the caller's to
+	// give back.
+	readLazy(pool bufferPool) (buf []byte, n int, err error)
+}
+
+// readAhead reads what conn has next into a buffer of pool's, taken only
+// once there is something to read where conn reads lazily (else one
+// byte is read into one, and then copied to a buffer). buf holds the n
+// bytes read, nil when n is 0, and is the caller's to give back.
+func readAhead(conn io.Reader, one *[1]byte, pool bufferPool) (buf []byte, n int, err error) {
+	if lr, ok := conn.(lazyReader); ok && lr.readsLazily() {
+		return lr.readLazy(pool)
+	}
+	n, err = conn.Read(one[:])
+	if n == 0 {
+		return nil, 0, err
+	}
+	buf = pool.takeBuffer()
+	buf[0] = one[0]
+	return buf[:1], 1, err
+}
