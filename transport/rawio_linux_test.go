@@ -458,3 +458,19 @@ func TestRawIOLazyReadHoldsNoBufferWhileItWaits(t *testing.T) {
 	is.Equal(lazyErr.Error(), readErr.Error())
 	is.Equal(pool.out(), 1)
 }
+
+// DirectReader and DirectWriter wrap a non-blocking pipe's ends, outside
+// the race detector, and leave stdout as it is.
+func TestDirectReaderAndWriter(t *testing.T) {
+	is := is.New(t)
+	r, w, err := os.Pipe()
+	is.NoErr(err)
+	defer r.Close()
+	defer w.Close()
+	in, out := DirectReader(r), DirectWriter(w)
+	_, inRaw := in.(*rawFile)
+	_, outRaw := out.(*rawFile)
+	is.Equal(inRaw, !raceEnabled)
+	is.Equal(outRaw, !raceEnabled)
+	is.Equal(DirectWriter(os.Stdout), io.Writer(os.Stdout))
+}

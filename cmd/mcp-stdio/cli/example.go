@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/exampleserver"
+	"github.com/mcp-stdio/mcp-stdio/transport"
 )
 
 // ExampleServerCommand is the hidden subcommand that runs the bundled
@@ -53,6 +55,17 @@ func ExampleServer(ctx context.Context, args []string, getenv func(string) strin
 		var restore func()
 		stdin, restore = tuneStdioProcess(stdin, getenv, logger)
 		defer restore()
+		// Its own pipes, read and written without the runtime's
+		// system-call bookkeeping (see transport.NewStdio): a write
+		// through the os package's stdout would wake the runtime's
+		// monitor at each answer as a read of stdin would at each
+		// request.
+		stdin = transport.DirectReader(stdin)
+		if f, ok := stdout.(*os.File); ok {
+			out, restoreOut := pollableStdout(f)
+			defer restoreOut()
+			stdout = transport.DirectWriter(out)
+		}
 	}
 	err := exampleserver.Serve(ctx, stdin, stdout, exampleserver.Options{
 		Name:               *name,

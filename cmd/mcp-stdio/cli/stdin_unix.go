@@ -22,38 +22,65 @@ import (
 // socket that is also stdout (inetd style): O_NONBLOCK belongs to the open
 // file, which stdout would then share without expecting it.
 func pollableStdin(f *os.File) (io.Reader, func()) {
+	pf, restore := pollable(f, os.Stdout)
+	if pf == nil {
+		return f, restore
+	}
+	return pf, restore
+}
+
+// pollableStdout is pollableStdin for stdout, f: a writer the poller waits
+// on while the pipe or socket is full, and through which
+// transport.DirectWriter can write without the runtime's system-call
+// bookkeeping (which the os package's writes to stdout cannot skip). A
+// socket that is also stdin is left alone. The writer is not descriptor
+// 1, so a write to a pipe whose reader has gone fails with EPIPE instead
+// of raising SIGPIPE: its writer must stop on a write error.
+func pollableStdout(f *os.File) (io.Writer, func()) {
+	pf, restore := pollable(f, os.Stdin)
+	if pf == nil {
+		return f, restore
+	}
+	return pf, restore
+}
+
+// pollable returns a non-blocking duplicate of f, which the poller waits
+// on, and the function that closes it and leaves f blocking again; nil and
+// a no-op when f is not a pipe or socket, or is a socket that is also
+// other.
+func pollable(f, other *os.File) (*os.File, func()) {
 	fd := int(f.Fd())
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) != nil {
-		return f, func() {}
+		return nil, func() {}
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFIFO:
 	case unix.S_IFSOCK:
 		var out unix.Stat_t
-		if unix.Fstat(int(os.Stdout.Fd()), &out) == nil && out.Dev == st.Dev && out.Ino == st.Ino {
-			return f, func() {}
+		if unix.Fstat(int(other.Fd()), &out) == nil && out.Dev == st.Dev && out.Ino == st.Ino {
+			return nil, func() {}
 		}
 	default:
-		return f, func() {}
+		return nil, func() {}
 	}
 	// A duplicate descriptor, so that closing the pollable File (or the
-	// garbage collector doing it) never closes descriptor 0.
+	// garbage collector doing it) never closes f's.
 	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return f, func() {}
+		return nil, func() {}
 	}
 	if unix.SetNonblock(dup, true) != nil {
 		_ = unix.Close(dup)
-		return f, func() {}
+		return nil, func() {}
 	}
 	// os.NewFile sees O_NONBLOCK and registers the descriptor with the
 	// poller.
 	pf := os.NewFile(uintptr(dup), f.Name())
 	return pf, func() {
 		_ = pf.Close()
-		// Leave stdin blocking, as it was found: the open file may
-		// outlive this process (a shell's pipeline).
+		// Leave f blocking, as it was found: the open file may outlive
+		// this process (a shell's pipeline).
 		_ = unix.SetNonblock(fd, false)
 	}
 }

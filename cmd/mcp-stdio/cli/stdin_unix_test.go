@@ -87,3 +87,48 @@ func TestPollableStdinRegularFile(t *testing.T) {
 	is.Equal(in, io.Reader(f))
 	is.True(!nonblocking(t, f))
 }
+
+// A pipe stdout is written through the poller, and a write after its
+// reader has gone fails with EPIPE (the duplicate is not descriptor 1, so
+// no SIGPIPE); the restore function leaves the original descriptor open
+// and blocking.
+func TestPollableStdoutPipe(t *testing.T) {
+	is := is.New(t)
+	r, w := rawPipe(t)
+	out, restore := pollableStdout(w)
+	is.True(out != io.Writer(w))
+	is.True(nonblocking(t, w))
+
+	_, err := io.WriteString(out, "one\n")
+	is.NoErr(err)
+	buf := make([]byte, 16)
+	n, err := r.Read(buf)
+	is.NoErr(err)
+	is.Equal(string(buf[:n]), "one\n")
+
+	restore()
+	is.True(!nonblocking(t, w))
+	_, err = w.WriteString("two\n") // descriptor 1's stand-in is still open
+	is.NoErr(err)
+	n, err = r.Read(buf)
+	is.NoErr(err)
+	is.Equal(string(buf[:n]), "two\n")
+
+	out, restore = pollableStdout(w)
+	defer restore()
+	is.NoErr(r.Close())
+	_, err = io.WriteString(out, "three\n")
+	is.True(errors.Is(err, syscall.EPIPE))
+}
+
+// A regular file (or a terminal) stdout is returned unchanged.
+func TestPollableStdoutRegularFile(t *testing.T) {
+	is := is.New(t)
+	f, err := os.CreateTemp(t.TempDir(), "stdout")
+	is.NoErr(err)
+	defer f.Close()
+	out, restore := pollableStdout(f)
+	defer restore()
+	is.Equal(out, io.Writer(f))
+	is.True(!nonblocking(t, f))
+}
