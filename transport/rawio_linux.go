@@ -28,13 +28,12 @@ import (
 type rawIO struct {
 	rc syscall.RawConn
 
-	rmu       sync.Mutex // one read at a time; guards the fields below it
-	rp        []byte
-	rn        int
-	rerr      syscall.Errno
-	readF     func(uintptr) bool
-	rpool     bufferPool // readLazyFor's
-	readLazyF func(uintptr) bool
+	rmu   sync.Mutex // one read at a time; guards the fields below it
+	rp    []byte
+	rpool bufferPool // what rp is taken from for each attempt, if set
+	rn    int
+	rerr  syscall.Errno
+	readF func(uintptr) bool
 
 	wmu    sync.Mutex // one write at a time; guards the fields below it
 	wp     []byte
@@ -68,49 +67,37 @@ func newRawIO(c syscall.Conn) *rawIO {
 	}
 	r := &rawIO{rc: rc}
 	r.readF = r.read
-	r.readLazyF = r.readLazy
 	r.writeF = r.write
 	return r
 }
 
-// read is the poller's read callback: false asks it to wait.
+// read is the poller's read callback: false asks it to wait. It reads
+// into r.rp or, with r.rpool set, into a buffer taken from the pool for
+// the attempt, left in r.rp when bytes were read and else given back.
 func (r *rawIO) read(fd uintptr) bool {
+	p := r.rp
+	if r.rpool != nil {
+		p = r.rpool.takeBuffer()
+	}
 	for {
-		n, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&r.rp[0])), uintptr(len(r.rp)))
+		n, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		if errno == syscall.EINTR {
+			continue
+		}
+		if r.rpool != nil {
+			if errno == 0 && n > 0 {
+				r.rp = p
+			} else {
+				r.rpool.giveBuffer(p)
+			}
+		}
 		switch errno {
 		case 0:
 			r.rn = int(n)
 			return true
-		case syscall.EINTR:
 		case syscall.EAGAIN:
 			return false
 		default:
-			r.rerr = errno
-			return true
-		}
-	}
-}
-
-// readLazy is read, into a buffer taken from r.rpool for each attempt and
-// given back when the attempt finds nothing to read or fails.
-func (r *rawIO) readLazy(fd uintptr) bool {
-	b := r.rpool.takeBuffer()
-	for {
-		n, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-		switch errno {
-		case 0:
-			if n == 0 {
-				r.rpool.giveBuffer(b)
-				return true
-			}
-			r.rp, r.rn = b, int(n)
-			return true
-		case syscall.EINTR:
-		case syscall.EAGAIN:
-			r.rpool.giveBuffer(b)
-			return false
-		default:
-			r.rpool.giveBuffer(b)
 			r.rerr = errno
 			return true
 		}
@@ -139,20 +126,22 @@ func (r *rawIO) write(fd uintptr) bool {
 	return true
 }
 
-// readRaw reads into p, which is not empty. pollErr is the poller's error
-// (the descriptor was closed, or its deadline passed), err read(2)'s. n is
-// 0 with neither at the end of the input.
-func (r *rawIO) readRaw(p []byte) (n int, pollErr, err error) {
+// readRaw reads into p, which is not empty, or, when pool is not nil, into
+// a buffer taken from it only while read(2) is made, returned as p (nil
+// unless n > 0). pollErr is the poller's error (the descriptor was closed,
+// or its deadline passed), err read(2)'s. n is 0 with neither at the end
+// of the input.
+func (r *rawIO) readRaw(p []byte, pool bufferPool) (buf []byte, n int, pollErr, err error) {
 	r.rmu.Lock()
 	defer r.rmu.Unlock()
-	r.rp, r.rn, r.rerr = p, 0, 0
+	r.rp, r.rpool, r.rn, r.rerr = p, pool, 0, 0
 	pollErr = r.rc.Read(r.readF)
-	n, errno := r.rn, r.rerr
-	r.rp = nil
+	buf, n, errno := r.rp, r.rn, r.rerr
+	r.rp, r.rpool = nil, nil
 	if errno != 0 {
 		err = errno
 	}
-	return n, pollErr, err
+	return buf, n, pollErr, err
 }
 
 // writeRaw writes all of p, which is not empty, in as many calls as it
@@ -187,16 +176,8 @@ func (r *rawIO) readFor(e rawErrors, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, pollErr, err := r.readRaw(p)
-	switch {
-	case pollErr != nil:
-		return 0, e.pollError("read", pollErr)
-	case err != nil:
-		return 0, e.callError("read", err)
-	case n == 0:
-		return 0, io.EOF
-	}
-	return n, nil
+	_, n, pollErr, err := r.readRaw(p, nil)
+	return n, readError(e, n, pollErr, err)
 }
 
 // readLazyFor reads as readFor does, into a buffer taken from pool only
@@ -204,21 +185,25 @@ func (r *rawIO) readFor(e rawErrors, p []byte) (int, error) {
 // pool's, holds the n bytes read (nil when n is 0); it is the caller's to
 // give back.
 func (r *rawIO) readLazyFor(e rawErrors, pool bufferPool) (buf []byte, n int, err error) {
-	r.rmu.Lock()
-	r.rp, r.rn, r.rerr, r.rpool = nil, 0, 0, pool
-	pollErr := r.rc.Read(r.readLazyF)
-	buf, n, errno := r.rp, r.rn, r.rerr
-	r.rp, r.rpool = nil, nil
-	r.rmu.Unlock()
-	switch {
-	case pollErr != nil:
-		return nil, 0, e.pollError("read", pollErr)
-	case errno != 0:
-		return nil, 0, e.callError("read", errno)
-	case n == 0:
-		return nil, 0, io.EOF
+	buf, n, pollErr, err := r.readRaw(nil, pool)
+	if err = readError(e, n, pollErr, err); err != nil {
+		return nil, 0, err
 	}
 	return buf[:n], n, nil
+}
+
+// readError is the error of a read that returned n, pollErr and err, as an
+// io.Reader gives it, worded by e: io.EOF at the end of the input.
+func readError(e rawErrors, n int, pollErr, err error) error {
+	switch {
+	case pollErr != nil:
+		return e.pollError("read", pollErr)
+	case err != nil:
+		return e.callError("read", err)
+	case n == 0:
+		return io.EOF
+	}
+	return nil
 }
 
 // writeFor writes p as an io.Writer does, its errors worded by e.
