@@ -364,8 +364,13 @@ func (s *HTTP1Server) takeBuffer() []byte {
 	return new([h1BufferSize]byte)[:]
 }
 
-// giveBuffer puts back a buffer of takeBuffer's (see bufferPool).
+// giveBuffer puts back a buffer of takeBuffer's; a shorter slice (the
+// one byte a read ahead that cannot read lazily reads) is dropped (see
+// bufferPool).
 func (s *HTTP1Server) giveBuffer(b []byte) {
+	if cap(b) < h1BufferSize {
+		return
+	}
 	s.aheads.Put((*[h1BufferSize]byte)(b[:h1BufferSize]))
 }
 
@@ -434,8 +439,8 @@ type h1conn struct {
 	one     [1]byte       // what a read ahead that cannot read lazily reads into
 	readErr error         // the connection's last read error while a head was read
 	// ahead is what the background read read (a buffer of the aheads
-	// pool's), set before it says bgDone; aheadAt how much of it has
-	// been read since.
+	// pool's, or one), set before it says bgDone; aheadAt how much of it
+	// has been read since.
 	ahead   []byte
 	aheadAt int
 

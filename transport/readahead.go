@@ -8,7 +8,7 @@ type bufferPool interface {
 	// it gives it back.
 	takeBuffer() []byte
 	// giveBuffer takes back a buffer takeBuffer returned, or a slice of
-	// one from its start.
+	// one from its start; a slice too short to be one is dropped.
 	giveBuffer(b []byte)
 }
 
@@ -25,10 +25,10 @@ type lazyReader interface {
 	readLazy(pool bufferPool) (buf []byte, n int, err error)
 }
 
-// readAhead reads what conn has next into a buffer of pool's, taken only
-// once there is something to read where conn reads lazily (else one
-// byte is read into one, and then copied to a buffer). buf holds the n
-// bytes read, nil when n is 0, and is the caller's to give back.
+// readAhead reads what conn has next: where conn reads lazily, into a
+// buffer of pool's taken only once there is something to read; else one
+// byte, into one. buf holds the n bytes read, nil when n is 0, and is the
+// caller's to give back to pool (which drops one).
 func readAhead(conn io.Reader, one *[1]byte, pool bufferPool) (buf []byte, n int, err error) {
 	if lr, ok := conn.(lazyReader); ok && lr.readsLazily() {
 		return lr.readLazy(pool)
@@ -37,7 +37,5 @@ func readAhead(conn io.Reader, one *[1]byte, pool bufferPool) (buf []byte, n int
 	if n == 0 {
 		return nil, 0, err
 	}
-	buf = pool.takeBuffer()
-	buf[0] = one[0]
-	return buf[:1], 1, err
+	return one[:n], n, err
 }
