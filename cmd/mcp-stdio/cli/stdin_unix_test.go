@@ -76,15 +76,19 @@ func TestPollableStdinPipe(t *testing.T) {
 	is.Equal(string(buf[:n]), "two\n")
 }
 
-// A regular file (or a terminal) is returned unchanged.
-func TestPollableStdinRegularFile(t *testing.T) {
+// A regular file (or a terminal), as stdin or as stdout, is returned
+// unchanged.
+func TestPollableRegularFile(t *testing.T) {
 	is := is.New(t)
-	f, err := os.CreateTemp(t.TempDir(), "stdin")
+	f, err := os.CreateTemp(t.TempDir(), "stdio")
 	is.NoErr(err)
 	defer f.Close()
-	in, restore := pollableStdin(f)
-	defer restore()
+	in, restoreIn := pollableStdin(f)
+	defer restoreIn()
 	is.Equal(in, io.Reader(f))
+	out, restoreOut := pollableStdout(f)
+	defer restoreOut()
+	is.Equal(out, io.Writer(f))
 	is.True(!nonblocking(t, f))
 }
 
@@ -119,16 +123,4 @@ func TestPollableStdoutPipe(t *testing.T) {
 	is.NoErr(r.Close())
 	_, err = io.WriteString(out, "three\n")
 	is.True(errors.Is(err, syscall.EPIPE))
-}
-
-// A regular file (or a terminal) stdout is returned unchanged.
-func TestPollableStdoutRegularFile(t *testing.T) {
-	is := is.New(t)
-	f, err := os.CreateTemp(t.TempDir(), "stdout")
-	is.NoErr(err)
-	defer f.Close()
-	out, restore := pollableStdout(f)
-	defer restore()
-	is.Equal(out, io.Writer(f))
-	is.True(!nonblocking(t, f))
 }
