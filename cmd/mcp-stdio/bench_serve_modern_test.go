@@ -57,8 +57,9 @@ func connectGatewayAt(tb testing.TB, ctx context.Context, g *gatewayProc, name, 
 }
 
 // BenchmarkServeModern measures sequential tools/call echo round trips
-// with a small payload, b.N on every path: serve's two paths alternating
-// call by call (rotating which goes first), then supergateway's in a phase
+// with a small payload, b.N on every path: serve's two paths and the
+// floor's alternating call by call (in a balanced order, see
+// balancedOrder), then supergateway's in a phase
 // of its own (see the loop for why):
 //
 //   - serve-2026: a 2026-07-28 client through serve (its pooled child);
@@ -105,7 +106,8 @@ func BenchmarkServeModern(b *testing.B) {
 			p.call(b, ctx, params)
 		}
 	}
-	// serve's two paths and the floor alternate, call by call.
+	// serve's two paths and the floor alternate, call by call, serve's
+	// two swapping places every other round.
 	// supergateway's calls come after them, in a phase of their own: on
 	// two cores the node process and the child it starts for every call,
 	// still exiting after the answer, would slow whichever call came next,
@@ -116,7 +118,7 @@ func BenchmarkServeModern(b *testing.B) {
 	i := 0
 	for ; i < b.N; i++ {
 		for j := range servePaths {
-			p := servePaths[(i+j)%len(servePaths)]
+			p := servePaths[balancedOrder(i, j, len(servePaths))]
 			p.times = append(p.times, p.call(b, ctx, params))
 		}
 	}
