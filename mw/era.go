@@ -4,17 +4,19 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/mcp-stdio/mcp-stdio/frame"
 	"github.com/mcp-stdio/mcp-stdio/frame/mcp"
 )
 
-// metaProtocolVersionKey is the _meta key that carries a 2026-07-28
-// request's protocol version, and metaProtocolVersionPath its gjson path in
-// a request (spelled out, so that classifying a message builds no string).
-const (
-	metaProtocolVersionKey  = mcp.MetaProtocolVersion
-	metaProtocolVersionPath = mcp.ParamsProtocolVersion
-)
+// claimedVersion returns the protocol version m's params._meta claims,
+// read in one pass over _meta (mcp.Claims): a gjson path with the key's
+// escaped dots would build a string for every message that has one.
+func claimedVersion(m frame.Message) gjson.Result {
+	version, _ := mcp.Claims(m.Get("params._meta"))
+	return version
+}
 
 // ClassifyEra tells which era a message a client sent belongs to, on
 // positive evidence only: 2026-07-28 when params._meta carries the
@@ -22,7 +24,7 @@ const (
 // headers included, which a session-era client may send too, and a GET or
 // a DELETE — is of the session era.
 func ClassifyEra(m frame.Message) Era {
-	if m.Method() == mcp.MethodDiscover || m.Get(metaProtocolVersionPath).Exists() {
+	if m.Method() == mcp.MethodDiscover || claimedVersion(m).Exists() {
 		return EraStateless
 	}
 	return EraSession
@@ -52,7 +54,7 @@ func IsClaimlessResourceRead(m frame.Message) bool {
 	h := m.Header()
 	return len(h.Values(frame.HeaderSessionID)) == 0 &&
 		len(h.Values(frame.HeaderProtocolVersion)) == 0 &&
-		!m.Get(metaProtocolVersionPath).Exists()
+		!claimedVersion(m).Exists()
 }
 
 // ByEra returns serve's era fork: every server-bound message goes to

@@ -68,7 +68,7 @@ func withRoutingHeaders(m frame.Message, c *Conn) frame.Message {
 // routingVersion returns the protocol version m's MCP-Protocol-Version
 // names.
 func routingVersion(m frame.Message, c *Conn) string {
-	if v := m.Get(metaProtocolVersionPath); v.Type == gjson.String {
+	if v := claimedVersion(m); v.Type == gjson.String {
 		return v.Str
 	}
 	if c != nil {
