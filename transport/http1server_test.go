@@ -91,16 +91,22 @@ type connStates struct {
 	mu     sync.Mutex
 	states []http.ConnState
 	closed chan struct{}
+	idle   chan struct{} // a value for each StateIdle
 }
 
-func newConnStates() *connStates { return &connStates{closed: make(chan struct{}, 16)} }
+func newConnStates() *connStates {
+	return &connStates{closed: make(chan struct{}, 16), idle: make(chan struct{}, 64)}
+}
 
 func (s *connStates) record(_ net.Conn, st http.ConnState) {
 	s.mu.Lock()
 	s.states = append(s.states, st)
 	s.mu.Unlock()
-	if st == http.StateClosed {
+	switch st {
+	case http.StateClosed:
 		s.closed <- struct{}{}
+	case http.StateIdle:
+		s.idle <- struct{}{}
 	}
 }
 
@@ -142,6 +148,12 @@ func TestHTTP1ServerKeepAliveAndPipelining(t *testing.T) {
 		}
 		resp, body = rawGet(t, c, br, "/five")
 		is.Equal(body, echoed("GET", "/five", nil))
+		// Closed only once the server has gone idle after its fifth
+		// answer: a close that reaches the read ahead of a request in
+		// flight ends the connection without StateIdle.
+		for range 5 {
+			<-states.idle
+		}
 		c.Close()
 		<-states.closed
 		is.Equal(states.String(), "new active idle active idle active idle active idle active idle closed")
