@@ -150,6 +150,42 @@ func TestRelayTunesItsProcess(t *testing.T) {
 	is.True(strings.Contains(string(out), `msg="process tuned" app=mcp-stdio gomaxprocs=3 stdin_polled=false`))
 }
 
+// TestRelayStopsWhenTheHostStopsReading: the relay writes its stdout
+// pipe through a duplicate of its own, on which a write to a pipe whose
+// reader has gone fails (EPIPE) instead of killing the process (SIGPIPE,
+// as on descriptor 1). It must stop all the same, by itself, saying why,
+// even though its stdin stays open.
+func TestRelayStopsWhenTheHostStopsReading(t *testing.T) {
+	is := is.New(t)
+	url, _ := startServerProcess(t)
+	relay := exec.Command(relayBinary(t), "--log-level", "warn", url)
+	stderr := &transporttest.SyncBuffer{}
+	relay.Stderr = stderr
+	stdin, err := relay.StdinPipe()
+	is.NoErr(err)
+	defer stdin.Close()
+	hostEnd, relayEnd, err := os.Pipe()
+	is.NoErr(err)
+	relay.Stdout = relayEnd
+	is.NoErr(relay.Start())
+	is.NoErr(relayEnd.Close())
+	is.NoErr(hostEnd.Close()) // the host stops reading before the first answer
+	exited := make(chan error, 1)
+	go func() { exited <- relay.Wait() }()
+	_, err = io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+clientVersion+`","capabilities":{},"clientInfo":{"name":"gone","version":"1"}}}`+"\n")
+	is.NoErr(err)
+	select {
+	case err = <-exited:
+	case <-time.After(testTimeout):
+		_ = relay.Process.Kill()
+		t.Fatalf("the relay did not stop; stderr:\n%s", stderr)
+	}
+	var exit *exec.ExitError
+	is.True(errors.As(err, &exit))
+	is.Equal(exit.ExitCode(), 1) // an exit of its own, not SIGPIPE
+	is.True(strings.Contains(stderr.String(), "mcp-stdio: the host closed the relay's stdout (broken pipe)"))
+}
+
 // TestRelayReleasesItsStartupPagesWhenQuiet checks that the relay, once
 // its first answers are written and its stdout has been quiet for 3 s,
 // gives back the pages of its program that starting mapped (what stays

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 
 	"github.com/mcp-stdio/mcp-stdio/cmd/mcp-stdio/exampleserver"
 	"github.com/mcp-stdio/mcp-stdio/transport"
@@ -61,11 +60,9 @@ func ExampleServer(ctx context.Context, args []string, getenv func(string) strin
 		// monitor at each answer as a read of stdin would at each
 		// request.
 		stdin = transport.DirectReader(stdin)
-		if f, ok := stdout.(*os.File); ok {
-			out, restoreOut := pollableStdout(f)
-			defer restoreOut()
-			stdout = transport.DirectWriter(out)
-		}
+		var restoreOut func()
+		stdout, restoreOut = directStdout(stdout, nil) // a failed write stops the server
+		defer restoreOut()
 	}
 	err := exampleserver.Serve(ctx, stdin, stdout, exampleserver.Options{
 		Name:               *name,

@@ -284,6 +284,12 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 		var restore func()
 		stdin, restore = tuneStdioProcess(stdin, getenv, logger)
 		defer restore()
+		var stdoutGone context.CancelCauseFunc
+		ctx, stdoutGone = context.WithCancelCause(ctx)
+		defer stdoutGone(nil)
+		var restoreOut func()
+		stdout, restoreOut = directStdout(stdout, stdoutGone)
+		defer restoreOut()
 		softMemoryLimit(int64(f.maxBuffered), getenv, logger)
 		// Once the host's first exchanges are answered and it has gone
 		// quiet, the pages only starting used leave the resident set.
@@ -293,6 +299,9 @@ func Relay(ctx context.Context, args []string, getenv func(string) string, stdin
 	}
 	if err := pipeline.Relay(ctx, cfg, stdin, stdout); err != nil {
 		return err
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, errHostStoppedReading) {
+		return &ExitError{Code: ExitFailure, Err: cause}
 	}
 	return nil
 }
