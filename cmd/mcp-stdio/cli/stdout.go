@@ -11,7 +11,7 @@ import (
 )
 
 // errHostStoppedReading ends the relay when its stdout's reader has gone.
-var errHostStoppedReading = errors.New("the host closed the relay's stdout (broken pipe), so no answer can reach it: stopping")
+var errHostStoppedReading = errors.New("the host closed the relay's stdout (broken pipe), so no answer can reach it: stopping (the host's own log says why it stopped reading)")
 
 // directStdout returns the writer for a stdio process's messages on
 // stdout, and the function that undoes what it changed, to be called once
