@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
@@ -154,11 +156,31 @@ func TestRelayTunesItsProcess(t *testing.T) {
 // pipe through a duplicate of its own, on which a write to a pipe whose
 // reader has gone fails (EPIPE) instead of killing the process (SIGPIPE,
 // as on descriptor 1). It must stop all the same, by itself, saying why,
-// even though its stdin stays open.
+// even though its stdin stays open, and end its session on the server
+// (which a relay killed by SIGPIPE left behind).
 func TestRelayStopsWhenTheHostStopsReading(t *testing.T) {
 	is := is.New(t)
-	url, _ := startServerProcess(t)
-	relay := exec.Command(relayBinary(t), "--log-level", "warn", url)
+	const session = "the-session"
+	deleted := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodDelete:
+			deleted <- r.Header.Get("Mcp-Session-Id")
+			return
+		case http.MethodGet:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		if msg := gjson.ParseBytes(body); msg.Get("method").String() == "initialize" {
+			w.Header().Set("Mcp-Session-Id", session)
+			writeJSON(w, `{"jsonrpc":"2.0","id":`+msg.Get("id").Raw+`,"result":{"protocolVersion":"`+clientVersion+`","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	relay := exec.Command(relayBinary(t), "--log-level", "warn", srv.URL)
 	stderr := &transporttest.SyncBuffer{}
 	relay.Stderr = stderr
 	stdin, err := relay.StdinPipe()
@@ -184,6 +206,12 @@ func TestRelayStopsWhenTheHostStopsReading(t *testing.T) {
 	is.True(errors.As(err, &exit))
 	is.Equal(exit.ExitCode(), 1) // an exit of its own, not SIGPIPE
 	is.True(strings.Contains(stderr.String(), "mcp-stdio: the host closed the relay's stdout (broken pipe)"))
+	select {
+	case id := <-deleted:
+		is.Equal(id, session) // the session ended before the relay exited
+	default:
+		t.Fatalf("the relay exited without ending its session; stderr:\n%s", stderr)
+	}
 }
 
 // TestRelayReleasesItsStartupPagesWhenQuiet checks that the relay, once
