@@ -124,3 +124,37 @@ func TestPollableStdoutPipe(t *testing.T) {
 	_, err = io.WriteString(out, "three\n")
 	is.True(errors.Is(err, syscall.EPIPE))
 }
+
+// directStdout writes a pipe stdout through its duplicate and, once the
+// reader has gone, calls gone with errHostStoppedReading at the EPIPE;
+// with gone nil it leaves the error to the writer's user.
+func TestDirectStdoutEndsOnBrokenPipe(t *testing.T) {
+	for _, hooked := range []bool{true, false} {
+		is := is.New(t)
+		r, w := rawPipe(t)
+		var cause error
+		var gone func(error)
+		if hooked {
+			gone = func(err error) { cause = err }
+		}
+		out, restore := directStdout(w, gone)
+		is.True(out != io.Writer(w))
+
+		_, err := io.WriteString(out, "one\n")
+		is.NoErr(err)
+		buf := make([]byte, 16)
+		n, err := r.Read(buf)
+		is.NoErr(err)
+		is.Equal(string(buf[:n]), "one\n")
+		is.NoErr(cause)
+
+		is.NoErr(r.Close())
+		_, err = io.WriteString(out, "two\n")
+		is.True(errors.Is(err, syscall.EPIPE))
+		if hooked {
+			is.True(errors.Is(cause, errHostStoppedReading))
+		}
+		restore()
+		is.True(!nonblocking(t, w))
+	}
+}
